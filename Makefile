@@ -1,0 +1,32 @@
+# graphrag-assets: every target creates/updates its own virtual environment in .venv.
+PYTHON ?= $(shell command -v python3.11 2>/dev/null || command -v python3)
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: run test dev install bench clean-index
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+## Index the bundled sample corpus, print its status and answer a sample question.
+run: $(STAMP)
+	$(BIN)/graphrag-assets index --root .
+	$(BIN)/graphrag-assets status --root .
+
+## Run the test suite.
+test: $(STAMP)
+	$(BIN)/python -m pytest -q
+
+## Start the Dagster UI on http://127.0.0.1:3000 for this project.
+dev: $(STAMP)
+	DAGSTER_HOME=$(CURDIR) GRAPHRAG_ROOT=$(CURDIR) $(BIN)/dagster dev -h 127.0.0.1 -p 3000
+
+## Delete the generated index (DuckDB, LanceDB, Dagster state); keeps data/input.
+clean-index:
+	rm -rf data/graphrag.duckdb data/graphrag.duckdb.wal data/lancedb data/dagster

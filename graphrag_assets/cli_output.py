@@ -1,0 +1,68 @@
+"""Human-readable rendering of CLI results."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import polars as pl
+
+
+def render_frame(frame: pl.DataFrame, limit: int = 200) -> str:
+    """A plain text table (polars' own formatting, wide enough for real values)."""
+    with pl.Config(tbl_rows=limit, tbl_cols=-1, fmt_str_lengths=80, tbl_width_chars=200, tbl_hide_dataframe_shape=False):
+        return str(frame.head(limit))
+
+
+def render_index_report(report) -> str:
+    data = report.as_dict()
+    lines = [
+        f"method: {data['method']}",
+        f"documents: {len(data['new'])} added, {len(data['changed'])} changed, {len(data['deleted'])} deleted, {data['unchanged']} unchanged",
+    ]
+    if data["deleted_rows"]:
+        lines.append("deleted rows: " + ", ".join(f"{t} {n}" for t, n in data["deleted_rows"].items() if n))
+    for run in data["runs"]:
+        state = "ok" if run["success"] else f"FAILED: {run['error']}"
+        scope = f" ({len(run['partitions'])} document file(s))" if run["partitions"] else ""
+        usage = run.get("usage")
+        calls = f", model calls {usage['requests']} made / {usage['cache_hits']} cached" if usage else ""
+        lines.append(f"run {run['job']}{scope}: {state}{calls}  [{run['run_id'][:8]}]")
+    if not data["runs"]:
+        lines.append("nothing to do: the index is up to date")
+    lines.append(f"took {data['seconds']:.1f} s")
+    return "\n".join(lines)
+
+
+def render_status(report: dict[str, Any]) -> str:
+    docs = report["documents"]
+    lines = [
+        f"project:  {report['root']}",
+        f"method:   {report['method']}",
+        f"database: {report['database']}",
+        "",
+        "input changes since last index: "
+        + f"{len(docs['new'])} new, {len(docs['changed'])} changed, {len(docs['deleted'])} deleted, {docs['unchanged']} unchanged",
+    ]
+    for label in ("new", "changed", "deleted"):
+        for key in docs[label][:20]:
+            lines.append(f"  {label:<8} {key}")
+    for skipped in docs["skipped"]:
+        lines.append(f"  skipped  {skipped['document_key']}: {skipped['message']}")
+    corpus = report["corpus"]
+    if not corpus.get("built"):
+        lines.append("corpus graph: not built yet")
+    else:
+        since = corpus["documents_since_build"]
+        state = "stale" if corpus["stale"] else "up to date"
+        lines.append(
+            f"corpus graph: {state} ({len(since['added'])} added, {len(since['changed'])} changed, {len(since['removed'])} removed since it was built)"
+        )
+        if corpus.get("left_out"):
+            lines.append("  left out (extraction failed): " + ", ".join(corpus["left_out"]))
+    lines.append("")
+    lines.append("tables:")
+    if not report["tables"]:
+        lines.append("  (none yet: run 'graphrag-assets index')")
+    for table, rows in report["tables"].items():
+        lines.append(f"  {table:<30} {rows:>10,} rows")
+    return "\n".join(lines)

@@ -1,0 +1,114 @@
+"""Incremental indexing of a project through its Dagster instance (the CLI's ``index``).
+
+1. compare the input folder with the stored ``source_files`` state;
+2. register new document partitions, forget deleted ones and delete every row derived from them;
+3. run the per-document job: one range run for all new documents, one run per changed document;
+4. run the corpus job (entities onwards) when anything changed or the corpus was never built.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from graphrag_assets.index.changes import ChangeSet, detect_changes
+from graphrag_assets.settings import Settings
+from graphrag_assets.storage.tables import delete_partitions, read_table
+
+PARTITION_NAME = "documents"
+
+
+@dataclass
+class IndexReport:
+    changes: ChangeSet
+    runs: list[dict[str, Any]] = field(default_factory=list)
+    deleted_rows: dict[str, int] = field(default_factory=dict)
+    seconds: float = 0.0
+    method: str = ""
+
+    @property
+    def success(self) -> bool:
+        return all(run["success"] for run in self.runs)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "method": self.method,
+            "new": self.changes.new,
+            "changed": self.changes.changed,
+            "deleted": self.changes.deleted,
+            "unchanged": len(self.changes.unchanged),
+            "runs": self.runs,
+            "deleted_rows": self.deleted_rows,
+            "seconds": round(self.seconds, 3),
+            "success": self.success,
+        }
+
+
+def per_document_tables(defs) -> list[str]:
+    """Tables written per document partition (every asset in the document partitions)."""
+    from graphrag_assets.assets.partitions import DOCUMENT_PARTITIONS
+
+    tables = []
+    for asset_def in defs.resolve_all_asset_specs():
+        if asset_def.partitions_def == DOCUMENT_PARTITIONS:
+            tables.append(asset_def.key.path[-1])
+    return sorted(tables)
+
+
+def index_project(
+    settings: Settings,
+    *,
+    overrides: dict[str, Any] | None = None,
+    announce: Callable[[str], None] = lambda message: None,
+    force_corpus: bool = False,
+) -> IndexReport:
+    """Bring the index up to date with the input folder; returns what was done."""
+    from graphrag_assets.definitions import CORPUS_JOB, DOCUMENTS_JOB, build_definitions
+    from graphrag_assets.runner import open_instance, run_job
+
+    started = time.monotonic()
+    instance = open_instance(settings)
+    defs = build_definitions(settings.root, overrides=overrides)
+    registered = set(instance.get_dynamic_partitions(PARTITION_NAME))
+    stored = read_table(settings.database_path, "source_files") if settings.database_path.exists() else None
+    materialized = set(stored.get_column("document_key").to_list()) if stored is not None else set()
+    changes = detect_changes(settings.input_dir, settings.input.file_types, stored, registered, materialized)
+    report = IndexReport(changes=changes, method=settings.resolved_method)
+    announce(changes.summary())
+
+    if changes.deleted:
+        tables = per_document_tables(defs) + ["source_files"]
+        report.deleted_rows = delete_partitions(settings.database_path, sorted(set(tables)), "document_key", changes.deleted)
+        for key in changes.deleted:
+            if key in registered:
+                instance.delete_dynamic_partition(PARTITION_NAME, key)
+    if changes.new:
+        instance.add_dynamic_partitions(PARTITION_NAME, changes.new)
+        announce(f"indexing {len(changes.new)} new document file(s)")
+        outcome = run_job(defs, instance, DOCUMENTS_JOB, changes.new)
+        report.runs.append(outcome.as_dict())
+    for key in changes.changed:
+        announce(f"re-indexing changed file {key}")
+        outcome = run_job(defs, instance, DOCUMENTS_JOB, [key])
+        report.runs.append(outcome.as_dict())
+    if _has_job(defs, CORPUS_JOB) and (changes.any or force_corpus or not _corpus_built(settings)):
+        announce("updating the corpus-wide graph")
+        outcome = run_job(defs, instance, CORPUS_JOB)
+        report.runs.append(outcome.as_dict())
+    report.seconds = time.monotonic() - started
+    return report
+
+
+def _has_job(defs, name: str) -> bool:
+    return any(getattr(job, "name", None) == name for job in (defs.jobs or []))
+
+
+def _corpus_built(settings: Settings) -> bool:
+    from graphrag_assets.storage.database import connect, table_exists
+
+    if not settings.database_path.exists():
+        return False
+    with connect(settings.database_path, read_only=True) as conn:
+        return table_exists(conn, "entities")

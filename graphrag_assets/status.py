@@ -1,0 +1,92 @@
+"""What the index holds and what is out of date (``graphrag-assets status``).
+
+Reads the database read-only and the input folder; needs no Dagster instance, so it is quick and
+works while the UI is running.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import polars as pl
+
+from graphrag_assets.index.changes import detect_changes
+from graphrag_assets.settings import Settings
+from graphrag_assets.storage.database import connect, table_exists
+
+PIPELINE_TABLES = (
+    "source_files",
+    "documents",
+    "text_units",
+    "graph_extractions",
+    "entities",
+    "relationships",
+    "covariates",
+    "communities",
+    "community_reports",
+    "text_unit_embeddings",
+    "entity_embeddings",
+    "community_report_embeddings",
+    "corpus_manifest",
+    "llm_cache",
+    "llm_usage",
+)
+
+
+def _read(conn, table: str) -> pl.DataFrame | None:
+    return conn.sql(f'select * from "{table}"').pl() if table_exists(conn, table) else None
+
+
+def project_status(settings: Settings) -> dict[str, Any]:
+    report: dict[str, Any] = {
+        "root": str(settings.root),
+        "method": settings.resolved_method,
+        "database": str(settings.database_path),
+        "input_dir": str(settings.input_dir),
+        "tables": {},
+    }
+    source_files: pl.DataFrame | None = None
+    manifest: pl.DataFrame | None = None
+    if settings.database_path.exists():
+        with connect(settings.database_path, read_only=True) as conn:
+            for table in PIPELINE_TABLES:
+                if table_exists(conn, table):
+                    row = conn.execute(f'select count(*) from "{table}"').fetchall()[0]
+                    report["tables"][table] = int(row[0]) if row else 0
+            source_files = _read(conn, "source_files")
+            manifest = _read(conn, "corpus_manifest")
+    known = set(source_files.get_column("document_key").to_list()) if source_files is not None else set()
+    changes = detect_changes(settings.input_dir, settings.input.file_types, source_files, known, known)
+    documents: dict[str, Any] = {
+        "new": changes.new,
+        "changed": changes.changed,
+        "deleted": changes.deleted,
+        "unchanged": len(changes.unchanged),
+        "skipped": [],
+        "failed": [],
+    }
+    if source_files is not None:
+        documents["skipped"] = (
+            source_files.filter(pl.col("status") != "ingested").select("document_key", "message").to_dicts()
+        )
+    report["documents"] = documents
+    report["corpus"] = corpus_staleness(source_files, manifest)
+    return report
+
+
+def corpus_staleness(source_files: pl.DataFrame | None, manifest: pl.DataFrame | None) -> dict[str, Any]:
+    """Which ingested documents differ from those the corpus-wide assets were last built from."""
+    if manifest is None:
+        return {"built": False, "stale": source_files is not None and not source_files.is_empty()}
+    current = {} if source_files is None else dict(zip(source_files["document_key"], source_files["content_hash"]))
+    built = dict(zip(manifest["document_key"], manifest["content_hash"]))
+    added = sorted(set(current) - set(built))
+    removed = sorted(set(built) - set(current))
+    changed = sorted(k for k in set(current) & set(built) if current[k] != built[k])
+    failed = sorted(manifest.filter(pl.col("status") == "failed")["document_key"].to_list()) if "status" in manifest.columns else []
+    return {
+        "built": True,
+        "stale": bool(added or removed or changed),
+        "documents_since_build": {"added": added, "changed": changed, "removed": removed},
+        "left_out": failed,
+    }
