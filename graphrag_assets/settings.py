@@ -42,13 +42,13 @@ class Price(_Section):
 class LLMSettings(_Section):
     """The OpenAI-compatible endpoint(s). Chat and embeddings may use different servers."""
 
-    api_key: str | None = None  # default: $OPENAI_API_KEY
+    api_key: str | None = Field(None, repr=False)  # default: $OPENAI_API_KEY
     base_url: str | None = None  # default: $OPENAI_BASE_URL, else OpenAI's own
     api_version: str | None = None  # set for Azure OpenAI (then base_url is the resource endpoint)
     chat_model: str = "gpt-4o-mini"
     embedding_model: str = "text-embedding-3-small"
     embedding_base_url: str | None = None  # default: base_url
-    embedding_api_key: str | None = None  # default: api_key
+    embedding_api_key: str | None = Field(None, repr=False)  # default: api_key
     embeddings: Literal["auto", "openai", "local"] = "auto"  # auto: local when no endpoint is configured
     concurrency: int = Field(25, ge=1, le=1000)
     requests_per_minute: int | None = Field(None, ge=1)

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+pytest_plugins = ["graphrag_assets_tests.openai_fixtures"]
+
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE_INPUT = REPO / "data" / "input"
 

@@ -1,0 +1,67 @@
+"""Build the models a step needs from settings: the one place that decides which implementation,
+which cache and which endpoint.
+
+Each returned model owns its cache object: call ``model.close()`` (or ``await model.aclose()``)
+when the step is done so every answer is written.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from graphrag_assets.errors import UserError
+from graphrag_assets.llm.usage import UsageMeter
+
+if TYPE_CHECKING:
+    from graphrag_assets.llm.cache import LLMCache
+    from graphrag_assets.llm.client import OpenAIChatModel
+    from graphrag_assets.llm.types import EmbeddingModel
+    from graphrag_assets.settings import EmbeddingSettings, LLMSettings
+
+
+def _cache(settings: "LLMSettings", db_path: str | Path | None) -> "LLMCache | None":
+    if not settings.cache or db_path is None:
+        return None
+    from graphrag_assets.llm.cache import LLMCache
+
+    return LLMCache(db_path)
+
+
+def build_chat_model(
+    settings: "LLMSettings", db_path: str | Path | None, meter: UsageMeter, dry_run: bool = False
+) -> "OpenAIChatModel":
+    """The chat model for ``settings``; a dry run needs no endpoint since it sends nothing."""
+    from graphrag_assets.llm.client import chat_model_from_settings
+
+    if not settings.endpoint_configured and not dry_run:
+        raise UserError(
+            "no model endpoint is configured; set OPENAI_API_KEY or OPENAI_BASE_URL "
+            "(or llm.base_url in graphrag.yaml), or use method: nlp to index without a model."
+        )
+    return chat_model_from_settings(settings, meter=meter, cache=_cache(settings, db_path), dry_run=dry_run)
+
+
+def build_embedding_model(
+    settings: "LLMSettings",
+    embedding_settings: "EmbeddingSettings",
+    db_path: str | Path | None,
+    meter: UsageMeter,
+    dry_run: bool = False,
+) -> "EmbeddingModel":
+    """The local embedder when ``llm.embeddings`` resolves to local, else the endpoint's model."""
+    if settings.use_local_embedder:
+        from graphrag_assets.llm.local_embedder import LocalEmbedder
+
+        return LocalEmbedder(dimension=embedding_settings.local_dimension)
+    from graphrag_assets.llm.client import embedding_model_from_settings
+
+    has_endpoint = settings.endpoint_configured or settings.embedding_base_url or settings.embedding_api_key
+    if not has_endpoint and not dry_run:
+        raise UserError(
+            "llm.embeddings is 'openai' but no embedding endpoint is configured; set OPENAI_API_KEY or "
+            "llm.embedding_base_url in graphrag.yaml, or set llm.embeddings: local."
+        )
+    return embedding_model_from_settings(
+        settings, embedding_settings, meter=meter, cache=_cache(settings, db_path), dry_run=dry_run
+    )
