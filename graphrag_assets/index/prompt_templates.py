@@ -38,6 +38,8 @@ REQUIRED_PLACEHOLDERS: dict[str, tuple[str, ...]] = {
     "extract_claims": ("input_text",),
     "extract_claims_continue": (),
     "summarize_descriptions": ("description_list",),
+    "community_report": ("input_text",),
+    "community_report_text": ("input_text",),
 }
 
 # What each required placeholder is for, so the error can say where to put it.
