@@ -66,3 +66,27 @@ def render_status(report: dict[str, Any]) -> str:
     for table, rows in report["tables"].items():
         lines.append(f"  {table:<30} {rows:>10,} rows")
     return "\n".join(lines)
+
+
+def render_query_result(result, *, show_answer: bool = True, show_context: bool = False) -> str:
+    """The answer, then what it was built from and what it cost."""
+    lines: list[str] = []
+    if show_answer:
+        lines.append(result.answer.strip())
+    records = result.context_records
+    counts = ", ".join(
+        f"{len(getattr(records, kind))} {kind}"
+        for kind in ("reports", "entities", "relationships", "claims", "sources")
+        if getattr(records, kind)
+    )
+    usage = result.usage
+    lines.append("")
+    lines.append(f"context: {counts or 'nothing'}")
+    model = f"{usage.chat_calls} model call(s), {usage.prompt_tokens + usage.completion_tokens} tokens" if result.llm_used else "no language model used"
+    lines.append(f"{result.method} search: {model}, {usage.seconds:.2f} s")
+    for warning in result.warnings:
+        lines.append(f"warning: {warning}")
+    if show_context:
+        lines.append("")
+        lines.append(result.context_text)
+    return "\n".join(lines)

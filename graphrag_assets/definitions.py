@@ -11,15 +11,26 @@ import os
 from typing import Any
 from pathlib import Path
 
-from dagster import AssetSelection, Definitions, define_asset_job, in_process_executor
+import warnings
 
+from dagster import AssetSelection, BetaWarning, Definitions, InMemoryIOManager, define_asset_job, in_process_executor
+
+warnings.filterwarnings("ignore", category=BetaWarning)  # backfill_policy on assets is beta; we rely on it deliberately
+
+from graphrag_assets.assets.communities import communities
+from graphrag_assets.assets.embeddings import community_report_embeddings, entity_embeddings, text_unit_embeddings
+from graphrag_assets.assets.extraction import extract
+from graphrag_assets.assets.graph import graph
 from graphrag_assets.assets.ingest import ingest
+from graphrag_assets.assets.reports import community_reports
 from graphrag_assets.assets.partitions import DOCUMENT_PARTITIONS
+from graphrag_assets.query_job import query_job
 from graphrag_assets.resources import GraphRAGProject
 from graphrag_assets.settings import load_settings
 from graphrag_assets.storage.duckdb_io import DuckDBPolarsIOManager
 
-DOCUMENT_ASSETS = AssetSelection.groups("ingest")
+DOCUMENT_ASSETS = AssetSelection.assets(ingest, extract, text_unit_embeddings)
+CORPUS_ASSETS = AssetSelection.assets(graph, communities, community_reports, entity_embeddings, community_report_embeddings)
 DOCUMENTS_JOB = "document_job"
 CORPUS_JOB = "corpus_job"
 
@@ -31,14 +42,20 @@ def build_definitions(root: str | Path, overrides: dict[str, Any] | None = None)
         DOCUMENTS_JOB,
         selection=DOCUMENT_ASSETS,
         partitions_def=DOCUMENT_PARTITIONS,
-        description="Per-document assets for the selected document partitions.",
+        description="Per-document assets (ingest, extraction, text-unit embeddings) for the selected document partitions.",
+    )
+    corpus_job = define_asset_job(
+        CORPUS_JOB,
+        selection=CORPUS_ASSETS,
+        description="Corpus-wide assets: entity graph, communities, reports and their embeddings, rebuilt from all documents.",
     )
     return Definitions(
-        assets=[ingest],
-        jobs=[document_job],
+        assets=[ingest, extract, text_unit_embeddings, graph, communities, community_reports, entity_embeddings, community_report_embeddings],
+        jobs=[document_job, corpus_job, query_job],
         resources={
             "project": GraphRAGProject(root=str(settings.root), overrides_json=json.dumps(overrides or {})),
             "io_manager": DuckDBPolarsIOManager(database=str(settings.database_path)),
+            "query_io_manager": InMemoryIOManager(),
         },
         executor=in_process_executor,
     )

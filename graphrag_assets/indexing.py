@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from graphrag_assets.fingerprints import document_fingerprint
 from graphrag_assets.index.changes import ChangeSet, detect_changes
 from graphrag_assets.settings import Settings
 from graphrag_assets.storage.tables import delete_partitions, read_table
@@ -74,7 +75,9 @@ def index_project(
     registered = set(instance.get_dynamic_partitions(PARTITION_NAME))
     stored = read_table(settings.database_path, "source_files") if settings.database_path.exists() else None
     materialized = set(stored.get_column("document_key").to_list()) if stored is not None else set()
-    changes = detect_changes(settings.input_dir, settings.input.file_types, stored, registered, materialized)
+    changes = detect_changes(
+        settings.input_dir, settings.input.file_types, stored, registered, materialized, document_fingerprint(settings)
+    )
     report = IndexReport(changes=changes, method=settings.resolved_method)
     announce(changes.summary())
 

@@ -50,6 +50,18 @@ SOURCE_FILES = {
     "status": pl.String,  # ingested | skipped | missing
     "documents": pl.Int64,
     "message": pl.String,
+    "settings_fingerprint": pl.String,  # graphrag_assets.fingerprints.document_fingerprint at ingestion
+}
+
+# Per document partition: did the extraction succeed, and what did it cost.
+EXTRACTION_STATUS = {
+    "document_key": pl.String,
+    "status": pl.String,  # ok | failed
+    "text_units": pl.Int64,
+    "failed_units": pl.Int64,
+    "records": pl.Int64,
+    "parse_failures": pl.Int64,
+    "error": pl.String,
 }
 
 # One row per record parsed from the extraction answers of one text unit.

@@ -221,6 +221,7 @@ class BasicSearchSettings(_Section):
 
 class QuerySettings(_Section):
     response_type: str = "Multiple Paragraphs"
+    prompts: dict[str, str] = Field(default_factory=dict)  # prompt name (e.g. local_search) -> your file
     local: LocalSearchSettings = Field(default_factory=LocalSearchSettings)
     global_: GlobalSearchSettings = Field(default_factory=GlobalSearchSettings, alias="global")
     drift: DriftSearchSettings = Field(default_factory=DriftSearchSettings)

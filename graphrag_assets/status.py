@@ -10,6 +10,7 @@ from typing import Any
 
 import polars as pl
 
+from graphrag_assets.fingerprints import document_fingerprint
 from graphrag_assets.index.changes import detect_changes
 from graphrag_assets.settings import Settings
 from graphrag_assets.storage.database import connect, table_exists
@@ -56,12 +57,15 @@ def project_status(settings: Settings) -> dict[str, Any]:
             source_files = _read(conn, "source_files")
             manifest = _read(conn, "corpus_manifest")
     known = set(source_files.get_column("document_key").to_list()) if source_files is not None else set()
-    changes = detect_changes(settings.input_dir, settings.input.file_types, source_files, known, known)
+    changes = detect_changes(
+        settings.input_dir, settings.input.file_types, source_files, known, known, document_fingerprint(settings)
+    )
     documents: dict[str, Any] = {
         "new": changes.new,
         "changed": changes.changed,
         "deleted": changes.deleted,
         "unchanged": len(changes.unchanged),
+        "reconfigured": changes.reconfigured,
         "skipped": [],
         "failed": [],
     }

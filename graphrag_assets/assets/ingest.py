@@ -10,6 +10,7 @@ from dagster import AssetExecutionContext, AssetKey, AssetOut, MetadataValue, Ou
 
 from graphrag_assets import schemas
 from graphrag_assets.assets.metadata import preview
+from graphrag_assets.fingerprints import document_fingerprint
 from graphrag_assets.assets.partitions import DOCUMENT_PARTITIONS, PARTITION_METADATA, SINGLE_RUN
 from graphrag_assets.index.chunking import attach_text_unit_ids, chunk_documents
 from graphrag_assets.index.documents import read_file_documents
@@ -47,13 +48,14 @@ def ingest(context: AssetExecutionContext, project: GraphRAGProject):
     documents: list[pl.DataFrame] = []
     warnings: list[str] = []
     progress = Counter("ingest", len(keys), context.log).start()
+    fingerprint = document_fingerprint(settings)
     sources: list[dict] = []
     for key in keys:
         found = files.get(key)
         if found is None:
             message = f"partition {key}: its file is no longer in {settings.input.dir}; nothing ingested"
             warnings.append(message)
-            sources.append({"document_key": key, "status": "missing", "documents": 0, "message": message})
+            sources.append({"document_key": key, "status": "missing", "documents": 0, "message": message, "settings_fingerprint": fingerprint})
         else:
             full = settings.input_dir / found.path
             stat = full.stat()
@@ -70,6 +72,7 @@ def ingest(context: AssetExecutionContext, project: GraphRAGProject):
                     "status": "skipped" if result.skipped else "ingested",
                     "documents": result.frame.height,
                     "message": "; ".join(result.warnings) or None,
+                    "settings_fingerprint": fingerprint,
                 }
             )
         progress.step()

@@ -28,6 +28,7 @@ class ChangeSet:
     changed: list[str] = field(default_factory=list)
     deleted: list[str] = field(default_factory=list)
     unchanged: list[str] = field(default_factory=list)
+    reconfigured: list[str] = field(default_factory=list)  # changed because the settings changed
     hashes: dict[str, str] = field(default_factory=dict)  # key -> content hash of files hashed now
 
     @property
@@ -47,11 +48,13 @@ def detect_changes(
     stored: pl.DataFrame | None,
     registered_keys: set[str],
     materialized_keys: set[str] | None = None,
+    fingerprint: str | None = None,
 ) -> ChangeSet:
     """Compare the input folder with the stored ``source_files`` state.
 
     ``registered_keys`` are the document partitions Dagster knows; ``materialized_keys`` those
     with a successful ingestion (a registered but never-ingested partition counts as new work).
+    A document ingested with other settings (``fingerprint`` differs) counts as changed.
     """
     state: dict[str, dict] = {}
     if stored is not None and not stored.is_empty():
@@ -71,6 +74,10 @@ def detect_changes(
             continue
         if previous is None or (materialized_keys is not None and found.key not in materialized_keys):
             changes.changed.append(found.key)  # registered but never ingested successfully
+            continue
+        if fingerprint is not None and previous.get("settings_fingerprint", fingerprint) != fingerprint:
+            changes.changed.append(found.key)
+            changes.reconfigured.append(found.key)
             continue
         if previous["size"] == stat.st_size and previous["mtime_ns"] == stat.st_mtime_ns:
             changes.unchanged.append(found.key)

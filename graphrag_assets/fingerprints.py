@@ -1,0 +1,44 @@
+"""Fingerprints of the settings that shape each stage's output.
+
+A document partition is re-run when its file changed *or* when the settings its rows were made
+with changed (another method, chunk size, entity types, prompt file, model). The fingerprint is
+stored with the document's ``source_files`` row, so ``index`` and the sensor notice either.
+"""
+
+from __future__ import annotations
+
+import json
+
+from graphrag_assets.ids import stable_hash
+from graphrag_assets.settings import Settings
+
+
+def _prompt_version(name: str, override: str | None, settings: Settings) -> str:
+    from graphrag_assets.index.prompt_templates import load_prompt
+
+    return load_prompt(name, override, settings.root).version
+
+
+def document_fingerprint(settings: Settings) -> str:
+    """Hash of every setting that per-document assets (ingest, extraction, embeddings) depend on."""
+    method = settings.resolved_method
+    parts: dict[str, object] = {
+        "input": settings.input.model_dump(exclude={"dir"}),
+        "chunking": settings.chunking.model_dump(),
+        "method": method,
+        "embeddings": "local" if settings.llm.use_local_embedder else settings.llm.embedding_model,
+        "local_dimension": settings.embeddings.local_dimension if settings.llm.use_local_embedder else None,
+    }
+    if method == "standard":
+        extraction = settings.extraction
+        parts["extraction"] = {
+            "entity_types": extraction.entity_types,
+            "max_gleanings": extraction.max_gleanings,
+            "prompt": _prompt_version("extract_graph", extraction.prompt, settings),
+            "claims": extraction.claims.model_dump(exclude={"prompt"}),
+            "claims_prompt": _prompt_version("extract_claims", extraction.claims.prompt, settings) if extraction.claims.enabled else None,
+            "model": settings.llm.chat_model,
+        }
+    else:
+        parts["nlp"] = {"max_word_length": settings.nlp.max_word_length}
+    return stable_hash(json.dumps(parts, sort_keys=True, default=str))[:16]

@@ -1,0 +1,44 @@
+"""What is embedded for each table, and embedding a frame of texts.
+
+Texts follow Microsoft GraphRAG: text units embed their text, entities ``"title: description"``,
+community reports their ``full_content``. ``text_hash`` lets the vector store update only rows
+whose text changed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+import polars as pl
+
+from graphrag_assets.llm.types import EmbeddingModel
+
+
+def _with_hash(frame: pl.DataFrame) -> pl.DataFrame:
+    hashes = [hashlib.sha256(t.encode("utf-8")).hexdigest()[:32] for t in frame["text"].to_list()]
+    return frame.with_columns(pl.Series("text_hash", hashes, dtype=pl.String))
+
+
+def text_unit_texts(text_units: pl.DataFrame) -> pl.DataFrame:
+    return _with_hash(text_units.select("id", "document_key", pl.col("text").fill_null("")).sort("document_key", "id"))
+
+
+def entity_texts(entities: pl.DataFrame) -> pl.DataFrame:
+    frame = entities.select(
+        "id", pl.format("{}: {}", pl.col("title"), pl.col("description").fill_null("")).alias("text")
+    ).sort("id")
+    return _with_hash(frame)
+
+
+def report_texts(reports: pl.DataFrame) -> pl.DataFrame:
+    return _with_hash(reports.select("id", pl.col("full_content").fill_null("").alias("text")).sort("id"))
+
+
+async def embed_frame(model: EmbeddingModel, texts: pl.DataFrame, *, purpose: str) -> pl.DataFrame:
+    """The frame without ``text`` plus a ``vector`` column (float32, fixed size from the model)."""
+    vectors = await model.embed(texts["text"].to_list(), purpose=purpose)
+    matrix = np.asarray(vectors, dtype=np.float32)
+    if matrix.ndim != 2 or matrix.shape[0] != texts.height:
+        raise ValueError(f"the embedding model returned {matrix.shape[0] if matrix.ndim else 0} vectors for {texts.height} texts")
+    return texts.drop("text").with_columns(pl.Series("vector", matrix, dtype=pl.Array(pl.Float32, matrix.shape[1])))

@@ -1,0 +1,149 @@
+"""LanceDB tables of embeddings: publishing (incremental merge) and similarity search.
+
+DuckDB holds the embeddings as the system of record; LanceDB is the search index, named like
+Microsoft GraphRAG's (``text_unit_text``, ``entity_description``, ``community_full_content``) so
+its tools find them. Publishing merges by id: rows whose text changed are updated, new rows are
+inserted and rows whose source is gone (within the published scope) are deleted; nothing is
+rewritten wholesale. ``lancedb`` is imported lazily because importing it takes ~2 s.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+TEXT_UNIT_TABLE = "text_unit_text"
+ENTITY_TABLE = "entity_description"
+REPORT_TABLE = "community_full_content"
+
+
+@dataclass(frozen=True)
+class PublishResult:
+    inserted: int
+    updated: int
+    deleted: int
+    rows: int
+
+
+def _connect(path: Path):
+    import lancedb
+
+    path.mkdir(parents=True, exist_ok=True)
+    return lancedb.connect(str(path))
+
+
+def _table_names(db) -> set[str]:
+    listed = db.list_tables()
+    return set(getattr(listed, "tables", listed))
+
+
+def _open(path: Path, table: str):
+    """The LanceDB table, or None when the database or the table does not exist."""
+    if not path.exists():
+        return None
+    db = _connect(path)
+    return db.open_table(table) if table in _table_names(db) else None
+
+
+def _arrow(frame: pl.DataFrame):
+    """id, vector (fixed-size float32 list), text_hash and scope column as an Arrow table."""
+    return frame.with_columns(pl.col("vector").cast(pl.Array(pl.Float32, _dimension(frame)))).to_arrow()
+
+
+def _dimension(frame: pl.DataFrame) -> int:
+    dtype = frame.schema["vector"]
+    if isinstance(dtype, pl.Array):
+        return dtype.size
+    first = frame.get_column("vector").drop_nulls().head(1).to_list()
+    return len(first[0]) if first else 0
+
+
+def _quote_list(values: Sequence[str]) -> str:
+    return ", ".join("'" + v.replace("'", "''") + "'" for v in values)
+
+
+def publish(
+    path: Path,
+    table: str,
+    frame: pl.DataFrame,
+    *,
+    scope_column: str | None = None,
+    scope_keys: Sequence[str] | None = None,
+) -> PublishResult:
+    """Merge ``frame`` (id, vector, text_hash[, scope column]) into a LanceDB table.
+
+    With ``scope_column``/``scope_keys`` only rows of those scopes (e.g. document partitions) are
+    candidates for deletion; without them every row missing from ``frame`` is deleted. A change of
+    vector dimension (another embedding model) recreates the table.
+    """
+    db = _connect(path)
+    names = _table_names(db)
+    if frame.is_empty() and table not in names:
+        return PublishResult(0, 0, 0, 0)
+    if table in names:
+        existing = db.open_table(table)
+        field = existing.schema.field("vector")
+        existing_dim = getattr(field.type, "list_size", None)
+        if not frame.is_empty() and existing_dim != _dimension(frame):
+            db.drop_table(table)
+            names.discard(table)
+    if table not in names:
+        if frame.is_empty():
+            return PublishResult(0, 0, 0, 0)
+        created = db.create_table(table, data=_arrow(frame))
+        return PublishResult(frame.height, 0, 0, created.count_rows())
+    existing = db.open_table(table)
+    if frame.is_empty():
+        where = None if scope_column is None else f"{scope_column} IN ({_quote_list(scope_keys or [])})"
+        if scope_column is not None and not scope_keys:
+            return PublishResult(0, 0, 0, existing.count_rows())
+        before = existing.count_rows()
+        existing.delete(where or "true")
+        return PublishResult(0, 0, before - existing.count_rows(), existing.count_rows())
+    merge = (
+        existing.merge_insert("id")
+        .when_matched_update_all(where="target.text_hash != source.text_hash")
+        .when_not_matched_insert_all()
+    )
+    if scope_column is None:
+        merge = merge.when_not_matched_by_source_delete()
+    elif scope_keys:
+        merge = merge.when_not_matched_by_source_delete(f"{scope_column} IN ({_quote_list(scope_keys)})")
+    result = merge.execute(_arrow(frame))
+    return PublishResult(result.num_inserted_rows, result.num_updated_rows, result.num_deleted_rows, existing.count_rows())
+
+
+def delete_scopes(path: Path, table: str, scope_column: str, scope_keys: Sequence[str]) -> int:
+    """Delete the rows of some scopes (documents that were removed); returns rows deleted."""
+    existing = _open(path, table) if scope_keys else None
+    if existing is None:
+        return 0
+    before = existing.count_rows()
+    existing.delete(f"{scope_column} IN ({_quote_list(scope_keys)})")
+    return before - existing.count_rows()
+
+
+def table_ids(path: Path, table: str) -> list[str]:
+    """All ids in a LanceDB table (for consistency checks)."""
+    existing = _open(path, table)
+    return [] if existing is None else sorted(existing.to_arrow().column("id").to_pylist())
+
+
+class LanceVectorIndex:
+    """Cosine-similarity search over one LanceDB table (implements the query VectorIndex protocol)."""
+
+    def __init__(self, path: Path, table: str) -> None:
+        self._table = _open(path, table)
+
+    def search(self, vector: Sequence[float], k: int) -> list[tuple[str, float]]:
+        if self._table is None or k <= 0:
+            return []
+        query = np.asarray(vector, dtype=np.float32)
+        hits = self._table.search(query).distance_type("cosine").limit(k).to_arrow()
+        ids = hits.column("id").to_pylist()
+        distances = hits.column("_distance").to_pylist()
+        return [(i, 1.0 - float(d)) for i, d in zip(ids, distances)]
