@@ -24,11 +24,17 @@ def render_index_report(report) -> str:
     for run in data["runs"]:
         state = "ok" if run["success"] else f"FAILED: {run['error']}"
         scope = f" ({len(run['partitions'])} document file(s))" if run["partitions"] else ""
-        usage = run.get("usage")
-        calls = f", model calls {usage['requests']} made / {usage['cache_hits']} cached" if usage else ""
-        lines.append(f"run {run['job']}{scope}: {state}{calls}  [{run['run_id'][:8]}]")
+        lines.append(f"run {run['job']}{scope}: {state}  [{run['run_id'][:8]}]")
     if not data["runs"]:
         lines.append("nothing to do: the index is up to date")
+    if data["failed_documents"]:
+        lines.append("extraction failed (left out of the graph): " + ", ".join(data["failed_documents"]))
+    if data["usage"]:
+        calls = sum(u["calls"] for u in data["usage"].values())
+        cached = sum(u["cached"] for u in data["usage"].values())
+        lines.append(f"model calls: {calls} made, {cached} answered from the cache")
+        for purpose, u in data["usage"].items():
+            lines.append(f"  {purpose:<24} {u['calls']:>6} made {u['cached']:>6} cached {u['prompt_tokens'] + u['completion_tokens']:>10,} tokens")
     lines.append(f"took {data['seconds']:.1f} s")
     return "\n".join(lines)
 

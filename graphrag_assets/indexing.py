@@ -28,6 +28,8 @@ class IndexReport:
     deleted_rows: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
     method: str = ""
+    failed_documents: list[str] = field(default_factory=list)
+    usage: dict[str, dict[str, int]] = field(default_factory=dict)
 
     @property
     def success(self) -> bool:
@@ -42,6 +44,8 @@ class IndexReport:
             "unchanged": len(self.changes.unchanged),
             "runs": self.runs,
             "deleted_rows": self.deleted_rows,
+            "failed_documents": self.failed_documents,
+            "usage": self.usage,
             "seconds": round(self.seconds, 3),
             "success": self.success,
         }
@@ -82,26 +86,82 @@ def index_project(
     announce(changes.summary())
 
     if changes.deleted:
-        tables = per_document_tables(defs) + ["source_files"]
-        report.deleted_rows = delete_partitions(settings.database_path, sorted(set(tables)), "document_key", changes.deleted)
-        for key in changes.deleted:
-            if key in registered:
-                instance.delete_dynamic_partition(PARTITION_NAME, key)
+        report.deleted_rows = delete_documents(settings, defs, instance, changes.deleted, registered)
     if changes.new:
         instance.add_dynamic_partitions(PARTITION_NAME, changes.new)
         announce(f"indexing {len(changes.new)} new document file(s)")
         outcome = run_job(defs, instance, DOCUMENTS_JOB, changes.new)
         report.runs.append(outcome.as_dict())
+        if outcome.success and len(changes.new) > 1:
+            # A range run stores the documents that worked; failed ones get one more try on
+            # their own, which marks their partition as failed in Dagster if it fails again.
+            for key in failed_extractions(settings, changes.new):
+                announce(f"retrying {key} on its own (its extraction failed)")
+                report.runs.append(run_job(defs, instance, DOCUMENTS_JOB, [key]).as_dict())
     for key in changes.changed:
         announce(f"re-indexing changed file {key}")
         outcome = run_job(defs, instance, DOCUMENTS_JOB, [key])
         report.runs.append(outcome.as_dict())
+    report.failed_documents = failed_extractions(settings, changes.new + changes.changed)
     if _has_job(defs, CORPUS_JOB) and (changes.any or force_corpus or not _corpus_built(settings)):
         announce("updating the corpus-wide graph")
         outcome = run_job(defs, instance, CORPUS_JOB)
         report.runs.append(outcome.as_dict())
     report.seconds = time.monotonic() - started
+    report.usage = usage_of_runs(settings, [run["run_id"] for run in report.runs])
     return report
+
+
+def failed_extractions(settings: Settings, keys: list[str]) -> list[str]:
+    """Which of ``keys`` have a failed extraction status."""
+    if not keys or not settings.database_path.exists():
+        return []
+    status = read_table(settings.database_path, "extraction_status", partition_column="document_key", partition_keys=keys)
+    if status is None:
+        return []
+    return sorted(status.filter(status["status"] == "failed")["document_key"].to_list())
+
+
+def usage_of_runs(settings: Settings, run_ids: list[str]) -> dict[str, dict[str, int]]:
+    """Model calls made and answered from the cache, per purpose, over the given runs."""
+    from graphrag_assets.storage.database import connect, table_exists
+
+    if not run_ids or not settings.database_path.exists():
+        return {}
+    import polars as pl
+
+    with connect(settings.database_path, read_only=True) as conn:
+        if not table_exists(conn, "llm_usage"):
+            return {}
+        conn.register("_runs", pl.DataFrame({"run_id": run_ids}).to_arrow())
+        rows = conn.sql(
+            "select purpose, sum(requests)::bigint, sum(cache_hits)::bigint, sum(prompt_tokens + embedding_tokens)::bigint, "
+            "sum(completion_tokens)::bigint, sum(cost_usd) from llm_usage where run_id in (select run_id from _runs) "
+            "group by purpose order by purpose"
+        ).fetchall()
+    return {
+        purpose: {"calls": calls, "cached": cached, "prompt_tokens": prompt, "completion_tokens": completion, "cost_usd": round(cost or 0.0, 6)}
+        for purpose, calls, cached, prompt, completion, cost in rows
+    }
+
+
+def delete_documents(settings: Settings, defs, instance, keys: list[str], registered: set[str]) -> dict[str, int]:
+    """Forget deleted documents: their partitions, and every row derived from them.
+
+    Per-document tables lose the partitions' rows and LanceDB loses their text-unit vectors;
+    corpus-wide tables are rebuilt by the corpus run that follows.
+    """
+    from graphrag_assets.storage.vectors import TEXT_UNIT_TABLE, delete_scopes
+
+    tables = sorted(set(per_document_tables(defs)) | {"source_files"})
+    deleted = delete_partitions(settings.database_path, tables, "document_key", keys)
+    vectors = delete_scopes(settings.lancedb_path, TEXT_UNIT_TABLE, "document_key", keys)
+    if vectors:
+        deleted[f"lancedb:{TEXT_UNIT_TABLE}"] = vectors
+    for key in keys:
+        if key in registered:
+            instance.delete_dynamic_partition(PARTITION_NAME, key)
+    return deleted
 
 
 def _has_job(defs, name: str) -> bool:
