@@ -24,6 +24,7 @@ from graphrag_assets.assets.graph import graph
 from graphrag_assets.assets.ingest import ingest
 from graphrag_assets.assets.reports import community_reports
 from graphrag_assets.assets.partitions import DOCUMENT_PARTITIONS
+from graphrag_assets.automation import build_automation
 from graphrag_assets.query_job import query_job
 from graphrag_assets.resources import GraphRAGProject
 from graphrag_assets.settings import load_settings
@@ -49,7 +50,12 @@ def build_definitions(root: str | Path, overrides: dict[str, Any] | None = None)
         selection=CORPUS_ASSETS,
         description="Corpus-wide assets: entity graph, communities, reports and their embeddings, rebuilt from all documents.",
     )
+    sensors, schedules = build_automation(
+        settings.incremental.sensor_interval_seconds, settings.incremental.schedule_cron, [document_job, corpus_job]
+    )
     return Definitions(
+        sensors=sensors,
+        schedules=schedules,
         assets=[ingest, extract, text_unit_embeddings, graph, communities, community_reports, entity_embeddings, community_report_embeddings],
         jobs=[document_job, corpus_job, query_job],
         resources={

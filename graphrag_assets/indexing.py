@@ -51,17 +51,6 @@ class IndexReport:
         }
 
 
-def per_document_tables(defs) -> list[str]:
-    """Tables written per document partition (every asset in the document partitions)."""
-    from graphrag_assets.assets.partitions import DOCUMENT_PARTITIONS
-
-    tables = []
-    for asset_def in defs.resolve_all_asset_specs():
-        if asset_def.partitions_def == DOCUMENT_PARTITIONS:
-            tables.append(asset_def.key.path[-1])
-    return sorted(tables)
-
-
 def index_project(
     settings: Settings,
     *,
@@ -78,7 +67,9 @@ def index_project(
     defs = build_definitions(settings.root, overrides=overrides)
     registered = set(instance.get_dynamic_partitions(PARTITION_NAME))
     stored = read_table(settings.database_path, "source_files") if settings.database_path.exists() else None
-    materialized = set(stored.get_column("document_key").to_list()) if stored is not None else set()
+    from graphrag_assets.assets.partitions import complete_document_partitions
+
+    materialized = complete_document_partitions(instance, sorted(registered)) if registered else set()
     changes = detect_changes(
         settings.input_dir, settings.input.file_types, stored, registered, materialized, document_fingerprint(settings)
     )
@@ -86,7 +77,7 @@ def index_project(
     announce(changes.summary())
 
     if changes.deleted:
-        report.deleted_rows = delete_documents(settings, defs, instance, changes.deleted, registered)
+        report.deleted_rows = delete_documents(settings, instance, changes.deleted, registered)
     if changes.new:
         instance.add_dynamic_partitions(PARTITION_NAME, changes.new)
         announce(f"indexing {len(changes.new)} new document file(s)")
@@ -145,7 +136,7 @@ def usage_of_runs(settings: Settings, run_ids: list[str]) -> dict[str, dict[str,
     }
 
 
-def delete_documents(settings: Settings, defs, instance, keys: list[str], registered: set[str]) -> dict[str, int]:
+def delete_documents(settings: Settings, instance, keys: list[str], registered: set[str]) -> dict[str, int]:
     """Forget deleted documents: their partitions, and every row derived from them.
 
     Per-document tables lose the partitions' rows and LanceDB loses their text-unit vectors;
@@ -153,8 +144,9 @@ def delete_documents(settings: Settings, defs, instance, keys: list[str], regist
     """
     from graphrag_assets.storage.vectors import TEXT_UNIT_TABLE, delete_scopes
 
-    tables = sorted(set(per_document_tables(defs)) | {"source_files"})
-    deleted = delete_partitions(settings.database_path, tables, "document_key", keys)
+    from graphrag_assets.assets.partitions import PER_DOCUMENT_TABLES
+
+    deleted = delete_partitions(settings.database_path, PER_DOCUMENT_TABLES, "document_key", keys)
     vectors = delete_scopes(settings.lancedb_path, TEXT_UNIT_TABLE, "document_key", keys)
     if vectors:
         deleted[f"lancedb:{TEXT_UNIT_TABLE}"] = vectors

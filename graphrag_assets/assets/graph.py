@@ -49,9 +49,10 @@ def graph(
 ):
     settings = project.settings
     method = settings.resolved_method
+    purged = _purge_removed_documents(context, settings)
     left_out = sorted(extraction_status.filter(pl.col("status") == "failed")["document_key"].to_list())
     extractions = graph_extractions.filter(~pl.col("document_key").is_in(left_out))
-    metadata: dict = {"method": method, "left_out_documents": MetadataValue.json(left_out)}
+    metadata: dict = {"method": method, "left_out_documents": MetadataValue.json(left_out), "purged_rows": MetadataValue.json(purged)}
     if method == "standard":
         entities, relationships, covariates, extra = _standard_graph(context, settings, extractions)
     else:
@@ -155,6 +156,24 @@ def _noun_graph(context, settings, extractions: pl.DataFrame, text_units: pl.Dat
         "edges_before_pruning": before[1],
     }
     return entities, relationships, schemas.empty_frame(schemas.COVARIATES), metadata
+
+
+def _purge_removed_documents(context: AssetExecutionContext, settings) -> dict[str, int]:
+    """Rows of documents whose partition was deleted (by the sensor or schedule) are removed here.
+
+    The inputs of this step were already loaded for the current partitions only, so the graph
+    never sees those rows; this keeps the per-document tables and LanceDB in step with it.
+    """
+    from graphrag_assets.assets.partitions import PER_DOCUMENT_TABLES
+    from graphrag_assets.storage.tables import purge_partitions_except
+    from graphrag_assets.storage.vectors import TEXT_UNIT_TABLE, delete_scopes_except
+
+    keep = context.instance.get_dynamic_partitions("documents")
+    purged = purge_partitions_except(settings.database_path, PER_DOCUMENT_TABLES, "document_key", keep)
+    vectors = delete_scopes_except(settings.lancedb_path, TEXT_UNIT_TABLE, "document_key", keep)
+    if vectors:
+        purged[f"lancedb:{TEXT_UNIT_TABLE}"] = vectors
+    return purged
 
 
 def _manifest(source_files: pl.DataFrame, extraction_status: pl.DataFrame) -> pl.DataFrame:

@@ -29,18 +29,18 @@ does not depend on the random draws made elsewhere in the hierarchy.
 default. Measured with ``bench/bench_clustering.py --iterations`` on planted-partition graphs
 (modularity and time of the level-0 clustering; whole hierarchy in brackets):
 
-- igraph, 10k nodes: 2 → 0.9019 in 0.06 s (0.12 s); 1 → 0.9017, 0.06 s (0.11 s);
-  -1 → 0.9020, 0.14 s (0.23 s).
-- igraph, 100k nodes: 2 → 0.9119, 1.1 s (2.2 s); 1 → 0.9116, 1.0 s (2.1 s);
-  -1 → 0.9120, 5.6 s (6.5 s).
-- leidenalg, 10k nodes: 2 → 0.9018, 0.54 s (1.0 s); 1 → 0.9016, 0.34 s (0.66 s);
-  -1 → 0.9021, 4.8 s (5.9 s).
-- leidenalg, 100k nodes: 2 → 0.9117, 10 s (16 s); 1 → 0.9116, 5.5 s (9.8 s);
-  -1 → 0.9119, 278 s (566 s).
+- igraph, 10k nodes: 2 → 0.9019 in 0.07 s (0.17 s); 1 → 0.9017, 0.06 s (0.13 s);
+  -1 → 0.9020, 0.15 s (0.24 s).
+- igraph, 100k nodes: 2 → 0.9119, 1.1 s (2.4 s); 1 → 0.9116, 1.0 s (1.9 s);
+  -1 → 0.9120, 4.9 s (6.7 s).
+- leidenalg, 10k nodes: 2 → 0.9018, 0.53 s (1.1 s); 1 → 0.9016, 0.37 s (0.72 s);
+  -1 → 0.9021, 5.5 s (6.0 s).
+- leidenalg, 100k nodes: 2 → 0.9117, 8.7 s (16 s); 1 → 0.9116, 6.1 s (11 s);
+  -1 → 0.9119, 168 s (212 s).
 
-Running until stable gains at most 0.0003 modularity (about the spread between seeds) for 2-5x
-the time with igraph and 10-35x with leidenalg; one iteration loses a little modularity and
-gains almost no time over two. Two iterations also keep the running time predictable.
+Running until stable gains at most 0.0003 modularity (about the spread between seeds) for 2-4x
+the time with igraph and 10-20x with leidenalg; one iteration loses a little modularity and
+gains little time over two. Two iterations also keep the running time predictable.
 """
 
 from __future__ import annotations

@@ -32,7 +32,12 @@ def entity_texts(entities: pl.DataFrame) -> pl.DataFrame:
 
 
 def report_texts(reports: pl.DataFrame) -> pl.DataFrame:
-    return _with_hash(reports.select("id", pl.col("full_content").fill_null("").alias("text")).sort("id"))
+    """Reports embed their full content without ``[Data: ...]`` citations: the cited numbers shift
+    when unrelated entities are added, and they carry no meaning for similarity search."""
+    from graphrag_assets.index.report_context import strip_citations
+
+    texts = [strip_citations(text or "") for text in reports["full_content"].to_list()]
+    return _with_hash(reports.select("id").with_columns(pl.Series("text", texts, dtype=pl.String)).sort("id"))
 
 
 async def embed_frame(model: EmbeddingModel, texts: pl.DataFrame, *, purpose: str) -> pl.DataFrame:

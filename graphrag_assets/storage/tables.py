@@ -19,7 +19,7 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
-from graphrag_assets.storage.database import connect, table_exists
+from graphrag_assets.storage.database import LOCK_WAIT_SECONDS, connect, table_exists
 
 
 def quote(identifier: str) -> str:
@@ -93,11 +93,12 @@ def read_table(
     partition_column: str | None = None,
     partition_keys: Sequence[str] | None = None,
     read_only: bool = False,
+    wait_seconds: float = LOCK_WAIT_SECONDS,
 ) -> pl.DataFrame | None:
     """The table (or the rows of some partitions) as a polars frame; None when it does not exist."""
     if read_only and not Path(path).exists():
         return None
-    with connect(path, read_only=read_only) as conn:
+    with connect(path, read_only=read_only, wait_seconds=wait_seconds) as conn:
         if not table_exists(conn, table):
             return None
         if partition_column and partition_keys is not None:
@@ -137,4 +138,30 @@ def delete_partitions(path: str | Path, tables: Sequence[str], partition_column:
             raise
         finally:
             conn.unregister("_keys")
+    return deleted
+
+
+def purge_partitions_except(path: str | Path, tables: Sequence[str], partition_column: str, keep: Sequence[str]) -> dict[str, int]:
+    """Delete rows whose partition is not in ``keep`` (documents removed since they were written)."""
+    if not Path(path).exists():
+        return {}
+    deleted: dict[str, int] = {}
+    with connect(path) as conn:
+        conn.register("_keep", pl.DataFrame({"key": list(keep)}, schema={"key": pl.String}).to_arrow())
+        conn.execute("begin transaction")
+        try:
+            for table in tables:
+                if not table_exists(conn, table):
+                    continue
+                where = f"{quote(partition_column)} not in (select key from _keep)"
+                count = conn.execute(f"select count(*) from {quote(table)} where {where}").fetchall()[0][0]
+                if count:
+                    conn.execute(f"delete from {quote(table)} where {where}")
+                    deleted[table] = int(count)
+            conn.execute("commit")
+        except Exception:
+            conn.execute("rollback")
+            raise
+        finally:
+            conn.unregister("_keep")
     return deleted

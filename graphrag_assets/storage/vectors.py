@@ -127,6 +127,16 @@ def delete_scopes(path: Path, table: str, scope_column: str, scope_keys: Sequenc
     return before - existing.count_rows()
 
 
+def delete_scopes_except(path: Path, table: str, scope_column: str, keep: Sequence[str]) -> int:
+    """Delete the rows of every scope not in ``keep``; returns rows deleted."""
+    existing = _open(path, table)
+    if existing is None:
+        return 0
+    before = existing.count_rows()
+    existing.delete(f"{scope_column} NOT IN ({_quote_list(keep)})" if keep else "true")
+    return before - existing.count_rows()
+
+
 def table_ids(path: Path, table: str) -> list[str]:
     """All ids in a LanceDB table (for consistency checks)."""
     existing = _open(path, table)
