@@ -188,6 +188,13 @@ def cited_answer(prompt: str, question: str) -> str:
     return f"Answer to: {question.strip()[:120]}\n\n{body}"
 
 
+def combine_answer(prompt: str, question: str) -> str:
+    """A reduce answer: the cited statements found in the intermediate points or answers."""
+    cited = [line.strip() for line in prompt.splitlines() if "[Data:" in line and not line.lstrip().startswith("{")]
+    body = "\n".join(f"- {line}" for line in dict.fromkeys(cited)) or "The data provided does not answer this question."
+    return f"Answer to: {question.strip()[:120]}\n\n{body}"
+
+
 def respond(body: dict[str, Any]) -> str:
     """The answer text for one chat completion request."""
     everything = _messages_text(body)
@@ -213,6 +220,8 @@ def respond(body: dict[str, Any]) -> str:
         return f"# Hypothetical report\n\n{user[:200]}"
     if head.startswith("You are exploring a collection of documents"):
         return json.dumps({"intermediate_answer": cited_answer(everything, user), "score": 60, "follow_up_queries": [f"Who is involved in {w}?" for w in _names(everything)[:3]]})
+    if head.startswith("Several analysts have each read") or head.startswith("A question about a collection of documents was explored"):
+        return combine_answer(everything, user)
     if head.startswith("You are helping to answer a larger question"):
         return json.dumps({"response": cited_answer(everything, user), "score": 50, "follow_up_queries": []})
     return cited_answer(everything, user)
