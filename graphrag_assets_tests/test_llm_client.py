@@ -269,6 +269,26 @@ def test_a_rerun_is_answered_from_the_cache_without_calls(openai_server, db):
     second.close()
 
 
+def test_an_answer_rejected_by_cache_if_is_asked_again_next_run(openai_server, db):
+    openai_server.add_rule("unusable", "not json at all")
+    openai_server.add_rule("usable", '{"ok": true}')
+
+    def run() -> None:
+        model = build_chat_model(settings_for(openai_server), db, UsageMeter())
+
+        async def both() -> None:
+            for word in ("unusable", "usable"):
+                await model.chat([{"role": "user", "content": word}], purpose="t", cache_if=lambda t: t.startswith("{"))
+
+        asyncio.run(both())
+        model.close()
+
+    run()
+    run()
+    asked = [call["body"]["messages"][0]["content"] for call in openai_server.calls("chat")]
+    assert asked == ["unusable", "usable", "unusable"]
+
+
 def test_the_cache_key_follows_prompt_version_and_sampling_but_not_the_endpoint(openai_server, db):
     model = build_chat_model(settings_for(openai_server), db, UsageMeter())
     ask(model, "same", prompt_version="v1")

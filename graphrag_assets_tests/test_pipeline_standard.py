@@ -161,3 +161,22 @@ def test_a_document_run_that_failed_part_way_is_redone_next_time(tmp_path: Path)
         assert index_project(load_settings(root)).runs == []
     finally:
         server.stop()
+
+
+def test_dry_run_counts_the_calls_of_the_next_run_without_making_any(copy_of_index: Path, graphrag_server) -> None:
+    from graphrag_assets.dry_run import estimate_next_run
+
+    (copy_of_index / "data" / "input" / "inspection.txt").write_text(
+        "Helga Brandt inspected the ferry Northern Star at Port Auberon.", encoding="utf-8"
+    )
+    (copy_of_index / "data" / "input" / "letter_holm_to_varga.txt").write_text(
+        (copy_of_index / "data" / "input" / "letter_holm_to_varga.txt").read_text(encoding="utf-8"), encoding="utf-8"
+    )  # rewritten with the same bytes: not a change
+    before = len(graphrag_server.calls())
+    estimate = estimate_next_run(load_settings(copy_of_index))
+    assert len(graphrag_server.calls()) == before
+    assert (estimate.new, estimate.changed) == (["inspection.txt"], [])
+    assert estimate.usage["extract_graph"]["calls"] == 2 and estimate.usage["extract_graph"]["prompt_tokens"] > 100
+    report = index_project(load_settings(copy_of_index))
+    assert report.usage["extract_graph"]["calls"] == estimate.usage["extract_graph"]["calls"]
+    assert estimate_next_run(load_settings(copy_of_index)).usage == {}

@@ -293,7 +293,12 @@ async def _report_for(model: ChatModel, template: PromptTemplate, context: Repor
         ]
         calls += 1
         reasks += 1
-        again = await model.chat(retry, purpose=PURPOSE, json_mode=True, prompt_version=template.version)
+        # A still-broken answer is not cached, so the next run asks again for this community
+        # (the first, broken answer stays cached: it is part of this conversation).
+        again = await model.chat(
+            retry, purpose=PURPOSE, json_mode=True, prompt_version=template.version,
+            cache_if=lambda text: parse_report_answer(text) is not None,
+        )
         report = parse_report_answer(again.text)
         if report is not None:
             return _Outcome(report, calls=calls, reasks=reasks)

@@ -236,6 +236,7 @@ class OpenAIChatModel(_OpenAIModel):
         max_tokens: int | None = None,
         prompt_version: str = "",
         use_cache: bool = True,
+        cache_if: Callable[[str], bool] | None = None,
     ) -> ChatResult:
         msgs = [{"role": m["role"], "content": m["content"]} for m in messages]
         temp = self.temperature if temperature is None else float(temperature)
@@ -263,7 +264,7 @@ class OpenAIChatModel(_OpenAIModel):
         in_flight[key] = future
         try:
             result = await self._complete(purpose, msgs, temp, max_tokens, want_json)
-            if cache is not None and result.text:
+            if cache is not None and result.text and (cache_if is None or cache_if(result.text)):
                 cache.put_chat(key, model=self.model, purpose=purpose, text=result.text,
                                prompt_tokens=result.prompt_tokens, completion_tokens=result.completion_tokens)
             future.set_result(result)

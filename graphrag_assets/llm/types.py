@@ -7,7 +7,7 @@ caching or accounting. :mod:`graphrag_assets.llm.client` provides the real imple
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol, TypedDict
 
@@ -40,11 +40,13 @@ class ChatModel(Protocol):
         max_tokens: int | None = None,
         prompt_version: str = "",
         use_cache: bool = True,
+        cache_if: Callable[[str], bool] | None = None,
     ) -> ChatResult:
         """One completion. ``purpose`` (e.g. "extract_graph") groups usage accounting.
 
         ``prompt_version`` is part of the cache key, so changing a prompt template invalidates
-        exactly the answers produced with the old one.
+        exactly the answers produced with the old one. ``cache_if`` keeps an answer out of the
+        cache unless it accepts it (so an unusable answer is asked again on the next run).
         """
         ...
 
