@@ -18,6 +18,7 @@ install: $(STAMP)
 run: $(STAMP)
 	$(BIN)/graphrag-assets index --root .
 	$(BIN)/graphrag-assets status --root .
+	$(BIN)/graphrag-assets query "Who is Søren Holm, and what did he do during Storm Odile?" --method local --root .
 
 ## Run the test suite.
 test: $(STAMP)

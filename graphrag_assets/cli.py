@@ -214,6 +214,54 @@ def query(
     click.echo(render_query_result(result, show_answer=not streamed, show_context=show_context))
 
 
+@main.command(name="export")
+@click.argument("out_dir", type=click.Path(path_type=Path))
+@click.option("--format", "fmt", type=click.Choice(["msgraphrag", "graphml", "neo4j"]), default="msgraphrag", show_default=True,
+              help="msgraphrag: Microsoft GraphRAG v3 parquet (+ LanceDB) that its query API reads; graphml: one graph file; neo4j: CSV files for neo4j-admin import and a Cypher script.")
+@click.option("--force", is_flag=True, help="Write into a folder that is not empty (replacing this format's files).")
+@ROOT_OPTION
+@JSON_OPTION
+@_guard
+def export_command(out_dir: Path, fmt: str, force: bool, root: Path | None, as_json: bool) -> None:
+    """Export the index for other tools."""
+    from graphrag_assets.export import export_index
+
+    result = export_index(_settings(root), fmt, out_dir.resolve(), force=force)
+    if as_json:
+        _print_json(result.as_dict())
+        return
+    click.echo(f"exported {fmt} to {result.out_dir}:")
+    for name in result.files:
+        click.echo(f"  {name}")
+    for warning in result.warnings:
+        click.echo(f"warning: {warning}")
+
+
+@main.command(name="import")
+@click.argument("source_dir", type=click.Path(path_type=Path, file_okay=False))
+@click.option("--format", "fmt", type=click.Choice(["msgraphrag"]), default="msgraphrag", show_default=True,
+              help="msgraphrag: a Microsoft GraphRAG v3 output folder (parquet files, optional lancedb/).")
+@click.option("--force", is_flag=True, help="Replace the index the project already holds.")
+@ROOT_OPTION
+@JSON_OPTION
+@_guard
+def import_command(source_dir: Path, fmt: str, force: bool, root: Path | None, as_json: bool) -> None:
+    """Load an index made by another tool, to query it with our engines."""
+    from graphrag_assets.export import import_index
+
+    result = import_index(_settings(root), fmt, source_dir.resolve(), force=force)
+    if as_json:
+        _print_json(result.as_dict())
+        return
+    click.echo(f"imported {fmt} from {result.source_dir}:")
+    for table, rows in result.rows.items():
+        click.echo(f"  {table:<28} {rows:>8,} rows")
+    for table, origin in result.embeddings.items():
+        click.echo(f"  embeddings {table}: {origin}")
+    for warning in result.warnings:
+        click.echo(f"warning: {warning}")
+
+
 @main.command()
 @ROOT_OPTION
 @click.option("--port", type=int, default=3000, show_default=True)
