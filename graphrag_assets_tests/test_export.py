@@ -256,6 +256,13 @@ def test_msgraphrag_ids_are_dense_and_cross_references_hold(project, ms_export: 
     assert pairs_from_units == pairs_from_entities and pairs_from_units
 
 
+def test_msgraphrag_export_is_deterministic(project, ms_export: Path, tmp_path: Path) -> None:
+    again = tmp_path / "again"
+    export_index(project, "msgraphrag", again)
+    for path in sorted(ms_export.glob("*.parquet")):
+        assert (again / path.name).read_bytes() == path.read_bytes(), path.name
+
+
 def test_msgraphrag_lancedb_tables_use_ms_row_schema(ms_export: Path) -> None:
     import lancedb
 

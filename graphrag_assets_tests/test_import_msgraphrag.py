@@ -140,6 +140,7 @@ def test_import_keeps_every_row_and_id(imported) -> None:
     theirs = pl.read_parquet(MS_VERBS_DATA / "community_reports.parquet").filter(pl.col("community") == 0)
     assert finding == theirs["findings"][0][0]["summary"]
     assert directed > 0  # MS's relationship direction is kept as written
+    assert result.warnings == ["84 relationship(s) name an entity missing from entities.parquet; kept as they are."]
 
 
 def test_import_embeds_every_text_with_the_project_embedder(imported) -> None:
@@ -214,7 +215,7 @@ def test_vectors_in_lancedb_are_imported_for_an_endpoint_embedder(tmp_path: Path
     endpoint = {"llm": {"embeddings": "openai", "base_url": "http://127.0.0.1:9/v1", "embedding_model": "text-embedding-3-large"}}
     settings = load_settings(root, environ={}, overrides=endpoint)
     result = import_index(settings, "msgraphrag", source)
-    assert set(result.embeddings.values()) == {"imported"} and result.warnings == []
+    assert set(result.embeddings.values()) == {"imported"} and not any("lancedb" in w for w in result.warnings)
     with duckdb.connect(str(settings.database_path), read_only=True) as conn:
         kinds = {row[0]: row[1] for row in conn.sql("describe entity_embeddings").fetchall()}
         models = conn.sql("select distinct model from community_report_embeddings").fetchall()
@@ -223,4 +224,4 @@ def test_vectors_in_lancedb_are_imported_for_an_endpoint_embedder(tmp_path: Path
     offline = load_settings(tmp_path / "project", environ={})
     again = import_index(offline, "msgraphrag", source, force=True)
     assert set(again.embeddings.values()) == {"computed"}
-    assert "embedded again with the local embedder" in again.warnings[0]
+    assert any("embedded again with the local embedder" in w for w in again.warnings)

@@ -1,10 +1,12 @@
 """Export the entity graph as GraphML (Gephi, yEd, Cytoscape, networkx, igraph).
 
-Nodes are entities (GraphML node id = entity id) with ``title``, ``type``, ``description``, ``degree``,
-``frequency``, ``human_readable_id``, ``community`` (the deepest community holding the entity),
-``community_level`` (its level) and ``level0_community`` (-1 when the entity is in no community,
-e.g. outside the largest connected component). Edges are the relationships, undirected (GraphML
-edge id = relationship id), with ``human_readable_id``, ``weight``, ``description`` and ``combined_degree``.
+Nodes are entities (GraphML node id = entity id) with ``title``, ``type``, ``description``,
+``degree``, ``frequency``, ``human_readable_id``, ``community`` (the deepest community holding
+the entity), ``community_level`` (its level) and ``level0_community`` (-1 when the entity is in
+no community, e.g. outside the largest connected component). Edges are the relationships,
+undirected (GraphML edge id = relationship id), with ``human_readable_id``, ``weight``,
+``description`` and ``combined_degree``. (igraph 1.0's reader reports wrong edge ids; the
+attributes and endpoints it reads are right.)
 
 Written with ElementTree rather than igraph's writer so every attribute gets a declared GraphML
 type and a stable order. XML 1.0 forbids most control characters even when escaped, so they are
@@ -46,7 +48,9 @@ def xml_text(value: object) -> str:
     return _INVALID_XML.sub("", str(value))
 
 
-def graph_tables(entities: pl.DataFrame, relationships: pl.DataFrame, communities: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame, int]:
+def graph_tables(
+    entities: pl.DataFrame, relationships: pl.DataFrame, communities: pl.DataFrame
+) -> tuple[pl.DataFrame, pl.DataFrame, int]:
     """Node rows, edge rows (with node ids as ``source_id``/``target_id``) and the skipped-edge count."""
     from graphrag_assets.export import entity_communities
 
@@ -105,7 +109,8 @@ def export_graphml(settings: Settings, out_dir: Path, *, force: bool = False):
     nodes, edges, skipped = graph_tables(tables["entities"], tables["relationships"], tables["communities"])
     prepare_output_dir(out_dir, [FILE_NAME], force=force)
     graphml_tree(nodes, edges).write(out_dir / FILE_NAME, encoding="utf-8", xml_declaration=True)
-    result = ExportResult(format="graphml", out_dir=out_dir, files=[FILE_NAME], rows={"nodes": nodes.height, "edges": edges.height})
+    rows = {"nodes": nodes.height, "edges": edges.height}
+    result = ExportResult(format="graphml", out_dir=out_dir, files=[FILE_NAME], rows=rows)
     if skipped:
         result.warnings.append(f"{skipped} relationship(s) name an entity that does not exist and were left out.")
     return result

@@ -79,11 +79,11 @@ MS_SCHEMAS: dict[str, pa.Schema] = {
 }
 TABLE_ORDER = tuple(MS_SCHEMAS)
 
-# LanceDB table -> our DuckDB embedding table (names are MS's embedding names).
+# LanceDB table (MS's embedding name) -> (our DuckDB embedding table, the table it embeds).
 VECTOR_TABLES = {
-    "text_unit_text": "text_unit_embeddings",
-    "entity_description": "entity_embeddings",
-    "community_full_content": "community_report_embeddings",
+    "text_unit_text": ("text_unit_embeddings", "text_units"),
+    "entity_description": ("entity_embeddings", "entities"),
+    "community_full_content": ("community_report_embeddings", "community_reports"),
 }
 LANCEDB_DIR = "lancedb"
 _TIMESTAMP_PARTS = (
@@ -289,8 +289,10 @@ def export_msgraphrag(settings: Settings, out_dir: Path, *, force: bool = False)
     created = datetime.now(timezone.utc).isoformat()
     vectors: dict[str, pa.Table] = {}
     warnings: list[str] = []
-    for lance_name, duck_name in VECTOR_TABLES.items():
+    for lance_name, (duck_name, source) in VECTOR_TABLES.items():
         embeddings = read_embeddings(settings, duck_name)
+        if embeddings is not None:  # only rows of records that exist (the tables are written separately)
+            embeddings = embeddings.filter(pl.col("id").is_in(arrow_tables[source].column("id").to_pylist()))
         if embeddings is None or embeddings.is_empty():
             warnings.append(f"no {duck_name} in the index; {LANCEDB_DIR}/{lance_name} was not written.")
             continue
@@ -316,16 +318,3 @@ def export_msgraphrag(settings: Settings, out_dir: Path, *, force: bool = False)
             result.rows[f"{LANCEDB_DIR}/{name}"] = table.num_rows
     return result
 
-
-def vector_dimension(out_dir: Path) -> int | None:
-    """The vector size of an exported index (what MS's ``vector_store.vector_size`` must be)."""
-    import lancedb
-
-    path = out_dir / LANCEDB_DIR
-    if not path.exists():
-        return None
-    db = lancedb.connect(str(path))
-    listed = db.list_tables()
-    for name in getattr(listed, "tables", listed):
-        return db.open_table(name).schema.field("vector").type.list_size
-    return None

@@ -13,7 +13,9 @@ and optionally ``lancedb/`` with its vectors. Every id is kept. Our extra column
 
 Relationships are kept as MS wrote them, directed: (A, B) and (B, A) stay two rows. Our query
 engines match a relationship by either end and never assume one row per pair, and merging
-would invent weights and descriptions MS never produced.
+would invent weights and descriptions MS never produced. Relationships naming an entity that is
+not in ``entities.parquet`` (MS's own Christmas Carol index has 84) are kept too, with a warning:
+the engines only reach them through an existing end.
 
 Embeddings: vectors found in ``lancedb/`` are used when the project embeds queries with an
 endpoint model (it must be the model MS used: ``llm.embedding_model``); with the offline local
@@ -285,6 +287,10 @@ def import_msgraphrag(settings: Settings, source_dir: Path, *, force: bool = Fal
         )
     tables = our_tables(ms)
     result = ImportResult(format="msgraphrag", source_dir=source_dir)
+    titles = tables["entities"].get_column("title")
+    dangling = tables["relationships"].filter(~pl.col("source").is_in(titles) | ~pl.col("target").is_in(titles)).height
+    if dangling:
+        result.warnings.append(f"{dangling} relationship(s) name an entity missing from entities.parquet; kept as they are.")
     texts = embedding_texts(tables)
     found = read_ms_vectors(source_dir)
     embeddings: dict[str, pl.DataFrame] = {}
@@ -299,14 +305,16 @@ def import_msgraphrag(settings: Settings, source_dir: Path, *, force: bool = Fal
         embeddings[name] = frame
         result.embeddings[name] = "imported"
         if without:
-            result.warnings.append(f"{without} row(s) of {name} have no vector in lancedb/ and cannot be found by vector search.")
+            result.warnings.append(
+                f"{without} row(s) of {name} have no vector in lancedb/ and cannot be found by vector search."
+            )
     missing = {name: frame for name, frame in texts.items() if name not in embeddings}
     if missing:
         computed = compute_embeddings(settings, missing)
         for name in missing:
             embeddings[name] = computed.get(name, _empty_embeddings(texts[name]))
             result.embeddings[name] = "computed"
-    dimensions = {e.schema["vector"].size for e in embeddings.values() if e.height and isinstance(e.schema["vector"], pl.Array)}
+    dimensions = {e.schema["vector"].size for e in embeddings.values() if e.height}
     if len(dimensions) > 1:
         raise UserError(
             f"the imported vectors have different dimensions {sorted(dimensions)}; import without lancedb/ "

@@ -154,7 +154,9 @@ def relationship_frames(tables: dict[str, pl.DataFrame]) -> tuple[dict[str, pl.D
     parents = (
         communities.sort("level", "community")
         .filter(pl.col("parent") >= 0)
-        .join(community_id.rename({"id": "_start"}), left_on="parent", right_on="community", how="inner", maintain_order="left")
+        .join(
+            community_id.rename({"id": "_start"}), left_on="parent", right_on="community", how="inner", maintain_order="left"
+        )
         .select("_start", pl.col("id").alias("_end"))
     )
     mentions = (
