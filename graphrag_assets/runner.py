@@ -13,6 +13,7 @@ from pathlib import Path
 
 from dagster import DagsterInstance, Definitions
 from dagster._core.instance.ref import InstanceRef
+from dagster._core.storage.defs_state.base import set_defs_state_storage
 from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
 
 from graphrag_assets.settings import Settings
@@ -93,6 +94,14 @@ def run_job(
     The keys must be contiguous in the dynamic partition order (new documents are added together,
     so they are); a single key runs as a single-partition run.
     """
+    # Make this instance the "current" one for Dagster's definitions-state lookup while we resolve
+    # and run: a context created elsewhere in the process (e.g. a sensor evaluation context that
+    # was never closed) may otherwise point it at an instance that no longer exists.
+    with set_defs_state_storage(instance.defs_state_storage):
+        return _run_job(defs, instance, job_name, partition_keys, tags, console_log_level)
+
+
+def _run_job(defs, instance, job_name, partition_keys, tags, console_log_level) -> RunOutcome:
     job = defs.resolve_job_def(job_name)
     run_tags = dict(tags or {})
     partition_key = None

@@ -34,8 +34,8 @@ def tick(root: Path):
     defs = build_definitions(root)
     instance = open_instance(settings)
     sensor = defs.get_sensor_def("input_files_sensor")
-    context = build_sensor_context(instance=instance, resources={"project": GraphRAGProject(root=str(root))}, definitions=defs)
-    return sensor(context), instance, defs
+    with build_sensor_context(instance=instance, resources={"project": GraphRAGProject(root=str(root))}, definitions=defs) as context:
+        return sensor(context), instance, defs
 
 
 def test_nothing_changed_requests_nothing(project: Path) -> None:
@@ -101,9 +101,9 @@ def test_schedule_is_off_unless_a_cron_is_set_and_then_does_the_same_check(proje
     defs = build_definitions(project)
     schedule = defs.get_schedule_def("input_files_schedule")
     instance = open_instance(load_settings(project))
-    context = build_schedule_context(instance=instance, resources={"project": GraphRAGProject(root=str(project))})
-    assert isinstance(schedule(context), SkipReason)
-    (project / "data" / "input" / "zz_new.txt").write_text("Mira Santos trains the lifeboat crew.", encoding="utf-8")
-    requests = schedule(context)
+    with build_schedule_context(instance=instance, resources={"project": GraphRAGProject(root=str(project))}) as context:
+        assert isinstance(schedule(context), SkipReason)
+        (project / "data" / "input" / "zz_new.txt").write_text("Mira Santos trains the lifeboat crew.", encoding="utf-8")
+        requests = schedule(context)
     assert [r.job_name for r in requests] == ["document_job", "corpus_job"]
     assert "zz_new.txt" in instance.get_dynamic_partitions("documents")
