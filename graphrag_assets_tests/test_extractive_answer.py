@@ -69,3 +69,13 @@ def test_deterministic() -> None:
 def test_keywords_are_stemmed_content_words() -> None:
     assert stem("keepers") == "keeper" and stem("runs") == "run" and stem("tomas's") == stem("tomas")
     assert keywords("Who runs the lighthouse?") == {"run", "lighthouse"}
+
+
+def test_headings_and_existing_citations_are_not_quoted_as_answers() -> None:
+    from graphrag_assets.llm.local_embedder import LocalEmbedder
+    from graphrag_assets.query.extractive import extractive_answer
+
+    report = "# SØREN HOLM and the lighthouse\n\nSøren Holm keeps the lighthouse. [Data: Sources (abc12345)]\n\n## Søren Holm at sea\n\nHe relayed a mayday."
+    answer = extractive_answer("Who is Søren Holm?", [("Reports (3)", report)], LocalEmbedder(), max_sentences=3)
+    assert "# " not in answer and "abc12345" not in answer
+    assert "Søren Holm keeps the lighthouse. [Data: Reports (3)]" in answer

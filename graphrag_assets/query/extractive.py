@@ -16,6 +16,8 @@ identical sentences are shown once (with the first citation). Deterministic.
 
 from __future__ import annotations
 
+import re
+
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -52,6 +54,19 @@ def keywords(text: str) -> set[str]:
     return {stem(w) for w in words_of(text) if w not in stop}
 
 
+_HEADING = re.compile(r"^\s{0,3}#{1,6}\s.*$", re.MULTILINE)
+_CITATION = re.compile(r"\s*\[Data:[^\]]*\]")
+
+
+def prose(text: str) -> str:
+    """The running text of a source: markdown headings and ``[Data: ...]`` citations removed.
+
+    Headings (report titles, finding summaries, document titles) are labels, not statements,
+    and a source's own citations would be cited twice.
+    """
+    return _CITATION.sub("", _HEADING.sub("", text))
+
+
 def extractive_answer(
     question: str,
     sources: Sequence[tuple[str, str]],
@@ -67,7 +82,7 @@ def extractive_answer(
     candidates: list[_Candidate] = []
     seen: set[str] = set()
     for label, text in sources:
-        for sentence in split_sentences(text or ""):
+        for sentence in split_sentences(prose(text or "")):
             if sentence not in seen:
                 seen.add(sentence)
                 candidates.append(_Candidate(label, sentence))
