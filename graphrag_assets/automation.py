@@ -87,6 +87,15 @@ def plan_reindex(settings: Settings, instance, registered: set[str], reason: str
     return plan
 
 
+def _evaluate(settings: Settings, instance, registered: set[str], reason: str) -> ReindexPlan | SkipReason:
+    """The plan, or why this tick does nothing (no change, or the database is busy)."""
+    try:
+        plan = plan_reindex(settings, instance, registered, reason)
+    except UserError as exc:
+        return SkipReason(str(exc))
+    return SkipReason("no new, changed or deleted input files") if plan.empty else plan
+
+
 def _message(plan: ReindexPlan) -> str:
     return f"{plan.changes.summary()}; requested {len(plan.run_requests)} run(s)"
 
@@ -102,14 +111,10 @@ def build_automation(interval_seconds: int, cron: str | None, jobs: list) -> tup
         jobs=jobs,
     )
     def input_files_sensor(context: SensorEvaluationContext, project: GraphRAGProject):
-        settings = project.settings
         registered = set(context.instance.get_dynamic_partitions(PARTITIONS))
-        try:
-            plan = plan_reindex(settings, context.instance, registered, "sensor")
-        except UserError as exc:
-            return SkipReason(str(exc))
-        if plan.empty:
-            return SkipReason("no new, changed or deleted input files")
+        plan = _evaluate(project.settings, context.instance, registered, "sensor")
+        if isinstance(plan, SkipReason):
+            return plan
         partition_requests = []
         if plan.changes.new:
             partition_requests.append(AddDynamicPartitionsRequest(PARTITIONS, plan.changes.new))
@@ -130,14 +135,10 @@ def build_automation(interval_seconds: int, cron: str | None, jobs: list) -> tup
             description="The same check as input_files_sensor, at fixed times.",
         )
         def input_files_schedule(context: ScheduleEvaluationContext, project: GraphRAGProject):
-            settings = project.settings
             registered = set(context.instance.get_dynamic_partitions(PARTITIONS))
-            try:
-                plan = plan_reindex(settings, context.instance, registered, "schedule")
-            except UserError as exc:
-                return SkipReason(str(exc))
-            if plan.empty:
-                return SkipReason("no new, changed or deleted input files")
+            plan = _evaluate(project.settings, context.instance, registered, "schedule")
+            if isinstance(plan, SkipReason):
+                return plan
             # Schedules cannot return partition requests, so the instance is updated directly.
             if plan.changes.new:
                 context.instance.add_dynamic_partitions(PARTITIONS, plan.changes.new)

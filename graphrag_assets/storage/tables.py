@@ -112,48 +112,22 @@ def read_table(
         return conn.sql(f"select * from {quote(table)}").pl()
 
 
-def delete_partitions(path: str | Path, tables: Sequence[str], partition_column: str, partition_keys: Sequence[str]) -> dict[str, int]:
-    """Delete the rows of ``partition_keys`` from each existing table, in one transaction.
-
-    Dagster forgets a deleted dynamic partition but not the rows written for it; this removes them.
-    Returns the number of rows deleted per table.
-    """
+def _delete_by_keys(
+    path: str | Path, tables: Sequence[str], partition_column: str, keys: Sequence[str], *, keep: bool
+) -> dict[str, int]:
+    """Delete, in one transaction, the rows whose partition is in ``keys`` (or not in, with ``keep``)."""
     deleted: dict[str, int] = {}
     if not Path(path).exists():
         return deleted
+    operator = "not in" if keep else "in"
     with connect(path) as conn:
-        conn.register("_keys", pl.DataFrame({"key": list(partition_keys)}, schema={"key": pl.String}).to_arrow())
+        conn.register("_keys", pl.DataFrame({"key": list(keys)}, schema={"key": pl.String}).to_arrow())
         conn.execute("begin transaction")
         try:
             for table in tables:
                 if not table_exists(conn, table):
                     continue
-                where = f"{quote(partition_column)} in (select key from _keys)"
-                count = conn.execute(f"select count(*) from {quote(table)} where {where}").fetchall()[0]
-                conn.execute(f"delete from {quote(table)} where {where}")
-                deleted[table] = int(count[0]) if count else 0
-            conn.execute("commit")
-        except Exception:
-            conn.execute("rollback")
-            raise
-        finally:
-            conn.unregister("_keys")
-    return deleted
-
-
-def purge_partitions_except(path: str | Path, tables: Sequence[str], partition_column: str, keep: Sequence[str]) -> dict[str, int]:
-    """Delete rows whose partition is not in ``keep`` (documents removed since they were written)."""
-    if not Path(path).exists():
-        return {}
-    deleted: dict[str, int] = {}
-    with connect(path) as conn:
-        conn.register("_keep", pl.DataFrame({"key": list(keep)}, schema={"key": pl.String}).to_arrow())
-        conn.execute("begin transaction")
-        try:
-            for table in tables:
-                if not table_exists(conn, table):
-                    continue
-                where = f"{quote(partition_column)} not in (select key from _keep)"
+                where = f"{quote(partition_column)} {operator} (select key from _keys)"
                 count = conn.execute(f"select count(*) from {quote(table)} where {where}").fetchall()[0][0]
                 if count:
                     conn.execute(f"delete from {quote(table)} where {where}")
@@ -163,5 +137,19 @@ def purge_partitions_except(path: str | Path, tables: Sequence[str], partition_c
             conn.execute("rollback")
             raise
         finally:
-            conn.unregister("_keep")
+            conn.unregister("_keys")
     return deleted
+
+
+def delete_partitions(path: str | Path, tables: Sequence[str], partition_column: str, partition_keys: Sequence[str]) -> dict[str, int]:
+    """Delete the rows of ``partition_keys`` from each existing table, in one transaction.
+
+    Dagster forgets a deleted dynamic partition but not the rows written for it; this removes them.
+    Returns the number of rows deleted per table (tables without such rows are left out).
+    """
+    return _delete_by_keys(path, tables, partition_column, partition_keys, keep=False)
+
+
+def purge_partitions_except(path: str | Path, tables: Sequence[str], partition_column: str, keep: Sequence[str]) -> dict[str, int]:
+    """Delete rows whose partition is not in ``keep`` (documents removed since they were written)."""
+    return _delete_by_keys(path, tables, partition_column, keep, keep=True)
