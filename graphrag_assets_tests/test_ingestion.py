@@ -128,3 +128,10 @@ def test_change_detection(tmp_path: Path) -> None:
     changes = detect_changes(tmp_path, ALL_TYPES, stored, keys, keys)
     assert (changes.new, changes.changed, changes.deleted, changes.unchanged) == (["d.txt"], ["a.txt"], ["c.txt"], ["b.txt"])
     assert set(changes.hashes) == {"a.txt", "b.txt"}
+
+
+def test_windows_line_endings_are_normalized(tmp_path: Path) -> None:
+    crlf = read(tmp_path, "win.txt", b"line one\r\nline two\r\n")
+    lf = read(tmp_path, "unix.txt", b"line one\nline two\n")
+    assert crlf.frame["text"][0] == lf.frame["text"][0] == "line one\nline two\n"
+    assert crlf.frame["content_hash"][0] != lf.frame["content_hash"][0]  # the bytes still define a change

@@ -55,6 +55,14 @@ def decode(data: bytes, encoding: str = "utf-8") -> tuple[str, int]:
     return text, _replacement_counter[0]
 
 
+def normalize_newlines(text: str) -> str:
+    """Windows (CRLF) and old Mac (CR) line ends become LF, so a file's text, chunks and tokens do
+    not depend on the editor that saved it."""
+    if "\r" not in text:
+        return text
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
 def looks_binary(data: bytes) -> bool:
     """True for data that is evidently not text (NUL bytes or mostly control characters)."""
     sample = data[:BINARY_SNIFF_BYTES]
@@ -131,6 +139,7 @@ def read_file_documents(input_dir: Path, rel_path: str, document_key: str, setti
         return empty
     text, replaced = decode(data, settings.encoding)
     del data
+    text = normalize_newlines(text)
     if replaced:
         warnings.append(f"{rel_path}: {replaced} byte(s) were not valid {settings.encoding} and were replaced")
     created = _iso_mtime(path)
