@@ -6,7 +6,9 @@
   time and peak RSS. ``ru_maxrss`` of RUSAGE_CHILDREN is the maximum over every child a process has
   waited for, so the benchmark process cannot read it per command; instead each command runs under
   a tiny wrapper (this file, ``--exec-measured``) that starts the command, waits for it and reports
-  its own RUSAGE_CHILDREN, which then covers that command alone.
+  its own RUSAGE_CHILDREN, which then covers that command alone. CPU time includes the command's
+  reaped descendants (Dagster starts two ``tail -F`` and two ``watch_orphans.py`` helpers per run
+  to capture compute logs); peak RSS is that of the largest single process, the CLI itself.
 - project set-up (``graphrag-assets init``), figures from the project's DuckDB file (``llm_usage``,
   table fingerprints) and Dagster instance (step durations), and output (markdown table, JSON).
 
@@ -57,12 +59,12 @@ def git_state() -> dict[str, Any]:
     """The commit measured and the files that differed from it (other work may be in progress)."""
     def git(*args: str) -> str:
         try:
-            return subprocess.run(["git", *args], cwd=REPO_ROOT, capture_output=True, text=True, timeout=10).stdout.strip()
+            return subprocess.run(["git", *args], cwd=REPO_ROOT, capture_output=True, text=True, timeout=10).stdout
         except (OSError, subprocess.SubprocessError):
             return ""
 
-    modified = [line[3:] for line in git("status", "--porcelain", "--untracked-files=no").splitlines()]
-    return {"commit": git("rev-parse", "HEAD"), "modified_tracked_files": modified}
+    modified = [line[3:] for line in git("status", "--porcelain", "--untracked-files=no").splitlines() if len(line) > 3]
+    return {"commit": git("rev-parse", "HEAD").strip(), "modified_tracked_files": modified}
 
 
 def load_average() -> list[float]:
@@ -360,6 +362,43 @@ def calls_by_step(calls: list[dict[str, Any]], windows: list[dict[str, Any]]) ->
         step: {"chat": e["chat"], "embeddings": e["embeddings"], "model_span_s": round(e["last"] - e["first"], 3)}
         for step, e in spans.items()
     }
+
+
+def index_run(server: StandInServer, root: Path, env: dict[str, str], *extra: str, with_calls: bool = True) -> dict[str, Any]:
+    """One measured ``graphrag-assets index --root ROOT --json`` and everything it did: model usage
+    (the product's report and ``llm_usage``), what the stand-in saw, Dagster step times."""
+    server.reset()
+    server_cpu = server.cpu_seconds()
+    command = cli_command("index", "--root", str(root), "--json", *extra)
+    measured = measure(command, env=env)
+    server_cpu = server.cpu_seconds() - server_cpu
+    report = json.loads(measured.stdout)
+    run_ids = [run["run_id"] for run in report["runs"]]
+    timeline = dagster_timeline(root, run_ids) if run_ids else {"runs": [], "steps": []}
+    stats = server.stats()
+    result = {
+        "command": shown_command(command),
+        **measured.figures(),
+        "index_report_seconds": report["seconds"],
+        "runs": [(run["job"], run["success"], len(run["partitions"])) for run in report["runs"]],
+        "new_documents": len(report["new"]),
+        "unchanged_documents": report["unchanged"],
+        "usage": report["usage"],
+        "usage_by_step": usage_by_step(root, run_ids) if run_ids else [],
+        "server": {"chat": stats["counts"].get("chat", 0), "embeddings": stats["counts"].get("embeddings", 0),
+                   "max_in_flight": stats["max_in_flight"], "cpu_s": round(server_cpu, 2)},
+        "step_seconds": step_seconds(timeline["steps"]),
+        "wall_breakdown": wall_breakdown(measured.started_at, measured.wall_s, timeline),
+    }
+    if with_calls:
+        result["calls_by_step"] = calls_by_step(server.calls(), timeline["steps"])
+    return result
+
+
+def usage_totals(usage: dict[str, dict[str, int]]) -> dict[str, int]:
+    """Sums over purposes of the product's usage report."""
+    keys = ("calls", "cached", "prompt_tokens", "completion_tokens")
+    return {k: sum(v.get(k, 0) for v in usage.values()) for k in keys}
 
 
 def report_levels(root: Path) -> dict[int, int]:

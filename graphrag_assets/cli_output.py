@@ -54,6 +54,8 @@ def render_status(report: dict[str, Any]) -> str:
             lines.append(f"  {label:<8} {key}")
     for skipped in docs["skipped"]:
         lines.append(f"  skipped  {skipped['document_key']}: {skipped['message']}")
+    for failed in docs["failed"]:
+        lines.append(f"  failed   {failed['document_key']}: extraction failed ({failed['error']}); 'index' retries it")
     corpus = report["corpus"]
     if not corpus.get("built"):
         lines.append("corpus graph: not built yet")

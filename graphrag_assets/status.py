@@ -48,6 +48,7 @@ def project_status(settings: Settings) -> dict[str, Any]:
     }
     source_files: pl.DataFrame | None = None
     manifest: pl.DataFrame | None = None
+    extraction_status: pl.DataFrame | None = None
     if settings.database_path.exists():
         with connect(settings.database_path, read_only=True) as conn:
             for table in PIPELINE_TABLES:
@@ -56,6 +57,7 @@ def project_status(settings: Settings) -> dict[str, Any]:
                     report["tables"][table] = int(row[0]) if row else 0
             source_files = _read(conn, "source_files")
             manifest = _read(conn, "corpus_manifest")
+            extraction_status = _read(conn, "extraction_status")
     known = set(source_files.get_column("document_key").to_list()) if source_files is not None else set()
     changes = detect_changes(
         settings.input_dir, settings.input.file_types, source_files, known, known, document_fingerprint(settings)
@@ -72,6 +74,10 @@ def project_status(settings: Settings) -> dict[str, Any]:
     if source_files is not None:
         documents["skipped"] = (
             source_files.filter(pl.col("status") != "ingested").select("document_key", "message").to_dicts()
+        )
+    if extraction_status is not None:
+        documents["failed"] = (
+            extraction_status.filter(pl.col("status") == "failed").select("document_key", "error").sort("document_key").to_dicts()
         )
     report["documents"] = documents
     report["corpus"] = corpus_staleness(source_files, manifest)

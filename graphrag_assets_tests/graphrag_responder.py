@@ -103,6 +103,22 @@ def extraction_answer(passage: str, limit: int = 40) -> str:
     return "##\n".join(records) + "\n<|COMPLETE|>"
 
 
+CLAIM_VERBS = ("sued", "ordered", "signed", "fined", "paid", "agreed", "accused", "approved")
+
+
+def claims_answer(passage: str) -> str:
+    """A claim record for every sentence with a legal or financial verb and two names."""
+    records = []
+    for sentence in _sentences(passage):
+        lower = sentence.lower()
+        verb = next((v for v in CLAIM_VERBS if v in lower), None)
+        names = _names(sentence)
+        if verb and names:
+            obj = names[1].upper() if len(names) > 1 else "NONE"
+            records.append(f"({names[0].upper()}<|>{obj}<|>{verb.upper()}<|>TRUE<|>NONE<|>NONE<|>{sentence[:200]}<|>{sentence[:200]})")
+    return "##\n".join(records) + "\n<|COMPLETE|>"
+
+
 def glean_answer(body: dict[str, Any]) -> str:
     """One extra record the first answer left out (the last two names of the passage), or nothing."""
     passage = _between(_messages_text(body), "Passage:", "Answer:")
@@ -202,12 +218,14 @@ def respond(body: dict[str, Any]) -> str:
     head = everything.lstrip()[:400]
     if "Does the passage still contain" in user:
         return "N"
-    if "Your previous answer missed some entities" in user or "Your previous answer missed some claims" in user:
+    if "Your previous answer missed some claims" in user:
+        return "<|COMPLETE|>"
+    if "Your previous answer missed some entities" in user:
         return glean_answer(body)
     if head.startswith("You are helping to build a knowledge graph"):
         return extraction_answer(_between(everything, "Passage:", "Answer:"))
     if head.startswith("You are helping an analyst collect claims"):
-        return "<|COMPLETE|>"
+        return claims_answer(_between(everything, "Passage:", "Answer:"))
     if head.startswith("Several descriptions of the same thing"):
         return summary_answer(everything)
     if head.startswith("You are writing a briefing about one community"):
