@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 
 from dagster import (
     AddDynamicPartitionsRequest,
+    DagsterRunStatus,
+    RunsFilter,
     DefaultScheduleStatus,
     DefaultSensorStatus,
     DeleteDynamicPartitionsRequest,
@@ -53,19 +55,24 @@ class ReindexPlan:
 
 
 def plan_reindex(settings: Settings, instance, registered: set[str], reason: str) -> ReindexPlan:
-    """What the sensor or schedule should do now (raises UserError when the database is busy)."""
+    """What the sensor or schedule should do now (raises UserError when the database is busy).
+
+    Besides new, changed and deleted files, a corpus graph that is older than the ingested
+    documents (a corpus run failed or never ran after the CLI indexed documents) gets one corpus
+    run; its run key names the state, so a run that fails is not requested again for that state.
+    """
     stored = read_table(settings.database_path, "source_files", read_only=True, wait_seconds=5.0)
     ingested = complete_document_partitions(instance, sorted(registered)) if registered else set()
     fingerprint = document_fingerprint(settings)
     changes = detect_changes(settings.input_dir, settings.input.file_types, stored, registered, ingested, fingerprint)
     plan = ReindexPlan(changes)
-    if not changes.any:
+    if not changes.any and not _corpus_is_stale(settings, stored):
         return plan
     hashes = dict(zip(stored["document_key"], stored["content_hash"])) if stored is not None else {}
     hashes.update(changes.hashes)
 
     def state(key: str) -> str:
-        return f"{key}={changes.hashes.get(key) or hashes.get(key) or 'new'}@{fingerprint}"
+        return f"{key}={hashes.get(key) or 'new'}@{fingerprint}"
 
     tags = {"graphrag/trigger": reason}
     if changes.new:
@@ -80,15 +87,33 @@ def plan_reindex(settings: Settings, instance, registered: set[str], reason: str
         plan.run_requests.append(
             RunRequest(run_key=f"changed:{stable_hash(state(key))[:16]}", job_name=DOCUMENTS_JOB, partition_key=key, tags=tags)
         )
-    final_state = sorted(state(k) for k in (ingested | set(changes.new)) - set(changes.deleted))
-    plan.run_requests.append(
-        RunRequest(run_key=f"corpus:{stable_hash(*final_state, *changes.deleted)[:16]}", job_name=CORPUS_JOB, tags=tags)
-    )
+    final_state = sorted(state(k) for k in (registered | set(changes.new)) - set(changes.deleted))
+    plan.run_requests.append(RunRequest(run_key=f"corpus:{stable_hash(*final_state)[:16]}", job_name=CORPUS_JOB, tags=tags))
     return plan
 
 
+def _corpus_is_stale(settings: Settings, source_files) -> bool:
+    from graphrag_assets.status import corpus_staleness
+
+    manifest = read_table(settings.database_path, "corpus_manifest", read_only=True, wait_seconds=5.0)
+    if manifest is None:
+        return source_files is not None and not source_files.is_empty()
+    return bool(corpus_staleness(source_files, manifest)["stale"])
+
+
+PENDING = [DagsterRunStatus.QUEUED, DagsterRunStatus.NOT_STARTED, DagsterRunStatus.STARTING, DagsterRunStatus.STARTED]
+
+
 def _evaluate(settings: Settings, instance, registered: set[str], reason: str) -> ReindexPlan | SkipReason:
-    """The plan, or why this tick does nothing (no change, or the database is busy)."""
+    """The plan, or why this tick does nothing (no change, runs still pending, database busy).
+
+    While runs requested by an earlier tick are queued or running, the stored state is between
+    two versions (a new document is registered but not ingested yet, a deleted one's rows are not
+    purged yet); planning then would request the same work again under other run keys.
+    """
+    pending = instance.get_runs_count(RunsFilter(statuses=PENDING, tags={"graphrag/trigger": reason}))
+    if pending:
+        return SkipReason(f"waiting for {pending} run(s) requested earlier to finish")
     try:
         plan = plan_reindex(settings, instance, registered, reason)
     except UserError as exc:

@@ -107,3 +107,25 @@ def test_schedule_is_off_unless_a_cron_is_set_and_then_does_the_same_check(proje
         requests = schedule(context)
     assert [r.job_name for r in requests] == ["document_job", "corpus_job"]
     assert "zz_new.txt" in instance.get_dynamic_partitions("documents")
+
+
+def test_no_new_requests_while_earlier_ones_are_pending(project: Path) -> None:
+    from dagster import DagsterRunStatus
+    from dagster._core.test_utils import create_run_for_test
+
+    (project / "data" / "input" / "zz_new.txt").write_text("Mira Santos trains the lifeboat crew.", encoding="utf-8")
+    first, instance, _ = tick(project)
+    assert isinstance(first, SensorResult)
+    create_run_for_test(instance, job_name="document_job", status=DagsterRunStatus.STARTED, tags={"graphrag/trigger": "sensor"})
+    second, _, _ = tick(project)
+    assert isinstance(second, SkipReason) and "waiting for 1 run(s)" in second.skip_message
+
+
+def test_a_stale_corpus_gets_one_corpus_run(project: Path) -> None:
+    import duckdb
+
+    with duckdb.connect(str(project / "data" / "graphrag.duckdb")) as conn:
+        conn.execute("update corpus_manifest set content_hash = 'old' where document_key = 'interviews.jsonl'")
+    result, _, _ = tick(project)
+    assert not result.dynamic_partitions_requests
+    assert [r.job_name for r in result.run_requests] == ["corpus_job"]

@@ -12,7 +12,8 @@ from graphrag_assets import schemas
 from graphrag_assets.assets.metadata import preview
 from graphrag_assets.assets.model_session import ModelSession
 from graphrag_assets.index.graph_checks import check_graph
-from graphrag_assets.progress import Counter
+from graphrag_assets.errors import UserError
+from graphrag_assets.progress import Counter, warn
 from graphrag_assets.resources import GraphRAGProject
 
 CHECKS = [
@@ -149,7 +150,12 @@ def _noun_graph(context, settings, extractions: pl.DataFrame, text_units: pl.Dat
     )
     progress.step()
     before = (entities.height, relationships.height)
-    entities, relationships = prune_graph(entities, relationships, settings.nlp.prune)
+    try:
+        entities, relationships = prune_graph(entities, relationships, settings.nlp.prune)
+    except UserError as exc:
+        # A small corpus can lose every node to the frequency rules; an unpruned graph is more
+        # useful to a newcomer than a failed run.
+        warn(f"{exc} Using the unpruned noun-phrase graph instead.", context.log)
     progress.step()
     metadata = {
         "nodes_before_pruning": before[0],
