@@ -99,3 +99,18 @@ def test_console_script_is_installed() -> None:
     exe = Path(sys.executable).parent / "graphrag-assets"
     result = subprocess.run([str(exe), "--help"], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0 and "index" in result.stdout and "sql" in result.stdout
+
+
+def test_without_an_endpoint_index_says_in_one_line_that_it_works_offline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    root = make_project(tmp_path / "p", with_sample=False)
+    (root / "data" / "input" / "note.txt").write_text("Søren Holm keeps the Kestrel Point Lighthouse near Vellmouth.", encoding="utf-8")
+    code, out = cli("index", "--root", str(root))
+    assert code == 0, out
+    lines = [line for line in out.splitlines() if "no model endpoint configured" in line]
+    assert lines == ["method: nlp (no model endpoint configured: offline noun-phrase graph and local embeddings)"]
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+    from graphrag_assets.settings import load_settings
+
+    assert load_settings(root).resolved_method == "standard"
