@@ -62,8 +62,9 @@ def render_status(report: dict[str, Any]) -> str:
     else:
         since = corpus["documents_since_build"]
         state = "stale" if corpus["stale"] else "up to date"
+        settings_note = "; corpus settings changed" if corpus.get("settings_changed") else ""
         lines.append(
-            f"corpus graph: {state} ({len(since['added'])} added, {len(since['changed'])} changed, {len(since['removed'])} removed since it was built)"
+            f"corpus graph: {state} ({len(since['added'])} added, {len(since['changed'])} changed, {len(since['removed'])} removed since it was built{settings_note})"
         )
         if corpus.get("left_out"):
             lines.append("  left out (extraction failed): " + ", ".join(corpus["left_out"]))

@@ -23,7 +23,7 @@ from graphrag_assets.assets.extraction import extract
 from graphrag_assets.assets.graph import graph
 from graphrag_assets.assets.ingest import ingest
 from graphrag_assets.assets.reports import community_reports
-from graphrag_assets.assets.partitions import DOCUMENT_PARTITIONS
+from graphrag_assets.assets.partitions import CORPUS_JOB, DOCUMENT_PARTITIONS, DOCUMENTS_JOB
 from graphrag_assets.automation import build_automation
 from graphrag_assets.query_job import query_job
 from graphrag_assets.resources import GraphRAGProject
@@ -32,8 +32,6 @@ from graphrag_assets.storage.duckdb_io import DuckDBPolarsIOManager
 
 DOCUMENT_ASSETS = AssetSelection.assets(ingest, extract, text_unit_embeddings)
 CORPUS_ASSETS = AssetSelection.assets(graph, communities, community_reports, entity_embeddings, community_report_embeddings)
-DOCUMENTS_JOB = "document_job"
-CORPUS_JOB = "corpus_job"
 
 
 def build_definitions(root: str | Path, overrides: dict[str, Any] | None = None) -> Definitions:

@@ -69,20 +69,10 @@ class DryRunEstimate:
 
 
 def estimate_next_run(settings: Settings, overrides: dict[str, Any] | None = None) -> DryRunEstimate:
-    from graphrag_assets.assets.partitions import complete_document_partitions
-    from graphrag_assets.fingerprints import document_fingerprint
-    from graphrag_assets.index.changes import detect_changes
-    from graphrag_assets.indexing import PARTITION_NAME
+    from graphrag_assets.document_state import document_state
     from graphrag_assets.runner import open_instance
-    from graphrag_assets.storage.tables import read_table
 
-    instance = open_instance(settings)
-    registered = set(instance.get_dynamic_partitions(PARTITION_NAME))
-    stored = read_table(settings.database_path, "source_files", read_only=True) if settings.database_path.exists() else None
-    complete = complete_document_partitions(instance, sorted(registered)) if registered else set()
-    changes = detect_changes(
-        settings.input_dir, settings.input.file_types, stored, registered, complete, document_fingerprint(settings)
-    )
+    changes = document_state(settings, open_instance(settings)).changes
     estimate = DryRunEstimate(settings.resolved_method, changes.new, changes.changed, changes.deleted)
     units = _chunks(settings, changes.new + changes.changed)
     estimate.text_units = units.height

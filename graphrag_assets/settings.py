@@ -109,6 +109,20 @@ class InputSettings(_Section):
             raise ValueError(f"unsupported file type(s) {unknown}; supported: {sorted(allowed)}")
         return normalized
 
+    @field_validator("encoding")
+    @classmethod
+    def _known_text_encoding(cls, value: str) -> str:
+        """Reject unknown names here, once, rather than as a LookupError on every document.
+
+        Encoding a letter also rejects codecs that exist but are not text encodings (base64, zlib);
+        an empty string would not do, as Python skips the codec lookup for it.
+        """
+        try:
+            "a".encode(value)
+        except LookupError:
+            raise ValueError(f"unknown text encoding {value!r}; use a Python codec name such as utf-8 or latin-1") from None
+        return value
+
 
 class ChunkingSettings(_Section):
     size: int = Field(1200, ge=16, le=100_000)
@@ -326,7 +340,8 @@ def _describe_validation_error(exc: ValidationError, source: str, raw: dict[str,
         hint = f"; did you mean '{close[0]}'?" if close else f"; known keys here: {', '.join(known)}."
         return f"{source}: unknown setting '{loc}'{hint}{more}"
     value = first.get("input")
-    shown = "" if isinstance(value, (dict, list)) else f" (got {value!r})"
+    secret = any("api_key" in str(part) for part in first["loc"])
+    shown = "" if isinstance(value, (dict, list)) or secret else f" (got {value!r})"
     message = first["msg"].removeprefix("Value error, ")
     return f"{source}: '{loc}': {message}{shown}{more}."
 

@@ -1,7 +1,7 @@
 """What the index holds and what is out of date (``graphrag-assets status``).
 
-Reads the database read-only and the input folder; needs no Dagster instance, so it is quick and
-works while the UI is running.
+Reads the database read-only, the input folder and the Dagster instance's partition statuses, with
+the same change detection as ``index`` and the sensor; works while the UI is running.
 """
 
 from __future__ import annotations
@@ -10,8 +10,7 @@ from typing import Any
 
 import polars as pl
 
-from graphrag_assets.fingerprints import document_fingerprint
-from graphrag_assets.index.changes import detect_changes
+from graphrag_assets.fingerprints import corpus_fingerprint
 from graphrag_assets.settings import Settings
 from graphrag_assets.storage.database import connect, table_exists
 
@@ -39,6 +38,9 @@ def _read(conn, table: str) -> pl.DataFrame | None:
 
 
 def project_status(settings: Settings) -> dict[str, Any]:
+    from graphrag_assets.document_state import document_state
+    from graphrag_assets.runner import open_instance
+
     report: dict[str, Any] = {
         "root": str(settings.root),
         "method": settings.resolved_method,
@@ -46,22 +48,17 @@ def project_status(settings: Settings) -> dict[str, Any]:
         "input_dir": str(settings.input_dir),
         "tables": {},
     }
-    source_files: pl.DataFrame | None = None
     manifest: pl.DataFrame | None = None
     extraction_status: pl.DataFrame | None = None
     if settings.database_path.exists():
         with connect(settings.database_path, read_only=True) as conn:
             for table in PIPELINE_TABLES:
                 if table_exists(conn, table):
-                    row = conn.execute(f'select count(*) from "{table}"').fetchall()[0]
-                    report["tables"][table] = int(row[0]) if row else 0
-            source_files = _read(conn, "source_files")
+                    report["tables"][table] = int(conn.execute(f'select count(*) from "{table}"').fetchall()[0][0])
             manifest = _read(conn, "corpus_manifest")
             extraction_status = _read(conn, "extraction_status")
-    known = set(source_files.get_column("document_key").to_list()) if source_files is not None else set()
-    changes = detect_changes(
-        settings.input_dir, settings.input.file_types, source_files, known, known, document_fingerprint(settings)
-    )
+    state = document_state(settings, open_instance(settings))
+    changes, source_files = state.changes, state.source_files
     documents: dict[str, Any] = {
         "new": changes.new,
         "changed": changes.changed,
@@ -80,12 +77,14 @@ def project_status(settings: Settings) -> dict[str, Any]:
             extraction_status.filter(pl.col("status") == "failed").select("document_key", "error").sort("document_key").to_dicts()
         )
     report["documents"] = documents
-    report["corpus"] = corpus_staleness(source_files, manifest)
+    report["corpus"] = corpus_staleness(source_files, manifest, corpus_fingerprint(settings))
     return report
 
 
-def corpus_staleness(source_files: pl.DataFrame | None, manifest: pl.DataFrame | None) -> dict[str, Any]:
-    """Which ingested documents differ from those the corpus-wide assets were last built from."""
+def corpus_staleness(
+    source_files: pl.DataFrame | None, manifest: pl.DataFrame | None, fingerprint: str | None = None
+) -> dict[str, Any]:
+    """Which ingested documents (and whether the corpus settings) differ from the last corpus build."""
     if manifest is None:
         return {"built": False, "stale": source_files is not None and not source_files.is_empty()}
     current = {} if source_files is None else dict(zip(source_files["document_key"], source_files["content_hash"]))
@@ -94,9 +93,12 @@ def corpus_staleness(source_files: pl.DataFrame | None, manifest: pl.DataFrame |
     removed = sorted(set(built) - set(current))
     changed = sorted(k for k in set(current) & set(built) if current[k] != built[k])
     failed = sorted(manifest.filter(pl.col("status") == "failed")["document_key"].to_list()) if "status" in manifest.columns else []
+    built_with = set(manifest["settings_fingerprint"].drop_nulls().to_list()) if "settings_fingerprint" in manifest.columns else set()
+    settings_changed = fingerprint is not None and built_with != {fingerprint} and not manifest.is_empty()
     return {
         "built": True,
-        "stale": bool(added or removed or changed),
+        "stale": bool(added or removed or changed or settings_changed),
+        "settings_changed": settings_changed,
         "documents_since_build": {"added": added, "changed": changed, "removed": removed},
         "left_out": failed,
     }

@@ -26,6 +26,8 @@ class Tokenizer(Protocol):
 
     def decode(self, tokens: list[int]) -> str: ...
 
+    def decode_bytes(self, tokens: list[int]) -> bytes: ...
+
 
 @functools.lru_cache(maxsize=8)
 def get_tokenizer(encoding_name: str = "cl100k_base") -> "Tokenizer":

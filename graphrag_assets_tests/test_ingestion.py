@@ -135,3 +135,86 @@ def test_windows_line_endings_are_normalized(tmp_path: Path) -> None:
     lf = read(tmp_path, "unix.txt", b"line one\nline two\n")
     assert crlf.frame["text"][0] == lf.frame["text"][0] == "line one\nline two\n"
     assert crlf.frame["content_hash"][0] != lf.frame["content_hash"][0]  # the bytes still define a change
+
+
+def test_csv_row_with_more_fields_than_the_header_keeps_the_file(tmp_path: Path) -> None:
+    result = read(tmp_path, "wide.csv", "id,text\n1,first\n2,second,surplus,more\n3,third\n", id_column="id")
+    assert not result.skipped and result.frame["text"].to_list() == ["first", "second", "third"]
+    assert json.loads(result.frame["raw_data"][1]) == {"id": "2", "text": "second", "_extra_fields": ["surplus", "more"]}
+    assert "wide.csv: 1 row(s) have more fields than the header" in result.warnings[0]
+
+
+def test_csv_cell_larger_than_the_csv_modules_default_limit(tmp_path: Path) -> None:
+    long_text = "word " * 40_000  # 200,000 characters; the csv module's default limit is 131,072
+    result = read(tmp_path, "long.csv", f'title,text\nBig,"{long_text}"\nSmall,short\n')
+    assert not result.skipped and result.warnings == []
+    assert result.frame["text"].to_list() == [long_text.strip(), "short"]
+
+
+def test_jsonl_keeps_records_with_unicode_line_separators(tmp_path: Path) -> None:
+    records = [{"text": "before\u2028after\u2029next\x85end"}, {"text": "plain"}]
+    data = "\r\n".join(json.dumps(r, ensure_ascii=False) for r in records) + "\r\n"
+    result = read(tmp_path, "seps.jsonl", data)
+    assert result.warnings == [] and result.frame["text"].to_list() == ["before\u2028after\u2029next\x85end", "plain"]
+
+
+def test_deeply_nested_json_is_a_parse_problem_not_a_crash(tmp_path: Path) -> None:
+    result = read(tmp_path, "deep.json", "[" * 100_000 + "]" * 100_000)
+    assert result.skipped and "could not be parsed as JSON" in result.warnings[0]
+    lines = read(tmp_path, "deep.jsonl", '{"text": "kept"}\n' + "[" * 100_000 + "\n")
+    assert lines.frame["text"].to_list() == ["kept"] and "skipped 1 line(s)" in lines.warnings[0]
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-le", "UTF_16BE", "utf-32", "utf-32-le"])
+def test_utf16_and_utf32_text_is_read_not_taken_for_binary(tmp_path: Path, encoding: str) -> None:
+    text = "Søren's log\nTide: high — 東京\n"
+    result = read(tmp_path, "wide.txt", text.encode(encoding), encoding=encoding)
+    assert not result.skipped and result.warnings == []
+    assert result.frame["text"].to_list() == [text]
+
+
+def test_a_utf16_byte_order_mark_wins_over_the_configured_encoding(tmp_path: Path) -> None:
+    rows = "text,title\nNotepad wrote this,Ünïcode\n"
+    result = read(tmp_path, "notepad.csv", rows.encode("utf-16"))  # BOM + little-endian; settings say utf-8
+    assert result.warnings == [] and result.frame["title"].to_list() == ["Ünïcode"]
+
+
+def test_binary_is_still_recognised_under_a_utf16_setting(tmp_path: Path) -> None:
+    png = b"\x89PNG\r\n\x1a\n" + b"\x00\x00\x00\rIHDR" + bytes(200) + bytes(range(256))
+    result = read(tmp_path, "image.txt", png, encoding="utf-16")
+    assert result.skipped and "binary" in result.warnings[0]
+    blank = read(tmp_path, "blank.txt", " \n".encode("utf-16"), encoding="utf-16")
+    assert blank.skipped and "empty" in blank.warnings[0]
+
+
+def test_unknown_encoding_is_a_configuration_error(tmp_path: Path) -> None:
+    from graphrag_assets.errors import ConfigError
+    from graphrag_assets.settings import load_settings
+
+    for name in ("xyz", "base64"):  # base64 exists as a codec, but not as a text encoding
+        with pytest.raises(ValueError, match=f"unknown text encoding '{name}'; use a Python codec name"):
+            InputSettings(encoding=name)
+    assert InputSettings(encoding="Latin-1").encoding == "Latin-1"
+    (tmp_path / "graphrag.yaml").write_text("input:\n  encoding: xyz\n")
+    with pytest.raises(ConfigError) as caught:
+        load_settings(tmp_path, environ={})
+    assert str(caught.value).startswith("graphrag.yaml: 'input.encoding': unknown text encoding 'xyz'")
+    assert "\n" not in str(caught.value)
+
+
+def test_one_file_failing_unexpectedly_is_a_skipped_partition(tmp_path: Path) -> None:
+    from graphrag_assets.assets.ingest import ingest_partition
+    from graphrag_assets.settings import Settings
+
+    settings = Settings(root=tmp_path)
+    settings.input_dir.mkdir(parents=True)
+    (settings.input_dir / "good.txt").write_text("Some text.")
+    (settings.input_dir / "gone.txt").write_text("Deleted after discovery.")
+    files = {f.key: f for f in discover_input_files(settings.input_dir, ALL_TYPES)}
+    (settings.input_dir / "gone.txt").unlink()
+    results = {key: ingest_partition(settings, key, files[key], "fp") for key in ("gone.txt", "good.txt")}
+    frame, row, warnings = results["gone.txt"]
+    assert frame.is_empty() and (row["status"], row["documents"], row["path"]) == ("skipped", 0, "gone.txt")
+    assert warnings == [row["message"]] and row["message"].startswith("gone.txt: skipped, reading it failed unexpectedly (FileNotFoundError")
+    frame, row, warnings = results["good.txt"]
+    assert frame["text"].to_list() == ["Some text."] and row["status"] == "ingested" and warnings == []

@@ -91,3 +91,14 @@ def test_root_templates_match_the_packaged_ones() -> None:
     repo = Path(__file__).resolve().parents[1]
     for name in ("dagster.yaml", "workspace.yaml"):
         assert (repo / name).read_text(encoding="utf-8") == template_text(name), name
+
+
+def test_an_invalid_api_key_value_is_never_echoed(tmp_path: Path) -> None:
+    write(tmp_path, "llm:\n  api_key: [not, a, string]\n")
+    with pytest.raises(ConfigError) as caught:
+        load_settings(tmp_path, environ={})
+    assert "llm.api_key" in str(caught.value) and "not" not in str(caught.value).split("'llm.api_key'")[1]
+    write(tmp_path, "llm:\n  api_key: 0x5f3a9c1177e24b08\n")
+    with pytest.raises(ConfigError) as caught:
+        load_settings(tmp_path, environ={})
+    assert "6861968581092068104" not in str(caught.value) and "5f3a9c" not in str(caught.value)

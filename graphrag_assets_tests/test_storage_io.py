@@ -111,3 +111,17 @@ def test_whole_table_write_replaces_atomically(tmp_path: Path) -> None:
     write_table(db, "w", pl.DataFrame({"x": [1, 2]}))
     write_table(db, "w", pl.DataFrame({"x": [3], "y": ["new column"]}))
     assert read_table(db, "w").to_dicts() == [{"x": 3, "y": "new column"}]
+
+
+def test_a_new_vector_size_replaces_the_column_type(tmp_path: Path) -> None:
+    db = tmp_path / "g.duckdb"
+    wide = pl.DataFrame({"document_key": ["a", "b"], "vector": [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]}, schema={"document_key": pl.String, "vector": pl.Array(pl.Float32, 3)})
+    write_partitions(db, "emb", wide, "document_key", ["a", "b"])
+    narrow = pl.DataFrame({"document_key": ["a"], "vector": [[7.0, 8.0]]}, schema={"document_key": pl.String, "vector": pl.Array(pl.Float32, 2)})
+    write_partitions(db, "emb", narrow, "document_key", ["a"])
+    rows = read_table(db, "emb").sort("document_key")
+    assert rows.schema["vector"] == pl.Array(pl.Float32, 2)
+    assert rows["vector"].to_list() == [[7.0, 8.0], None]  # b's old vector could not be kept; b is re-run anyway
+    empty = pl.DataFrame(schema={"document_key": pl.String, "vector": pl.Array(pl.Float32, 1)})
+    write_partitions(db, "emb", empty, "document_key", ["b"])  # an empty frame never retypes
+    assert read_table(db, "emb").schema["vector"] == pl.Array(pl.Float32, 2)

@@ -22,8 +22,10 @@ def _embed(context: AssetExecutionContext, settings, texts: pl.DataFrame, purpos
         frame = session.run(embed_frame(session.embedder, texts, purpose=purpose)) if texts.height else None
         model_name = session.embedder.model
     progress.step(texts.height)
-    if frame is None:
-        frame = pl.DataFrame(schema={**{c: texts.schema[c] for c in texts.columns if c != "text"}, "vector": pl.Array(pl.Float32, 1)})
+    if frame is None:  # nothing to embed: the placeholder vector type never retypes a stored table
+        frame = pl.DataFrame(
+            schema={**{c: texts.schema[c] for c in texts.columns if c != "text"}, "text_hash": pl.String, "vector": pl.Array(pl.Float32, 1)}
+        )
     frame = frame.with_columns(pl.lit(model_name, dtype=pl.String).alias("model"))
     return frame, session.metadata()
 

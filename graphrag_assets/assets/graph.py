@@ -13,6 +13,7 @@ from graphrag_assets.assets.metadata import preview
 from graphrag_assets.assets.model_session import ModelSession
 from graphrag_assets.index.graph_checks import check_graph
 from graphrag_assets.errors import UserError
+from graphrag_assets.fingerprints import corpus_fingerprint
 from graphrag_assets.progress import Counter, warn
 from graphrag_assets.resources import GraphRAGProject
 
@@ -59,7 +60,9 @@ def graph(
     else:
         entities, relationships, covariates, extra = _noun_graph(context, settings, extractions, text_units)
     metadata.update(extra)
-    manifest = _manifest(source_files, extraction_status)
+    manifest = _manifest(source_files, extraction_status).with_columns(
+        pl.lit(corpus_fingerprint(settings), dtype=pl.String).alias("settings_fingerprint")
+    )
 
     yield Output(
         entities,
@@ -174,7 +177,9 @@ def _purge_removed_documents(context: AssetExecutionContext, settings) -> dict[s
     from graphrag_assets.storage.tables import purge_partitions_except
     from graphrag_assets.storage.vectors import TEXT_UNIT_TABLE, delete_scopes_except
 
-    keep = context.instance.get_dynamic_partitions("documents")
+    from graphrag_assets.assets.partitions import PARTITIONS_NAME
+
+    keep = context.instance.get_dynamic_partitions(PARTITIONS_NAME)
     purged = purge_partitions_except(settings.database_path, PER_DOCUMENT_TABLES, "document_key", keep)
     vectors = delete_scopes_except(settings.lancedb_path, TEXT_UNIT_TABLE, "document_key", keep)
     if vectors:

@@ -4,6 +4,7 @@ Both are made in the same step so each file is read once and ``documents.text_un
 filled (Microsoft GraphRAG needs a separate "final documents" pass for that).
 """
 
+from typing import Any
 
 import polars as pl
 from dagster import AssetExecutionContext, AssetKey, AssetOut, MetadataValue, Output, multi_asset
@@ -14,10 +15,45 @@ from graphrag_assets.fingerprints import document_fingerprint
 from graphrag_assets.assets.partitions import DOCUMENT_PARTITIONS, PARTITION_METADATA, SINGLE_RUN
 from graphrag_assets.index.chunking import attach_text_unit_ids, chunk_documents
 from graphrag_assets.index.documents import read_file_documents
-from graphrag_assets.index.input_files import discover_input_files
+from graphrag_assets.index.input_files import InputFile, discover_input_files
 from graphrag_assets.progress import Counter
 from graphrag_assets.progress import warn as progress_warn
 from graphrag_assets.resources import GraphRAGProject
+from graphrag_assets.settings import Settings
+
+
+def ingest_partition(
+    settings: Settings, key: str, found: InputFile | None, fingerprint: str
+) -> tuple[pl.DataFrame, dict[str, Any], list[str]]:
+    """The documents, ``source_files`` row and warnings of one document partition.
+
+    Never raises for a problem with the file: reading has its own warnings for the expected ones,
+    and anything unexpected (a file deleted since discovery, a parser's RecursionError) becomes a
+    skipped row saying what happened, so one bad file never stops the others.
+    """
+    if found is None:
+        message = f"partition {key}: its file is no longer in {settings.input.dir}; nothing ingested"
+        row = {"document_key": key, "status": "missing", "documents": 0, "message": message, "settings_fingerprint": fingerprint}
+        return schemas.empty_frame(schemas.DOCUMENTS), row, [message]
+    try:
+        stat = (settings.input_dir / found.path).stat()
+        result = read_file_documents(settings.input_dir, found.path, key, settings.input)
+    except Exception as exc:  # noqa: BLE001 - any failure is reported against this file only
+        message = f"{found.path}: skipped, reading it failed unexpectedly ({type(exc).__name__}: {exc})"
+        row = {"document_key": key, "path": found.path, "status": "skipped", "documents": 0, "message": message, "settings_fingerprint": fingerprint}
+        return schemas.empty_frame(schemas.DOCUMENTS), row, [message]
+    row = {
+        "document_key": key,
+        "path": found.path,
+        "size": stat.st_size,
+        "mtime_ns": stat.st_mtime_ns,
+        "content_hash": result.content_hash,
+        "status": "skipped" if result.skipped else "ingested",
+        "documents": result.frame.height,
+        "message": "; ".join(result.warnings) or None,
+        "settings_fingerprint": fingerprint,
+    }
+    return result.frame, row, result.warnings
 
 
 @multi_asset(
@@ -51,30 +87,10 @@ def ingest(context: AssetExecutionContext, project: GraphRAGProject):
     fingerprint = document_fingerprint(settings)
     sources: list[dict] = []
     for key in keys:
-        found = files.get(key)
-        if found is None:
-            message = f"partition {key}: its file is no longer in {settings.input.dir}; nothing ingested"
-            warnings.append(message)
-            sources.append({"document_key": key, "status": "missing", "documents": 0, "message": message, "settings_fingerprint": fingerprint})
-        else:
-            full = settings.input_dir / found.path
-            stat = full.stat()
-            result = read_file_documents(settings.input_dir, found.path, key, settings.input)
-            warnings.extend(result.warnings)
-            documents.append(result.frame)
-            sources.append(
-                {
-                    "document_key": key,
-                    "path": found.path,
-                    "size": stat.st_size,
-                    "mtime_ns": stat.st_mtime_ns,
-                    "content_hash": result.content_hash,
-                    "status": "skipped" if result.skipped else "ingested",
-                    "documents": result.frame.height,
-                    "message": "; ".join(result.warnings) or None,
-                    "settings_fingerprint": fingerprint,
-                }
-            )
+        frame, source, file_warnings = ingest_partition(settings, key, files.get(key), fingerprint)
+        documents.append(frame)
+        sources.append(source)
+        warnings.extend(file_warnings)
         progress.step()
     for warning in warnings:
         progress_warn(warning, context.log)

@@ -1,8 +1,11 @@
-"""The document partitions shared by every per-document asset."""
+"""The document partitions shared by every per-document asset, and the names of the two jobs."""
 
 from dagster import BackfillPolicy, DynamicPartitionsDefinition
 
-DOCUMENT_PARTITIONS = DynamicPartitionsDefinition(name="documents")
+PARTITIONS_NAME = "documents"
+DOCUMENT_PARTITIONS = DynamicPartitionsDefinition(name=PARTITIONS_NAME)
+DOCUMENTS_JOB = "document_job"
+CORPUS_JOB = "corpus_job"
 
 # A range of new documents runs as one step, so LLM calls for all of them share one concurrency pool.
 SINGLE_RUN = BackfillPolicy.single_run()

@@ -2,7 +2,7 @@
 
 Used by the CLI's incremental ``index`` and by the sensor. A file whose size and modification time
 match the last ingestion is assumed unchanged (like make or rsync); otherwise its bytes are hashed
-and compared, so touching a file costs a hash, not a re-index.
+and compared, so touching a file costs a hash (after which `index` stores its new time), not a re-index.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ class ChangeSet:
     deleted: list[str] = field(default_factory=list)
     unchanged: list[str] = field(default_factory=list)
     reconfigured: list[str] = field(default_factory=list)  # changed because the settings changed
+    paths: dict[str, str] = field(default_factory=dict)  # key -> path relative to the input folder
     hashes: dict[str, str] = field(default_factory=dict)  # key -> content hash of files hashed now
 
     @property
@@ -63,6 +64,7 @@ def detect_changes(
     on_disk: set[str] = set()
     for found in discover_input_files(input_dir, file_types):
         on_disk.add(found.key)
+        changes.paths[found.key] = found.path
         previous = state.get(found.key)
         full = input_dir / found.path
         try:

@@ -5,6 +5,12 @@ chunker. A long document is encoded in line-aligned segments rather than at once
 of text in one call builds a Python list of ~12 million ints (~0.4 GB); segments keep only one
 window's worth of tokens in memory. Tokens are identical to one-shot encoding except possibly
 at a segment boundary, which always falls after a newline.
+
+A token is a run of UTF-8 bytes, not of characters: a CJK character or an emoji is often split
+over two to four tokens, so a window edge can cut one in half. Such a half character is left out
+of the window's text instead of becoming a U+FFFD replacement character; with an overlap of at
+least three tokens it is whole in the neighbouring window. ``n_tokens`` and ``start_token`` still
+describe the whole window.
 """
 
 from __future__ import annotations
@@ -47,6 +53,36 @@ def _segments(text: str, segment_chars: int) -> Iterator[str]:
         start = newline + 1
 
 
+def _is_continuation(byte: int) -> bool:
+    """True for a UTF-8 byte inside a character (0b10xxxxxx), never the first of one."""
+    return byte & 0xC0 == 0x80
+
+
+def _utf8_length(lead: int) -> int:
+    """Bytes in the UTF-8 character that starts with byte ``lead``."""
+    if lead < 0xC0:
+        return 1
+    if lead < 0xE0:
+        return 2
+    if lead < 0xF0:
+        return 3
+    return 4
+
+
+def whole_characters(data: bytes) -> str:
+    """Decode a slice of UTF-8, leaving out a character cut off at either end of it."""
+    start = 0
+    while start < len(data) and _is_continuation(data[start]):
+        start += 1
+    end = len(data)
+    lead = end - 1
+    while lead > start and _is_continuation(data[lead]):
+        lead -= 1
+    if lead >= start and lead + _utf8_length(data[lead]) > end:
+        end = lead
+    return data[start:end].decode("utf-8")
+
+
 def chunk_text(
     text: str, size: int = 1200, overlap: int = 100, encoding: str = "cl100k_base", segment_chars: int = SEGMENT_CHARS
 ) -> Iterator[Chunk]:
@@ -63,13 +99,13 @@ def chunk_text(
         buffer.extend(tokenizer.encode_ordinary(segment))
         while len(buffer) >= size:
             window = buffer[:size]
-            yield Chunk(index, buffer_start, tokenizer.decode(window), len(window))
+            yield Chunk(index, buffer_start, whole_characters(tokenizer.decode_bytes(window)), len(window))
             index += 1
             emitted_until = buffer_start + size
             del buffer[:step]
             buffer_start += step
     if buffer and buffer_start + len(buffer) > emitted_until:
-        yield Chunk(index, buffer_start, tokenizer.decode(buffer), len(buffer))
+        yield Chunk(index, buffer_start, whole_characters(tokenizer.decode_bytes(buffer)), len(buffer))
 
 
 def chunk_documents(documents: pl.DataFrame, size: int, overlap: int, encoding: str) -> pl.DataFrame:

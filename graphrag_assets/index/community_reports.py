@@ -53,10 +53,6 @@ PROMPT_NAMES: dict[str, str] = {"graph": "community_report", "text": "community_
 REQUIRED_PLACEHOLDERS = ("input_text",)
 
 # Sent after a broken answer (with that answer) in the single re-ask.
-REASK_INSTRUCTION = (
-    "Your answer above could not be read as the requested JSON object. Reply again with only that "
-    "object (keys title, summary, rating, rating_explanation, findings), valid JSON, and no other text."
-)
 
 MIN_RATING, MAX_RATING = 0.0, 10.0
 
@@ -289,7 +285,7 @@ async def _report_for(model: ChatModel, template: PromptTemplate, context: Repor
         retry: list[Message] = [
             *messages,
             {"role": "assistant", "content": answer.text},
-            {"role": "user", "content": REASK_INSTRUCTION},
+            {"role": "user", "content": load_prompt("community_report_reask").text.strip()},
         ]
         calls += 1
         reasks += 1

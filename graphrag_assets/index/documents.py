@@ -12,6 +12,7 @@ import csv
 import hashlib
 import io
 import json
+import sys
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -23,6 +24,14 @@ from graphrag_assets import ids, schemas
 from graphrag_assets.settings import InputSettings
 
 BINARY_SNIFF_BYTES = 8192
+EXTRA_FIELDS = "_extra_fields"  # where a CSV row's values beyond the header's columns are kept
+_WIDE_ENCODINGS = ("utf-16", "utf-32")  # text in these holds NUL bytes (every ASCII letter has one)
+_UNICODE_BOMS = (  # UTF-32 first: its little-endian BOM begins with the UTF-16 one
+    (codecs.BOM_UTF32_LE, "utf-32"),
+    (codecs.BOM_UTF32_BE, "utf-32"),
+    (codecs.BOM_UTF16_LE, "utf-16"),
+    (codecs.BOM_UTF16_BE, "utf-16"),
+)
 _REPLACED = "graphrag-count-replace"
 _replacement_counter: list[int] = [0]
 
@@ -33,6 +42,20 @@ def _count_and_replace(error: UnicodeDecodeError) -> tuple[str, int]:
 
 
 codecs.register_error(_REPLACED, _count_and_replace)
+
+
+def _raise_csv_field_limit() -> None:
+    """Lift the csv module's 128 KiB cell limit: one long document in a cell must not skip its file.
+
+    ``sys.maxsize`` overflows the C long on platforms where that is 32 bits (Windows).
+    """
+    try:
+        csv.field_size_limit(sys.maxsize)
+    except OverflowError:
+        csv.field_size_limit(2**31 - 1)
+
+
+_raise_csv_field_limit()
 
 
 @dataclass
@@ -63,11 +86,34 @@ def normalize_newlines(text: str) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
-def looks_binary(data: bytes) -> bool:
-    """True for data that is evidently not text (NUL bytes or mostly control characters)."""
+def file_encoding(data: bytes, configured: str) -> str:
+    """The encoding to read ``data`` with: a UTF-16/UTF-32 byte-order mark wins over the setting,
+    since such a file (e.g. Notepad's "Unicode") read as anything else is all NULs and garbage."""
+    for bom, encoding in _UNICODE_BOMS:
+        if data.startswith(bom):
+            return encoding
+    return configured
+
+
+def _is_wide(encoding: str) -> bool:
+    return codecs.lookup(encoding).name.startswith(_WIDE_ENCODINGS)
+
+
+def looks_binary(data: bytes, encoding: str = "utf-8") -> bool:
+    """True for data that is evidently not text in ``encoding``.
+
+    For byte-oriented encodings (utf-8, latin-1, cp125x, ...) a NUL byte never occurs in text, so
+    one means binary. UTF-16/UTF-32 text is full of NUL bytes, so it is decoded first and judged
+    by its characters instead (NULs, other control characters, undecodable sequences).
+    """
     sample = data[:BINARY_SNIFF_BYTES]
     if not sample:
         return False
+    if _is_wide(encoding):
+        # A cut through the last character only adds one replacement character.
+        text = sample.decode(encoding, errors="replace")
+        odd = sum(1 for ch in text if (ch < " " and ch not in "\t\n\f\r") or ch == "\ufffd")
+        return odd / len(text) > 0.10
     if b"\x00" in sample:
         return True
     control = sum(1 for b in sample if b < 32 and b not in (9, 10, 12, 13))
@@ -78,28 +124,46 @@ def _iso_mtime(path: Path) -> str:
     return datetime.fromtimestamp(path.stat().st_mtime, tz=timezone.utc).isoformat()
 
 
+def _csv_rows(text: str, rel_path: str, warnings: list[str]) -> list[dict[str, Any]]:
+    reader = csv.DictReader(io.StringIO(text, newline=""), restkey=EXTRA_FIELDS)
+    rows: list[dict[str, Any]] = [dict(row) for row in reader]
+    long_rows = sum(1 for row in rows if EXTRA_FIELDS in row)
+    if long_rows:
+        warnings.append(
+            f"{rel_path}: {long_rows} row(s) have more fields than the header; "
+            f"the extra values are kept in raw_data under '{EXTRA_FIELDS}'"
+        )
+    return rows
+
+
+def _jsonl_rows(text: str, rel_path: str, warnings: list[str]) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    bad = 0
+    # Only "\n" ends a record: str.splitlines() would also split at U+2028/U+2029 and other
+    # Unicode line breaks, which JSON allows raw inside strings (json.dumps(ensure_ascii=False)).
+    for line in text.split("\n"):
+        line = line.rstrip("\r")
+        if not line.strip():
+            continue
+        try:
+            value = json.loads(line)
+        except (json.JSONDecodeError, RecursionError):
+            bad += 1
+            continue
+        if isinstance(value, dict):
+            rows.append(value)
+        else:
+            bad += 1
+    if bad:
+        warnings.append(f"{rel_path}: skipped {bad} line(s) that are not JSON objects")
+    return rows
+
+
 def _rows_from_tabular(text: str, suffix: str, rel_path: str, warnings: list[str]) -> list[dict[str, Any]]:
     if suffix == ".csv":
-        reader = csv.DictReader(io.StringIO(text, newline=""))
-        return [dict(row) for row in reader]
+        return _csv_rows(text, rel_path, warnings)
     if suffix == ".jsonl":
-        rows: list[dict[str, Any]] = []
-        bad = 0
-        for line in text.splitlines():
-            if not line.strip():
-                continue
-            try:
-                value = json.loads(line)
-            except json.JSONDecodeError:
-                bad += 1
-                continue
-            if isinstance(value, dict):
-                rows.append(value)
-            else:
-                bad += 1
-        if bad:
-            warnings.append(f"{rel_path}: skipped {bad} line(s) that are not JSON objects")
-        return rows
+        return _jsonl_rows(text, rel_path, warnings)
     value = json.loads(text)
     if isinstance(value, dict):
         return [value]
@@ -131,17 +195,18 @@ def read_file_documents(input_dir: Path, rel_path: str, document_key: str, setti
         return empty
     content_hash = hashlib.sha256(data).hexdigest()
     empty.content_hash = content_hash
-    if not data.strip():
+    encoding = file_encoding(data, settings.encoding)
+    if looks_binary(data, encoding):
+        warnings.append(f"{rel_path}: skipped, it looks like a binary file, not {encoding} text")
+        return empty
+    text, replaced = decode(data, encoding)
+    del data
+    if not text.strip():  # judged on the text: blank UTF-16 still holds NUL bytes
         warnings.append(f"{rel_path}: skipped, the file is empty")
         return empty
-    if looks_binary(data):
-        warnings.append(f"{rel_path}: skipped, it looks like a binary file, not text")
-        return empty
-    text, replaced = decode(data, settings.encoding)
-    del data
     text = normalize_newlines(text)
     if replaced:
-        warnings.append(f"{rel_path}: {replaced} byte(s) were not valid {settings.encoding} and were replaced")
+        warnings.append(f"{rel_path}: {replaced} byte(s) were not valid {encoding} and were replaced")
     created = _iso_mtime(path)
     suffix = path.suffix.lower()
     base = {
@@ -164,7 +229,7 @@ def read_file_documents(input_dir: Path, rel_path: str, document_key: str, setti
 
     try:
         rows = _rows_from_tabular(text, suffix, rel_path, warnings)
-    except (ValueError, csv.Error) as exc:
+    except (ValueError, csv.Error, RecursionError) as exc:  # RecursionError: JSON nested too deeply
         warnings.append(f"{rel_path}: skipped, it could not be parsed as {suffix[1:].upper()} ({exc})")
         return FileDocuments(empty.frame, warnings, replaced, skipped=True, content_hash=content_hash)
     if not rows:

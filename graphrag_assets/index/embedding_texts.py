@@ -1,8 +1,8 @@
 """What is embedded for each table, and embedding a frame of texts.
 
 Texts follow Microsoft GraphRAG: text units embed their text, entities ``"title: description"``,
-community reports their ``full_content``. ``text_hash`` lets the vector store update only rows
-whose text changed.
+community reports their ``full_content``. ``text_hash`` (of the model name and the text) lets the
+vector store update only rows whose text — or embedding model — changed.
 """
 
 from __future__ import annotations
@@ -15,20 +15,18 @@ import polars as pl
 from graphrag_assets.llm.types import EmbeddingModel
 
 
-def _with_hash(frame: pl.DataFrame) -> pl.DataFrame:
-    hashes = [hashlib.sha256(t.encode("utf-8")).hexdigest()[:32] for t in frame["text"].to_list()]
-    return frame.with_columns(pl.Series("text_hash", hashes, dtype=pl.String))
+def text_hashes(model: str, texts: list[str]) -> list[str]:
+    return [hashlib.sha256(f"{model}\x1f{t}".encode()).hexdigest()[:32] for t in texts]
 
 
 def text_unit_texts(text_units: pl.DataFrame) -> pl.DataFrame:
-    return _with_hash(text_units.select("id", "document_key", pl.col("text").fill_null("")).sort("document_key", "id"))
+    return text_units.select("id", "document_key", pl.col("text").fill_null("")).sort("document_key", "id")
 
 
 def entity_texts(entities: pl.DataFrame) -> pl.DataFrame:
-    frame = entities.select(
+    return entities.select(
         "id", pl.format("{}: {}", pl.col("title"), pl.col("description").fill_null("")).alias("text")
     ).sort("id")
-    return _with_hash(frame)
 
 
 def report_texts(reports: pl.DataFrame) -> pl.DataFrame:
@@ -37,11 +35,13 @@ def report_texts(reports: pl.DataFrame) -> pl.DataFrame:
     from graphrag_assets.index.report_context import strip_citations
 
     texts = [strip_citations(text or "") for text in reports["full_content"].to_list()]
-    return _with_hash(reports.select("id").with_columns(pl.Series("text", texts, dtype=pl.String)).sort("id"))
+    return reports.select("id").with_columns(pl.Series("text", texts, dtype=pl.String)).sort("id")
 
 
 async def embed_frame(model: EmbeddingModel, texts: pl.DataFrame, *, purpose: str) -> pl.DataFrame:
-    """The frame without ``text`` plus a ``vector`` column (float32, fixed size from the model)."""
+    """The frame without ``text`` plus ``text_hash`` and a ``vector`` column (float32, fixed size
+    from the model)."""
+    texts = texts.with_columns(pl.Series("text_hash", text_hashes(model.model, texts["text"].to_list()), dtype=pl.String))
     vectors = await model.embed(texts["text"].to_list(), purpose=purpose)
     matrix = np.asarray(vectors, dtype=np.float32)
     if matrix.ndim != 2 or matrix.shape[0] != texts.height:

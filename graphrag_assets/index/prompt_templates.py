@@ -40,6 +40,7 @@ REQUIRED_PLACEHOLDERS: dict[str, tuple[str, ...]] = {
     "summarize_descriptions": ("description_list",),
     "community_report": ("input_text",),
     "community_report_text": ("input_text",),
+    "community_report_reask": (),
 }
 
 # What each required placeholder is for, so the error can say where to put it.

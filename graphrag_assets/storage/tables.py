@@ -13,6 +13,7 @@ write outside it (row deletion for removed documents, the LLM cache):
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -27,12 +28,25 @@ def quote(identifier: str) -> str:
     return '"' + identifier.replace('"', '""') + '"'
 
 
-def _sync_columns(conn: duckdb.DuckDBPyConnection, table: str, frame_view: str) -> None:
-    """Add columns the frame has and the table lacks (new settings can add columns)."""
-    existing = {row[0] for row in conn.execute(f"describe {quote(table)}").fetchall()}
+_FIXED_ARRAY = re.compile(r"^[A-Z]+\[\d+\]$")
+
+
+def _sync_columns(conn: duckdb.DuckDBPyConnection, table: str, frame_view: str, *, retype: bool) -> None:
+    """Make the table accept the frame: add the columns it lacks and, with ``retype``, change the
+    size of fixed-size array columns (embedding vectors) whose size differs.
+
+    A changed size means the rows were written with other settings (another embedding model gives
+    vectors of another size, ``FLOAT[1536]`` instead of ``FLOAT[512]``). Those rows' values cannot
+    be cast, so the column is emptied (NULL) for them; their documents are re-run because the
+    settings fingerprint changed too. An empty frame carries no evidence of a new type, so it
+    never retypes (its placeholder types are not the real ones).
+    """
+    existing = {row[0]: row[1] for row in conn.execute(f"describe {quote(table)}").fetchall()}
     for name, dtype, *_ in conn.execute(f"describe {quote(frame_view)}").fetchall():
         if name not in existing:
             conn.execute(f"alter table {quote(table)} add column {quote(name)} {dtype}")
+        elif retype and existing[name] != dtype and _FIXED_ARRAY.match(existing[name]) and _FIXED_ARRAY.match(dtype):
+            conn.execute(f"alter table {quote(table)} alter {quote(name)} type {dtype} using NULL")
 
 
 def write_table(path: str | Path, table: str, frame: pl.DataFrame) -> None:
@@ -74,9 +88,10 @@ def write_partitions(
             if not table_exists(conn, table):
                 conn.execute(f"create table {quote(table)} as select * from _incoming limit 0")
             else:
-                _sync_columns(conn, table, "_incoming")
+                _sync_columns(conn, table, "_incoming", retype=frame.height > 0)
             conn.execute(f"delete from {quote(table)} where {quote(partition_column)} in (select key from _keys)")
-            conn.execute(f"insert into {quote(table)} by name select * from _incoming")
+            if frame.height:
+                conn.execute(f"insert into {quote(table)} by name select * from _incoming")
             conn.execute("commit")
         except Exception:
             conn.execute("rollback")

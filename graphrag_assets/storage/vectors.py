@@ -16,6 +16,8 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from graphrag_assets.errors import UserError
+
 TEXT_UNIT_TABLE = "text_unit_text"
 ENTITY_TABLE = "entity_description"
 REPORT_TABLE = "community_full_content"
@@ -147,12 +149,20 @@ class LanceVectorIndex:
     """Cosine-similarity search over one LanceDB table (implements the query VectorIndex protocol)."""
 
     def __init__(self, path: Path, table: str) -> None:
+        self._name = table
         self._table = _open(path, table)
 
     def search(self, vector: Sequence[float], k: int) -> list[tuple[str, float]]:
         if self._table is None or k <= 0:
             return []
         query = np.asarray(vector, dtype=np.float32)
+        stored = getattr(self._table.schema.field("vector").type, "list_size", None)
+        if stored is not None and query.shape != (stored,):
+            raise UserError(
+                f"the index's '{self._name}' vectors have {stored} dimensions but the query embedder gives "
+                f"{query.shape[-1] if query.ndim else 0}; query with the embedding settings the index was built with "
+                f"(llm.embeddings, llm.embedding_model, OPENAI_API_KEY / OPENAI_BASE_URL)."
+            )
         hits = self._table.search(query).distance_type("cosine").limit(k).to_arrow()
         ids = hits.column("id").to_pylist()
         distances = hits.column("_distance").to_pylist()
