@@ -77,11 +77,13 @@ def test_report_findings_are_matched_by_field_name() -> None:
 
 
 def test_attach_vectors_keeps_rows_with_a_vector_and_counts_the_rest() -> None:
-    texts = pl.DataFrame({"id": ["a", "b"], "text": ["x", "y"], "text_hash": ["h1", "h2"]})
+    from graphrag_assets.index.embedding_texts import text_hashes
+
+    texts = pl.DataFrame({"id": ["a", "b"], "text": ["x", "y"]})
     vectors = pl.DataFrame({"id": ["b", "zz"], "vector": [[1.0, 0.0], [0.0, 1.0]]})
     frame, without = attach_vectors(texts, vectors, "model-x")
     assert without == 1
-    assert frame.rows() == [("b", "h2", [1.0, 0.0], "model-x")]
+    assert frame.rows() == [("b", text_hashes("model-x", ["y"])[0], [1.0, 0.0], "model-x")]
     assert frame.schema["vector"] == pl.Array(pl.Float32, 2)
 
 

@@ -213,7 +213,7 @@ def our_tables(ms: dict[str, pl.DataFrame]) -> dict[str, pl.DataFrame]:
 
 
 def embedding_texts(tables: dict[str, pl.DataFrame]) -> dict[str, pl.DataFrame]:
-    """What our pipeline embeds for each embedding table (id, [document_key,] text, text_hash)."""
+    """What our pipeline embeds for each embedding table (id, [document_key,] text)."""
     from graphrag_assets.index.embedding_texts import entity_texts, report_texts, text_unit_texts
 
     return {
@@ -226,8 +226,11 @@ def embedding_texts(tables: dict[str, pl.DataFrame]) -> dict[str, pl.DataFrame]:
 def attach_vectors(texts: pl.DataFrame, vectors: pl.DataFrame, model: str) -> tuple[pl.DataFrame, int]:
     """Our embedding rows for ``texts`` with the imported vectors; rows without a vector are dropped
     (and counted): they are then simply not found by vector search."""
+    from graphrag_assets.index.embedding_texts import text_hashes
+
     dimension = len(vectors.get_column("vector")[0]) if vectors.height else 0
-    joined = texts.drop("text").join(
+    hashed = texts.with_columns(pl.Series("text_hash", text_hashes(model, texts["text"].to_list()), dtype=pl.String))
+    joined = hashed.drop("text").join(
         vectors.unique("id", keep="first").select("id", pl.col("vector").cast(pl.Array(pl.Float32, dimension))),
         on="id",
         how="inner",
@@ -336,6 +339,7 @@ def import_msgraphrag(settings: Settings, source_dir: Path, *, force: bool = Fal
 
 def _empty_embeddings(texts: pl.DataFrame) -> pl.DataFrame:
     return texts.drop("text").with_columns(
+        pl.lit(None, dtype=pl.String).alias("text_hash"),
         pl.Series("vector", np.zeros((texts.height, 1), dtype=np.float32), dtype=pl.Array(pl.Float32, 1)),
         pl.lit("").alias("model"),
     ).head(0)
