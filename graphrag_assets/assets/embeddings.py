@@ -69,11 +69,7 @@ def text_unit_embeddings(context: AssetExecutionContext, project: GraphRAGProjec
     description=f"Embedding of each entity's 'title: description'; published to LanceDB table '{vectors.ENTITY_TABLE}'.",
 )
 def entity_embeddings(context: AssetExecutionContext, project: GraphRAGProject, entities: pl.DataFrame) -> pl.DataFrame:
-    settings = project.settings
-    frame, usage = _embed(context, settings, entity_texts(entities), "embed_entities")
-    result = vectors.publish(settings.lancedb_path, vectors.ENTITY_TABLE, frame.select("id", "vector", "text_hash"))
-    context.add_output_metadata({**usage, **_publish_metadata(result, frame)})
-    return frame
+    return _corpus_embeddings(context, project.settings, entity_texts(entities), "embed_entities", vectors.ENTITY_TABLE)
 
 
 @asset(
@@ -82,8 +78,13 @@ def entity_embeddings(context: AssetExecutionContext, project: GraphRAGProject, 
     description=f"Embedding of each community report's full_content; published to LanceDB table '{vectors.REPORT_TABLE}'.",
 )
 def community_report_embeddings(context: AssetExecutionContext, project: GraphRAGProject, community_reports: pl.DataFrame) -> pl.DataFrame:
-    settings = project.settings
-    frame, usage = _embed(context, settings, report_texts(community_reports), "embed_reports")
-    result = vectors.publish(settings.lancedb_path, vectors.REPORT_TABLE, frame.select("id", "vector", "text_hash"))
-    context.add_output_metadata({**usage, **_publish_metadata(result, frame), "model": MetadataValue.text(frame["model"][0] if frame.height else "")})
+    return _corpus_embeddings(context, project.settings, report_texts(community_reports), "embed_reports", vectors.REPORT_TABLE)
+
+
+def _corpus_embeddings(context: AssetExecutionContext, settings, texts: pl.DataFrame, purpose: str, table: str) -> pl.DataFrame:
+    """Embed a corpus-wide table's texts and merge them into its LanceDB table (rows gone are deleted)."""
+    frame, usage = _embed(context, settings, texts, purpose)
+    result = vectors.publish(settings.lancedb_path, table, frame.select("id", "vector", "text_hash"))
+    model = MetadataValue.text(frame["model"][0] if frame.height else "")
+    context.add_output_metadata({**usage, **_publish_metadata(result, frame), "model": model})
     return frame
