@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 from dagster import ConfigurableResource
 
@@ -23,7 +22,3 @@ class GraphRAGProject(ConfigurableResource):
     @property
     def settings(self) -> Settings:
         return load_settings(self.root, overrides=json.loads(self.overrides_json) or None)
-
-    @property
-    def database(self) -> Path:
-        return self.settings.database_path

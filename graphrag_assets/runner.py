@@ -9,7 +9,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from dagster import DagsterInstance, Definitions
 from dagster._core.instance.ref import InstanceRef
@@ -117,6 +116,3 @@ def _run_job(defs, instance, job_name, partition_keys, tags, console_log_level) 
     )
     return RunOutcome(job_name, result.run_id, result.success, keys, None if result.success else _first_error(result))
 
-
-def dagster_home(settings: Settings) -> Path:
-    return settings.path(DAGSTER_DIR)

@@ -12,14 +12,7 @@ from pathlib import Path
 
 import polars as pl
 
-from graphrag_assets.index.input_files import InputFile, discover_input_files, file_hash
-
-
-@dataclass
-class ScannedFile:
-    file: InputFile
-    mtime_ns: int
-    content_hash: str | None  # None when size and mtime matched the stored state (not re-hashed)
+from graphrag_assets.index.input_files import discover_input_files, file_hash
 
 
 @dataclass

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Literal
 
 from graphrag_assets.errors import UserError
 from graphrag_assets.index.prompt_templates import PromptTemplate, load_prompt
@@ -21,7 +20,6 @@ from graphrag_assets.query.local_search import local_search
 from graphrag_assets.query.types import QUERY_PROMPT_PLACEHOLDERS, QueryData, QueryResult, TokenCallback, token_counter
 from graphrag_assets.settings import QuerySettings
 
-QueryMethod = Literal["local", "global", "drift", "basic"]
 METHODS: tuple[str, ...] = ("local", "global", "drift", "basic")
 
 
