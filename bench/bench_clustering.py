@@ -31,7 +31,7 @@ import polars as pl
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from graphrag_assets.ids import entity_id, relationship_id  # noqa: E402
+from graphrag_assets.core.ids import entity_id, relationship_id  # noqa: E402
 from graphrag_assets.index import communities as clustering  # noqa: E402
 from graphrag_assets.index.communities import (  # noqa: E402
     build_communities,

@@ -12,7 +12,7 @@ are left out and listed: the ``Null`` questions (evidence ``N/A``, answer "Insuf
 information") and any whose evidence names no file (one has the evidence ``What``).
 
 The index is the nlp-method project of ``bench/bench_nlp.py`` (built here when missing). It is
-loaded once (:func:`graphrag_assets.storage.query_data.load_query_data`, LanceDB vector indexes)
+loaded once (:func:`graphrag_assets.project.query_data.load_query_data`, LanceDB vector indexes)
 and every question goes through :func:`graphrag_assets.query.engine.run_query` with
 ``chat_model=None`` and the project's embedder (the local hashing embedder), exactly what
 ``graphrag-assets query --method local|basic`` does per question, minus the process start-up.
@@ -49,8 +49,8 @@ from common import REPO_ROOT, header_block, invocation, load_average, machine_in
 from graphrag_assets.llm.factory import build_embedding_model  # noqa: E402
 from graphrag_assets.llm.usage import UsageMeter  # noqa: E402
 from graphrag_assets.query.engine import run_query  # noqa: E402
-from graphrag_assets.settings import load_settings  # noqa: E402
-from graphrag_assets.storage.query_data import load_query_data  # noqa: E402
+from graphrag_assets.core.settings import load_settings  # noqa: E402
+from graphrag_assets.project.query_data import load_query_data  # noqa: E402
 
 TOP = 10
 CUTOFFS = (1, 5, 10)

@@ -62,8 +62,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_nlp import percentile  # noqa: E402
 from common import REPO_ROOT, header_block, invocation, load_average, machine_info, markdown_table, write_results  # noqa: E402
 
-from graphrag_assets import schemas  # noqa: E402
-from graphrag_assets.ids import entity_id, relationship_id, stable_uuid, text_unit_id  # noqa: E402
+from graphrag_assets.core import schemas# noqa: E402
+from graphrag_assets.core.ids import entity_id, relationship_id, stable_uuid, text_unit_id  # noqa: E402
 from graphrag_assets.index.communities import build_communities, normalize_edges  # noqa: E402
 from graphrag_assets.index.embedding_texts import embed_frame, entity_texts, report_texts, text_unit_texts  # noqa: E402
 from graphrag_assets.llm.local_embedder import LocalEmbedder  # noqa: E402
@@ -71,7 +71,7 @@ from graphrag_assets.query.basic_search import basic_search  # noqa: E402
 from graphrag_assets.query.global_search import build_map_batches, global_search, occurrence_weights, reports_at_level  # noqa: E402
 from graphrag_assets.query.local_search import build_local_context, local_search  # noqa: E402
 from graphrag_assets.query.types import ArrayVectorIndex, ModelCalls, QueryData, token_counter  # noqa: E402
-from graphrag_assets.settings import LLMSettings, QuerySettings  # noqa: E402
+from graphrag_assets.core.settings import LLMSettings, QuerySettings  # noqa: E402
 
 SEED = 20261130
 N_ENTITIES = 10_000

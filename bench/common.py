@@ -260,7 +260,7 @@ def cli_command(*args: str) -> list[str]:
     script = Path(sys.executable).parent / "graphrag-assets"
     if script.exists():
         return [str(script), *args]
-    return [sys.executable, "-m", "graphrag_assets.cli", *args]
+    return [sys.executable, "-m", "graphrag_assets.cli.main", *args]
 
 
 def shown_command(command: list[str]) -> str:
@@ -301,8 +301,8 @@ def usage_by_step(root: Path, run_ids: list[str]) -> list[dict[str, Any]]:
 def dagster_timeline(root: Path, run_ids: list[str]) -> dict[str, list[dict[str, Any]]]:
     """Start and end (unix time) of every run and every step of the given runs, from the project's
     Dagster instance (its event log)."""
-    from graphrag_assets.runner import open_instance
-    from graphrag_assets.settings import load_settings
+    from graphrag_assets.pipeline.runner import open_instance
+    from graphrag_assets.core.settings import load_settings
 
     instance = open_instance(load_settings(root, environ={}))
     runs, steps = [], []

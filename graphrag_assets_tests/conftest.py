@@ -15,7 +15,7 @@ SAMPLE_INPUT = REPO / "data" / "input"
 
 def make_project(root: Path, with_sample: bool = True) -> Path:
     """A project folder with the project files and (optionally) a copy of the sample corpus."""
-    from graphrag_assets.project_files import write_project_files
+    from graphrag_assets.project.init_files import write_project_files
 
     write_project_files(root)
     if with_sample:
@@ -78,8 +78,8 @@ def standard_index(graphrag_server, tmp_path_factory: pytest.TempPathFactory) ->
 
     Tests must not modify it; copy it (``copy_project``) to change things.
     """
-    from graphrag_assets.indexing import index_project
-    from graphrag_assets.settings import load_settings
+    from graphrag_assets.pipeline.indexing import index_project
+    from graphrag_assets.core.settings import load_settings
 
     root = make_llm_project(tmp_path_factory.mktemp("standard") / "project", graphrag_server.base_url)
     report = index_project(load_settings(root))
@@ -90,8 +90,8 @@ def standard_index(graphrag_server, tmp_path_factory: pytest.TempPathFactory) ->
 @pytest.fixture(scope="session")
 def nlp_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The sample corpus indexed once offline (nlp method, local embedder)."""
-    from graphrag_assets.indexing import index_project
-    from graphrag_assets.settings import load_settings
+    from graphrag_assets.pipeline.indexing import index_project
+    from graphrag_assets.core.settings import load_settings
 
     root = make_project(tmp_path_factory.mktemp("nlp") / "project")
     (root / "graphrag.yaml").write_text("method: nlp\nllm:\n  embeddings: local\n", encoding="utf-8")

@@ -24,7 +24,7 @@ malformed body (invalid JSON with status 200), or a dropped connection (socket c
 response). A fault may be limited to one endpoint and to requests whose text matches a regex.
 
 Usage figures are approximate but realistic: tokens are counted with
-``graphrag_assets.tokens.count_tokens`` (cl100k_base, offline fallback); a chat prompt costs the
+``graphrag_assets.core.tokens.count_tokens`` (cl100k_base, offline fallback); a chat prompt costs the
 tokens of every message's content plus 4 per message plus 3 for the reply priming (the overhead
 OpenAI documents for its chat format), so the numbers differ from a plain count of the text.
 
@@ -128,7 +128,7 @@ class TokenCounter:
 
     def __init__(self) -> None:
         try:
-            from graphrag_assets.tokens import count_tokens
+            from graphrag_assets.core.tokens import count_tokens
 
             count_tokens("warm up")
             self._count: Callable[[str], int] = count_tokens

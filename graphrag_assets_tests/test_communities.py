@@ -14,7 +14,7 @@ import igraph
 import polars as pl
 import pytest
 
-from graphrag_assets.ids import stable_uuid
+from graphrag_assets.core.ids import stable_uuid
 from graphrag_assets.index.communities import (
     ASSIGNMENTS,
     build_communities,
@@ -24,8 +24,8 @@ from graphrag_assets.index.communities import (
     partition_modularity,
 )
 from graphrag_assets.index.community_checks import check_hierarchy
-from graphrag_assets.schemas import COMMUNITIES
-from graphrag_assets.settings import CommunitySettings
+from graphrag_assets.core.schemas import COMMUNITIES
+from graphrag_assets.core.settings import CommunitySettings
 from graphrag_assets_tests.shared_data import MS_VERBS_DATA, require
 
 BACKENDS = ["igraph", "leidenalg"]

@@ -9,8 +9,8 @@ from collections.abc import Sequence
 import polars as pl
 import pytest
 
-from graphrag_assets import ids
-from graphrag_assets.errors import LLMError, UserError
+from graphrag_assets.core import ids
+from graphrag_assets.core.errors import LLMError, UserError
 from graphrag_assets.index.community_reports import (
     generate_reports,
     load_report_prompt,
@@ -19,7 +19,7 @@ from graphrag_assets.index.community_reports import (
     render_markdown,
 )
 from graphrag_assets.llm.types import ChatResult, Message
-from graphrag_assets.schemas import COMMUNITY_REPORTS
+from graphrag_assets.core.schemas import COMMUNITY_REPORTS
 from graphrag_assets_tests.shared_data import NANO_MOCK_CACHE, require
 from graphrag_assets_tests.test_report_context import make_graph, text_graph, text_units
 
@@ -310,7 +310,7 @@ def test_text_variant_cites_sources_by_text_unit_short_id():
 def test_microsoft_christmas_carol_index_fits_budget_and_substitutes():
     """All 122 communities of MS GraphRAG's own index: every context within budget, and the
     large ones built from their children's reports."""
-    from graphrag_assets.schemas import COMMUNITIES, COVARIATES, ENTITIES, RELATIONSHIPS, conform
+    from graphrag_assets.core.schemas import COMMUNITIES, COVARIATES, ENTITIES, RELATIONSHIPS, conform
     from graphrag_assets_tests.shared_data import MS_VERBS_DATA
 
     def table(name: str, schema: dict) -> pl.DataFrame:

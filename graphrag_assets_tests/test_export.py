@@ -23,13 +23,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from graphrag_assets import schemas
-from graphrag_assets.errors import UserError
-from graphrag_assets.export import entity_communities, export_index, prepare_output_dir
-from graphrag_assets.export.graphml import graph_tables, graphml_tree
-from graphrag_assets.export.msgraphrag import MS_SCHEMAS, ms_community_reports, ms_text_units, raw_data_column
-from graphrag_assets.export.neo4j import label_for_type, node_frames, relationship_frames
-from graphrag_assets.settings import load_settings
+from graphrag_assets.core import schemas
+from graphrag_assets.core.errors import UserError
+from graphrag_assets.interop import entity_communities, export_index, prepare_output_dir
+from graphrag_assets.interop.graphml import graph_tables, graphml_tree
+from graphrag_assets.interop.msgraphrag import MS_SCHEMAS, ms_community_reports, ms_text_units, raw_data_column
+from graphrag_assets.interop.neo4j import label_for_type, node_frames, relationship_frames
+from graphrag_assets.core.settings import load_settings
 from graphrag_assets_tests.conftest import REPO, make_project
 from graphrag_assets_tests.openai_fixtures import ScriptedOpenAIServer
 from graphrag_assets_tests.shared_data import MS_VERBS_DATA, require
@@ -202,7 +202,7 @@ def server():
 @pytest.fixture(scope="module")
 def project(tmp_path_factory: pytest.TempPathFactory, server: ScriptedOpenAIServer):
     """The sample corpus indexed offline (nlp), embedded by the scripted server."""
-    from graphrag_assets.indexing import index_project
+    from graphrag_assets.pipeline.indexing import index_project
 
     root = make_project(tmp_path_factory.mktemp("export") / "project")
     overrides = {"method": "nlp", "llm": {"base_url": server.base_url, "api_key": "test-key", "embeddings": "openai"}}

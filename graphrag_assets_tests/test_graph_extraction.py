@@ -8,8 +8,8 @@ from collections.abc import Callable, Sequence
 import polars as pl
 import pytest
 
-from graphrag_assets import schemas
-from graphrag_assets.errors import LLMError
+from graphrag_assets.core import schemas
+from graphrag_assets.core.errors import LLMError
 from graphrag_assets.index.extraction_parser import parse_graph_answer
 from graphrag_assets.index.graph_extraction import (
     ClaimOptions,
@@ -21,7 +21,7 @@ from graphrag_assets.index.graph_extraction import (
     join_answers,
     wants_more,
 )
-from graphrag_assets.index.prompt_templates import PromptTemplate
+from graphrag_assets.prompts.templates import PromptTemplate
 from graphrag_assets.llm.types import ChatResult, Message
 
 

@@ -7,7 +7,7 @@ import json
 import polars as pl
 import pytest
 
-from graphrag_assets import ids, schemas
+from graphrag_assets.core import ids, schemas
 from graphrag_assets.index.extraction_parser import parse_graph_answer
 from graphrag_assets.index.graph_merge import (
     MERGED_ENTITIES,

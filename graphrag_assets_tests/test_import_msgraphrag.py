@@ -15,18 +15,18 @@ import polars as pl
 import pyarrow.parquet as pq
 import pytest
 
-from graphrag_assets import schemas
-from graphrag_assets.errors import UserError
-from graphrag_assets.export import export_index, import_index
-from graphrag_assets.export.msgraphrag import MS_SCHEMAS, ms_vector_table
-from graphrag_assets.export.msgraphrag_import import (
+from graphrag_assets.core import schemas
+from graphrag_assets.core.errors import UserError
+from graphrag_assets.interop import export_index, import_index
+from graphrag_assets.interop.msgraphrag import MS_SCHEMAS, ms_vector_table
+from graphrag_assets.interop.msgraphrag_import import (
     attach_vectors,
     document_keys,
     our_community_reports,
     our_text_units,
 )
-from graphrag_assets.querying import QueryOptions, answer_question
-from graphrag_assets.settings import load_settings
+from graphrag_assets.project.querying import QueryOptions, answer_question
+from graphrag_assets.core.settings import load_settings
 from graphrag_assets_tests.shared_data import MS_VERBS_DATA, require
 
 MS_ROWS = {

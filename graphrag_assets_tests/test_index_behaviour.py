@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from graphrag_assets.errors import UserError
-from graphrag_assets.indexing import contiguous_groups, index_lock, index_project
-from graphrag_assets.settings import load_settings
-from graphrag_assets.status import project_status
+from graphrag_assets.core.errors import UserError
+from graphrag_assets.pipeline.indexing import contiguous_groups, index_lock, index_project
+from graphrag_assets.core.settings import load_settings
+from graphrag_assets.project.status import project_status
 from graphrag_assets_tests.conftest import query_db
 
 
@@ -68,7 +68,7 @@ def test_changing_the_embedder_re_embeds_everything_and_queries_say_when_they_do
     import lancedb
     from click.testing import CliRunner
 
-    from graphrag_assets.cli import main
+    from graphrag_assets.cli.main import main
 
     with (project / "graphrag.yaml").open("a", encoding="utf-8") as handle:
         handle.write("embeddings:\n  local_dimension: 256\n")

@@ -7,7 +7,7 @@ import pytest
 from graphrag_assets.index.changes import detect_changes
 from graphrag_assets.index.documents import decode, read_file_documents
 from graphrag_assets.index.input_files import discover_input_files, partition_key_for
-from graphrag_assets.settings import InputSettings
+from graphrag_assets.core.settings import InputSettings
 
 ALL_TYPES = [".txt", ".md", ".csv", ".json", ".jsonl"]
 
@@ -188,8 +188,8 @@ def test_binary_is_still_recognised_under_a_utf16_setting(tmp_path: Path) -> Non
 
 
 def test_unknown_encoding_is_a_configuration_error(tmp_path: Path) -> None:
-    from graphrag_assets.errors import ConfigError
-    from graphrag_assets.settings import load_settings
+    from graphrag_assets.core.errors import ConfigError
+    from graphrag_assets.core.settings import load_settings
 
     for name in ("xyz", "base64"):  # base64 exists as a codec, but not as a text encoding
         with pytest.raises(ValueError, match=f"unknown text encoding '{name}'; use a Python codec name"):
@@ -203,8 +203,8 @@ def test_unknown_encoding_is_a_configuration_error(tmp_path: Path) -> None:
 
 
 def test_one_file_failing_unexpectedly_is_a_skipped_partition(tmp_path: Path) -> None:
-    from graphrag_assets.assets.ingest import ingest_partition
-    from graphrag_assets.settings import Settings
+    from graphrag_assets.pipeline.assets.ingest import ingest_partition
+    from graphrag_assets.core.settings import Settings
 
     settings = Settings(root=tmp_path)
     settings.input_dir.mkdir(parents=True)

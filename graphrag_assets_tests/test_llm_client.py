@@ -19,14 +19,14 @@ import duckdb
 import numpy as np
 import pytest
 
-from graphrag_assets.errors import LLMError, UserError
+from graphrag_assets.core.errors import LLMError, UserError
 from graphrag_assets.llm import client as client_module
 from graphrag_assets.llm.cache import CHAT_TABLE, EMBEDDING_TABLE
 from graphrag_assets.llm.client import plan_batches
 from graphrag_assets.llm.factory import build_chat_model, build_embedding_model
 from graphrag_assets.llm.usage import UsageMeter
-from graphrag_assets.settings import EmbeddingSettings, LLMSettings, Price
-from graphrag_assets.tokens import count_tokens
+from graphrag_assets.core.settings import EmbeddingSettings, LLMSettings, Price
+from graphrag_assets.core.tokens import count_tokens
 from graphrag_assets_tests.openai_server import embedding_vector
 
 
@@ -362,7 +362,7 @@ CRASH_SCRIPT = textwrap.dedent("""
     import asyncio, sys
     from graphrag_assets.llm.factory import build_chat_model
     from graphrag_assets.llm.usage import UsageMeter
-    from graphrag_assets.settings import LLMSettings
+    from graphrag_assets.core.settings import LLMSettings
 
     base_url, db, count, concurrency = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
     model = build_chat_model(LLMSettings(base_url=base_url, concurrency=concurrency), db, UsageMeter())
@@ -546,7 +546,7 @@ def test_embeddings_are_batched_by_tokens(openai_server):
 
 
 def test_a_text_longer_than_the_token_budget_is_embedded_in_pieces_and_averaged(openai_server):
-    from graphrag_assets.tokens import get_tokenizer
+    from graphrag_assets.core.tokens import get_tokenizer
 
     tokenizer = get_tokenizer("cl100k_base")
     text = " ".join(f"word{i}" for i in range(40))

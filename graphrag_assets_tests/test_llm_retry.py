@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from graphrag_assets.errors import LLMError
+from graphrag_assets.core.errors import LLMError
 from graphrag_assets.llm.rate_limit import SlidingWindowLimiter
 from graphrag_assets.llm.retry import (
     Failure,

@@ -9,7 +9,7 @@ import duckdb
 import pytest
 
 from graphrag_assets.llm.usage import UsageMeter, estimate_cost
-from graphrag_assets.settings import Price
+from graphrag_assets.core.settings import Price
 
 
 def filled_meter() -> UsageMeter:

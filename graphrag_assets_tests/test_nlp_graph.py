@@ -14,11 +14,11 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from graphrag_assets.errors import UserError
-from graphrag_assets.ids import entity_id, relationship_id
+from graphrag_assets.core.errors import UserError
+from graphrag_assets.core.ids import entity_id, relationship_id
 from graphrag_assets.index.nlp_graph import build_noun_graph, prune_graph
-from graphrag_assets.schemas import ENTITIES, RELATIONSHIPS
-from graphrag_assets.settings import PruneSettings
+from graphrag_assets.core.schemas import ENTITIES, RELATIONSHIPS
+from graphrag_assets.core.settings import PruneSettings
 from graphrag_assets_tests.shared_data import CHRISTMAS_CAROL, require
 
 # Prune settings that change nothing, so each test can switch on one rule.

@@ -5,15 +5,10 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from graphrag_assets.index.noun_phrases import (
-    extract_noun_phrases,
-    function_words,
-    mention_key,
-    noun_phrase_records,
-    sentences_with_keys,
-    split_sentences,
-)
-from graphrag_assets.schemas import GRAPH_EXTRACTIONS
+from graphrag_assets.core.schemas import GRAPH_EXTRACTIONS
+from graphrag_assets.core.sentences import mention_key, sentences_with_keys, split_sentences
+from graphrag_assets.core.words import function_words
+from graphrag_assets.index.noun_phrases import extract_noun_phrases, noun_phrase_records
 
 
 @pytest.mark.parametrize(

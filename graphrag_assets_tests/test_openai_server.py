@@ -16,7 +16,7 @@ from typing import Any
 import openai
 import pytest
 
-from graphrag_assets.tokens import count_tokens
+from graphrag_assets.core.tokens import count_tokens
 from graphrag_assets_tests.openai_server import echo_responder, embedding_vector
 
 

@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 from dagster import AssetKey
 
-from graphrag_assets.indexing import index_project
-from graphrag_assets.settings import load_settings
+from graphrag_assets.pipeline.indexing import index_project
+from graphrag_assets.core.settings import load_settings
 from graphrag_assets_tests.conftest import make_llm_project, query_db
 
 REPORT_PROMPT = "You are writing a briefing about one community"
@@ -53,7 +53,7 @@ def test_usage_is_recorded_per_materialization(standard_index: Path) -> None:
     assert rows["extract_graph"][0] >= 13 * 2  # a first call and one gleaning per text unit
     assert rows["extract_graph"][1] > 0 and rows["extract_graph"][2] > 0
     assert rows["community_report"][0] > 0 and rows["summarize_descriptions"][0] > 0
-    from graphrag_assets.runner import open_instance
+    from graphrag_assets.pipeline.runner import open_instance
 
     instance = open_instance(load_settings(standard_index))
     event = instance.get_latest_materialization_event(AssetKey("graph_extractions"))
@@ -164,7 +164,7 @@ def test_a_document_run_that_failed_part_way_is_redone_next_time(tmp_path: Path)
 
 
 def test_dry_run_counts_the_calls_of_the_next_run_without_making_any(copy_of_index: Path, graphrag_server) -> None:
-    from graphrag_assets.dry_run import estimate_next_run
+    from graphrag_assets.project.dry_run import estimate_next_run
 
     (copy_of_index / "data" / "input" / "inspection.txt").write_text(
         "Helga Brandt inspected the ferry Northern Star at Port Auberon.", encoding="utf-8"

@@ -6,9 +6,9 @@ import re
 
 import pytest
 
-from graphrag_assets.errors import UserError
+from graphrag_assets.core.errors import UserError
 from graphrag_assets.index.extraction_parser import parse_claims_answer, parse_graph_answer
-from graphrag_assets.index.prompt_templates import PromptTemplate, builtin_prompt_names, load_prompt, prompt_version
+from graphrag_assets.prompts.templates import PromptTemplate, builtin_prompt_names, load_prompt, prompt_version
 
 BUILTIN_PLACEHOLDERS = {
     "extract_graph": {"entity_types", "input_text"},

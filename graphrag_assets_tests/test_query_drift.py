@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from graphrag_assets.ids import short_id
+from graphrag_assets.core.ids import short_id
 from graphrag_assets.query.drift_search import NO_LLM_FALLBACK, drift_search, split_folds
-from graphrag_assets.settings import QuerySettings
+from graphrag_assets.core.settings import QuerySettings
 from graphrag_assets_tests.test_query_local import REPORT_TEXT, TU, ScriptedChat, ScriptedEmbedder, make_index, words
 
 QUESTION = "What is the story?"

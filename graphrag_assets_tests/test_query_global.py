@@ -17,7 +17,7 @@ import re
 import polars as pl
 import pytest
 
-from graphrag_assets.ids import entity_id, stable_uuid
+from graphrag_assets.core.ids import entity_id, stable_uuid
 from graphrag_assets.query.global_search import (
     NO_DATA_ANSWER,
     ScoredPoint,
@@ -29,8 +29,8 @@ from graphrag_assets.query.global_search import (
 )
 from graphrag_assets.query.json_answers import MapPoint
 from graphrag_assets.query.types import ArrayVectorIndex, QueryData
-from graphrag_assets.schemas import COMMUNITIES, COMMUNITY_REPORTS, ENTITIES, conform
-from graphrag_assets.settings import QuerySettings
+from graphrag_assets.core.schemas import COMMUNITIES, COMMUNITY_REPORTS, ENTITIES, conform
+from graphrag_assets.core.settings import QuerySettings
 from graphrag_assets_tests.test_query_local import ScriptedChat, ScriptedEmbedder, filler, words
 
 TREE = {  # community: (level, parent, children, entity numbers)

@@ -14,14 +14,14 @@ from dataclasses import dataclass
 import polars as pl
 import pytest
 
-from graphrag_assets.errors import UserError
-from graphrag_assets.ids import entity_id, relationship_id, short_id, stable_uuid, text_unit_id
+from graphrag_assets.core.errors import UserError
+from graphrag_assets.core.ids import entity_id, relationship_id, short_id, stable_uuid, text_unit_id
 from graphrag_assets.llm.types import ChatResult, Message
 from graphrag_assets.query.context_tables import fill_table
 from graphrag_assets.query.engine import run_query
 from graphrag_assets.query.local_search import local_search, map_entities
 from graphrag_assets.query.types import ArrayVectorIndex, QueryData
-from graphrag_assets.schemas import (
+from graphrag_assets.core.schemas import (
     COMMUNITIES,
     COMMUNITY_REPORTS,
     COVARIATES,
@@ -31,7 +31,7 @@ from graphrag_assets.schemas import (
     TEXT_UNITS,
     conform,
 )
-from graphrag_assets.settings import QuerySettings
+from graphrag_assets.core.settings import QuerySettings
 
 
 def words(text: str) -> int:

@@ -8,8 +8,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from graphrag_assets.indexing import index_project
-from graphrag_assets.settings import load_settings
+from graphrag_assets.pipeline.indexing import index_project
+from graphrag_assets.core.settings import load_settings
 from graphrag_assets.storage.vectors import ENTITY_TABLE, REPORT_TABLE, TEXT_UNIT_TABLE
 from graphrag_assets_tests.conftest import make_llm_project
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from graphrag_assets import ids
+from graphrag_assets.core import ids
 from graphrag_assets.index.report_context import (
     build_report_contexts,
     build_text_report_contexts,
@@ -14,8 +14,8 @@ from graphrag_assets.index.report_context import (
     reports_by_community,
     strip_citations,
 )
-from graphrag_assets.schemas import COMMUNITIES, COMMUNITY_REPORTS, COVARIATES, ENTITIES, RELATIONSHIPS, TEXT_UNITS, conform
-from graphrag_assets.tokens import count_tokens
+from graphrag_assets.core.schemas import COMMUNITIES, COMMUNITY_REPORTS, COVARIATES, ENTITIES, RELATIONSHIPS, TEXT_UNITS, conform
+from graphrag_assets.core.tokens import count_tokens
 
 # title, type, description, degree (undirected neighbours in RELATIONSHIPS below)
 ENTITY_ROWS = [

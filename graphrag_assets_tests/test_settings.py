@@ -2,8 +2,8 @@ from pathlib import Path
 
 import pytest
 
-from graphrag_assets.errors import ConfigError
-from graphrag_assets.settings import load_settings
+from graphrag_assets.core.errors import ConfigError
+from graphrag_assets.core.settings import load_settings
 
 
 def write(root: Path, text: str) -> Path:
@@ -78,7 +78,7 @@ def test_missing_root_is_a_clear_error(tmp_path: Path) -> None:
 
 
 def test_init_template_is_valid(tmp_path: Path) -> None:
-    from graphrag_assets.project_files import write_project_files
+    from graphrag_assets.project.init_files import write_project_files
 
     write_project_files(tmp_path)
     settings = load_settings(tmp_path, environ={})
@@ -86,7 +86,7 @@ def test_init_template_is_valid(tmp_path: Path) -> None:
 
 
 def test_root_templates_match_the_packaged_ones() -> None:
-    from graphrag_assets.project_files import template_text
+    from graphrag_assets.project.init_files import template_text
 
     repo = Path(__file__).resolve().parents[1]
     for name in ("dagster.yaml", "workspace.yaml"):

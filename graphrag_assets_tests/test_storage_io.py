@@ -7,7 +7,7 @@ import polars as pl
 import pytest
 from dagster import AssetIn, DagsterInstance, DynamicPartitionsDefinition, asset, materialize
 
-from graphrag_assets.storage.duckdb_io import DuckDBPolarsIOManager
+from graphrag_assets.pipeline.io_manager import DuckDBPolarsIOManager
 from graphrag_assets.storage.tables import delete_partitions, read_table, write_partitions, write_table
 
 PARTS = DynamicPartitionsDefinition(name="docs")

@@ -8,8 +8,8 @@ from collections.abc import Sequence
 
 import pytest
 
-from graphrag_assets.errors import LLMError
-from graphrag_assets.index.prompt_templates import PromptTemplate, load_prompt
+from graphrag_assets.core.errors import LLMError
+from graphrag_assets.prompts.templates import PromptTemplate, load_prompt
 from graphrag_assets.index.summarize import (
     distinct_descriptions,
     item_name,

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from graphrag_assets import ids, schemas
-from graphrag_assets.tokens import get_tokenizer
+from graphrag_assets.core import ids, schemas
+from graphrag_assets.core.tokens import get_tokenizer
 
 SEGMENT_CHARS = 1 << 16
 

@@ -53,11 +53,11 @@ from typing import TYPE_CHECKING, Literal
 import igraph
 import polars as pl
 
-from graphrag_assets.ids import stable_hash, stable_uuid
-from graphrag_assets.schemas import COMMUNITIES, conform, empty_frame
+from graphrag_assets.core.ids import stable_hash, stable_uuid
+from graphrag_assets.core.schemas import COMMUNITIES, conform, empty_frame
 
 if TYPE_CHECKING:
-    from graphrag_assets.settings import CommunitySettings
+    from graphrag_assets.core.settings import CommunitySettings
 
 Backend = Literal["igraph", "leidenalg"]
 BACKENDS: tuple[str, ...] = ("igraph", "leidenalg")

@@ -35,9 +35,9 @@ from typing import Any
 import json_repair
 import polars as pl
 
-from graphrag_assets.errors import LLMError
-from graphrag_assets.ids import stable_uuid
-from graphrag_assets.index.prompt_templates import PromptTemplate, load_prompt
+from graphrag_assets.core.errors import LLMError
+from graphrag_assets.core.ids import stable_uuid
+from graphrag_assets.prompts.templates import PromptTemplate, load_prompt
 from graphrag_assets.index.report_context import (
     ReportContext,
     TokenCache,
@@ -46,7 +46,7 @@ from graphrag_assets.index.report_context import (
     build_text_report_contexts,
 )
 from graphrag_assets.llm.types import ChatModel, Message
-from graphrag_assets.schemas import COMMUNITY_REPORTS, empty_frame
+from graphrag_assets.core.schemas import COMMUNITY_REPORTS, empty_frame
 
 PURPOSE = "community_report"
 PROMPT_NAMES: dict[str, str] = {"graph": "community_report", "text": "community_report_text"}

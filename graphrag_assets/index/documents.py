@@ -20,8 +20,8 @@ from typing import Any
 
 import polars as pl
 
-from graphrag_assets import ids, schemas
-from graphrag_assets.settings import InputSettings
+from graphrag_assets.core import ids, schemas
+from graphrag_assets.core.settings import InputSettings
 
 BINARY_SNIFF_BYTES = 8192
 EXTRA_FIELDS = "_extra_fields"  # where a CSV row's values beyond the header's columns are kept

@@ -33,10 +33,10 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from graphrag_assets.ids import short_id, stable_uuid
+from graphrag_assets.core.ids import short_id, stable_uuid
 from graphrag_assets.index.nlp_graph import shorten
-from graphrag_assets.index.noun_phrases import sentences_with_keys
-from graphrag_assets.schemas import COMMUNITY_REPORTS, conform, empty_frame
+from graphrag_assets.core.sentences import sentences_with_keys
+from graphrag_assets.core.schemas import COMMUNITY_REPORTS, conform, empty_frame
 
 GENERATION = "extractive"
 TITLE_ENTITIES = 3

@@ -29,8 +29,8 @@ from pathlib import Path
 
 import polars as pl
 
-from graphrag_assets import schemas
-from graphrag_assets.errors import LLMError
+from graphrag_assets.core import schemas
+from graphrag_assets.core.errors import LLMError
 from graphrag_assets.index.extraction_parser import (
     COMPLETION_DELIMITER,
     RECORD_DELIMITER,
@@ -42,7 +42,7 @@ from graphrag_assets.index.extraction_parser import (
     parse_claims_answer,
     parse_graph_answer,
 )
-from graphrag_assets.index.prompt_templates import PromptTemplate, load_prompt
+from graphrag_assets.prompts.templates import PromptTemplate, load_prompt
 from graphrag_assets.llm.types import ChatModel, Message
 
 GRAPH_PURPOSE = "extract_graph"

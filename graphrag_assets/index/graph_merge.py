@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from graphrag_assets import ids, schemas
+from graphrag_assets.core import ids, schemas
 
 MERGED_ENTITIES = {
     "title": pl.String,

@@ -11,7 +11,7 @@ Where we differ, on purpose:
 
 - ``frequency`` is the number of *distinct* text units containing the phrase and
   ``text_unit_ids`` is sorted and de-duplicated (Microsoft counts mention records, quirk Q3).
-- Ids are deterministic (:func:`graphrag_assets.ids.entity_id` / ``relationship_id``) and rows
+- Ids are deterministic (:func:`graphrag_assets.core.ids.entity_id` / ``relationship_id``) and rows
   are sorted (entities by title, relationships by source then target), so a rebuild is identical.
 - Entities get a description instead of an empty string: the most representative sentence that
   mentions the phrase (see :func:`_representative_sentences`); relationships say how many units
@@ -31,11 +31,11 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from graphrag_assets.errors import UserError
-from graphrag_assets.ids import entity_id, relationship_id
-from graphrag_assets.index.noun_phrases import sentences_with_keys
-from graphrag_assets.schemas import ENTITIES, RELATIONSHIPS, conform, empty_frame
-from graphrag_assets.settings import PruneSettings
+from graphrag_assets.core.errors import UserError
+from graphrag_assets.core.ids import entity_id, relationship_id
+from graphrag_assets.core.sentences import sentences_with_keys
+from graphrag_assets.core.schemas import ENTITIES, RELATIONSHIPS, conform, empty_frame
+from graphrag_assets.core.settings import PruneSettings
 
 NOUN_PHRASE_TYPE = "NOUN PHRASE"
 DESCRIPTION_MAX_CHARS = 300
@@ -201,7 +201,7 @@ def _degrees(relationships: pl.DataFrame) -> pl.DataFrame:
 def _batch_ids(reference: Callable[..., str], prefix: str, *columns: list[str]) -> list[str]:
     """``reference(*row)`` for every row, hashed inline (4x faster than calling it per row).
 
-    The inline form reproduces ``stable_uuid(prefix, *row)`` of :mod:`graphrag_assets.ids`; the
+    The inline form reproduces ``stable_uuid(prefix, *row)`` of :mod:`graphrag_assets.core.ids`; the
     first row is checked against ``reference`` and a mismatch (ids.py changed) falls back to
     calling ``reference`` per row. Millions of edges make the difference worth it.
     """

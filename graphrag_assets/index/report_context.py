@@ -57,8 +57,8 @@ from typing import Any, Literal
 
 import polars as pl
 
-from graphrag_assets.ids import short_id
-from graphrag_assets.tokens import count_tokens
+from graphrag_assets.core.ids import short_id
+from graphrag_assets.core.tokens import count_tokens
 
 Variant = Literal["graph", "text"]
 

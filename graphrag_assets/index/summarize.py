@@ -18,10 +18,10 @@ import json
 from collections.abc import Callable, Hashable, Sequence
 from typing import TypeVar
 
-from graphrag_assets.errors import LLMError
-from graphrag_assets.index.prompt_templates import PromptTemplate
+from graphrag_assets.core.errors import LLMError
+from graphrag_assets.prompts.templates import PromptTemplate
 from graphrag_assets.llm.types import ChatModel
-from graphrag_assets.tokens import count_tokens as count_encoded_tokens
+from graphrag_assets.core.tokens import count_tokens as count_encoded_tokens
 
 PURPOSE = "summarize_descriptions"
 

@@ -26,7 +26,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequenc
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from graphrag_assets.errors import LLMError
+from graphrag_assets.core.errors import LLMError
 from graphrag_assets.llm.cache import LLMCache, chat_cache_key, embedding_cache_key
 from graphrag_assets.llm.rate_limit import SlidingWindowLimiter
 from graphrag_assets.llm.retry import (
@@ -40,10 +40,10 @@ from graphrag_assets.llm.retry import (
 )
 from graphrag_assets.llm.types import ChatResult, Message
 from graphrag_assets.llm.usage import UsageMeter, estimate_cost
-from graphrag_assets.tokens import count_tokens, get_tokenizer
+from graphrag_assets.core.tokens import count_tokens, get_tokenizer
 
 if TYPE_CHECKING:
-    from graphrag_assets.settings import EmbeddingSettings, LLMSettings, Price
+    from graphrag_assets.core.settings import EmbeddingSettings, LLMSettings, Price
 
 log = logging.getLogger(__name__)
 

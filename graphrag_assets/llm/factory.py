@@ -10,14 +10,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from graphrag_assets.errors import UserError
+from graphrag_assets.core.errors import UserError
 from graphrag_assets.llm.usage import UsageMeter
 
 if TYPE_CHECKING:
     from graphrag_assets.llm.cache import LLMCache
     from graphrag_assets.llm.client import OpenAIChatModel
     from graphrag_assets.llm.types import EmbeddingModel
-    from graphrag_assets.settings import EmbeddingSettings, LLMSettings
+    from graphrag_assets.core.settings import EmbeddingSettings, LLMSettings
 
 
 def _cache(settings: "LLMSettings", db_path: str | Path | None) -> "LLMCache | None":

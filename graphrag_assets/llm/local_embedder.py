@@ -30,7 +30,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from graphrag_assets.index.noun_phrases import function_words
+from graphrag_assets.core.words import function_words
 
 DEFAULT_DIMENSION = 512
 UNIGRAM_WEIGHT = 1.0

@@ -28,7 +28,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
-from graphrag_assets.errors import LLMError
+from graphrag_assets.core.errors import LLMError
 
 log = logging.getLogger(__name__)
 

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import polars as pl
 
-    from graphrag_assets.settings import Price
+    from graphrag_assets.core.settings import Price
 
 USAGE_TABLE = "llm_usage"
 USAGE_TABLE_DDL = f"""

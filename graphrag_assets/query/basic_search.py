@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from graphrag_assets.ids import short_id
+from graphrag_assets.core.ids import short_id
 from graphrag_assets.llm.types import ChatModel, EmbeddingModel, Message
 from graphrag_assets.query.context_tables import fill_table
 from graphrag_assets.query.local_search import no_llm_answer, source_records
@@ -24,7 +24,7 @@ from graphrag_assets.query.types import (
     TokenCounter,
     query_prompt,
 )
-from graphrag_assets.settings import QuerySettings
+from graphrag_assets.core.settings import QuerySettings
 
 PURPOSE = "query_basic"
 SOURCE_COLUMNS = ("id", "text")

@@ -44,7 +44,7 @@ from graphrag_assets.query.types import (
     TokenCounter,
     query_prompt,
 )
-from graphrag_assets.settings import LocalSearchSettings, QuerySettings
+from graphrag_assets.core.settings import LocalSearchSettings, QuerySettings
 
 PURPOSE_HYDE = "query_drift_hyde"
 PURPOSE_PRIMER = "query_drift_primer"

@@ -10,15 +10,15 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from graphrag_assets.errors import UserError
-from graphrag_assets.index.prompt_templates import PromptTemplate, load_prompt
+from graphrag_assets.core.errors import UserError
+from graphrag_assets.prompts.templates import PromptTemplate, load_prompt
 from graphrag_assets.llm.types import ChatModel, EmbeddingModel
 from graphrag_assets.query.basic_search import basic_search
 from graphrag_assets.query.drift_search import drift_search
 from graphrag_assets.query.global_search import global_search
 from graphrag_assets.query.local_search import local_search
 from graphrag_assets.query.types import QUERY_PROMPT_PLACEHOLDERS, QueryData, QueryResult, TokenCallback, token_counter
-from graphrag_assets.settings import QuerySettings
+from graphrag_assets.core.settings import QuerySettings
 
 METHODS: tuple[str, ...] = ("local", "global", "drift", "basic")
 

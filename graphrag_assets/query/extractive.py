@@ -23,7 +23,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from graphrag_assets.index.noun_phrases import function_words, split_sentences
+from graphrag_assets.core.sentences import split_sentences
+from graphrag_assets.core.words import function_words
 from graphrag_assets.llm.local_embedder import LocalEmbedder, words_of
 
 HEADER = "(Extractive answer: no language model was used; these are the most relevant passages.)"

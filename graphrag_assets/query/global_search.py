@@ -55,7 +55,7 @@ from graphrag_assets.query.types import (
     TokenCounter,
     query_prompt,
 )
-from graphrag_assets.settings import QuerySettings
+from graphrag_assets.core.settings import QuerySettings
 
 PURPOSE_MAP = "query_global_map"
 PURPOSE_REDUCE = "query_global_reduce"

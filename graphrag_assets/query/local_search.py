@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
-from graphrag_assets.ids import short_id
+from graphrag_assets.core.ids import short_id
 from graphrag_assets.llm.types import ChatModel, EmbeddingModel, Message
 from graphrag_assets.query.context_tables import BudgetedTable, fill_table, format_row, join_sections, section_header
 from graphrag_assets.query.types import (
@@ -54,7 +54,7 @@ from graphrag_assets.query.types import (
     TokenCounter,
     query_prompt,
 )
-from graphrag_assets.settings import LocalSearchSettings, QuerySettings
+from graphrag_assets.core.settings import LocalSearchSettings, QuerySettings
 
 PURPOSE = "query_local"
 ENTITY_OVERSAMPLING = 2

@@ -19,10 +19,10 @@ from typing import Any, Protocol
 import numpy as np
 import polars as pl
 
-from graphrag_assets.errors import UserError
-from graphrag_assets.index.prompt_templates import PromptTemplate, load_prompt
+from graphrag_assets.core.errors import UserError
+from graphrag_assets.prompts.templates import PromptTemplate, load_prompt
 from graphrag_assets.llm.types import ChatModel, EmbeddingModel, Message
-from graphrag_assets.schemas import (
+from graphrag_assets.core.schemas import (
     COMMUNITIES,
     COMMUNITY_REPORTS,
     COVARIATES,
@@ -32,14 +32,14 @@ from graphrag_assets.schemas import (
     TEXT_UNITS,
     empty_frame,
 )
-from graphrag_assets.tokens import count_tokens
+from graphrag_assets.core.tokens import count_tokens
 
 TokenCounter = Callable[[str], int]
 TokenCallback = Callable[[str], None]
 
 
 def token_counter(encoding: str = "cl100k_base") -> TokenCounter:
-    """A token counter for ``encoding`` (offline fallback included, see :mod:`graphrag_assets.tokens`)."""
+    """A token counter for ``encoding`` (offline fallback included, see :mod:`graphrag_assets.core.tokens`)."""
     return lambda text: count_tokens(text, encoding)
 
 
@@ -97,7 +97,7 @@ def empty_index() -> ArrayVectorIndex:
 
 @dataclass
 class QueryData:
-    """The index as the query engines see it. Frames follow :mod:`graphrag_assets.schemas`."""
+    """The index as the query engines see it. Frames follow :mod:`graphrag_assets.core.schemas`."""
 
     entities: pl.DataFrame = field(default_factory=lambda: empty_frame(ENTITIES))
     relationships: pl.DataFrame = field(default_factory=lambda: empty_frame(RELATIONSHIPS))

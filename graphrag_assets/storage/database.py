@@ -15,7 +15,7 @@ from pathlib import Path
 
 import duckdb
 
-from graphrag_assets.errors import UserError
+from graphrag_assets.core.errors import UserError
 
 LOCK_WAIT_SECONDS = 30.0
 

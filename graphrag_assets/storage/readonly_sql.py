@@ -7,7 +7,7 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
-from graphrag_assets.errors import UserError
+from graphrag_assets.core.errors import UserError
 from graphrag_assets.storage.database import connect
 
 _READ_TYPES = {"SELECT", "EXPLAIN", "PRAGMA", "CALL"}

@@ -1,0 +1,118 @@
+"""Running the pipeline through the project's Dagster instance (used by the CLI).
+
+Runs go through the instance under ``data/dagster`` so they show up in the Dagster UI exactly as
+if they had been launched there; execution is in-process, one job at a time.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from dagster import DagsterInstance, Definitions
+from dagster._core.instance.ref import InstanceRef
+from dagster._core.storage.defs_state.base import set_defs_state_storage
+from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
+
+from graphrag_assets.core.settings import Settings
+
+log = logging.getLogger(__name__)
+
+DAGSTER_DIR = "data/dagster"
+
+
+def open_instance(settings: Settings) -> DagsterInstance:
+    """The project's Dagster instance, with every storage location under ``data/dagster``.
+
+    dagster.yaml (when the root has one) supplies the other instance settings; the storage paths
+    are given as absolute paths so the CLI works from any working directory.
+    """
+    base = settings.path(DAGSTER_DIR)
+    base.mkdir(parents=True, exist_ok=True)
+    overrides = {
+        "storage": {"sqlite": {"base_dir": str(base / "storage")}},
+        "local_artifact_storage": {
+            "module": "dagster._core.storage.root",
+            "class": "LocalArtifactStorage",
+            "config": {"base_dir": str(base)},
+        },
+        "compute_logs": {
+            "module": "dagster._core.storage.local_compute_log_manager",
+            "class": "LocalComputeLogManager",
+            "config": {"base_dir": str(base / "compute_logs")},
+        },
+        "telemetry": {"enabled": False},
+    }
+    config_dir = settings.root if (settings.root / "dagster.yaml").exists() else base
+    ref = InstanceRef.from_dir(str(base), config_dir=str(config_dir), overrides=overrides)
+    return DagsterInstance.from_ref(ref)
+
+
+@dataclass
+class RunOutcome:
+    job: str
+    run_id: str
+    success: bool
+    partitions: list[str] = field(default_factory=list)
+    error: str | None = None
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "job": self.job,
+            "run_id": self.run_id,
+            "success": self.success,
+            "partitions": self.partitions,
+            "error": self.error,
+        }
+
+
+def _first_error(result) -> str | None:
+    """The root cause of the first step failure, as one line (Dagster wraps it in its own errors)."""
+    for event in result.all_events:
+        if event.is_step_failure and event.event_specific_data is not None:
+            error = getattr(event.event_specific_data, "error", None)
+            while error is not None and error.cause is not None:
+                error = error.cause
+            if error is not None:
+                lines = [line for line in (error.message or "").strip().splitlines() if line.strip()]
+                return lines[0] if lines else error.cls_name
+    return None
+
+
+def run_job(
+    defs: Definitions,
+    instance: DagsterInstance,
+    job_name: str,
+    partition_keys: Sequence[str] | None = None,
+    tags: dict[str, str] | None = None,
+    console_log_level: str = "CRITICAL",
+) -> RunOutcome:
+    """Execute a job in this process; a list of partitions runs as one range run.
+
+    The keys must be contiguous in the dynamic partition order (new documents are added together,
+    so they are); a single key runs as a single-partition run.
+    """
+    # Make this instance the "current" one for Dagster's definitions-state lookup while we resolve
+    # and run: a context created elsewhere in the process (e.g. a sensor evaluation context that
+    # was never closed) may otherwise point it at an instance that no longer exists.
+    with set_defs_state_storage(instance.defs_state_storage):
+        return _run_job(defs, instance, job_name, partition_keys, tags, console_log_level)
+
+
+def _run_job(defs, instance, job_name, partition_keys, tags, console_log_level) -> RunOutcome:
+    job = defs.resolve_job_def(job_name)
+    run_tags = dict(tags or {})
+    partition_key = None
+    keys = list(partition_keys or [])
+    if len(keys) == 1:
+        partition_key = keys[0]
+    elif keys:
+        run_tags[ASSET_PARTITION_RANGE_START_TAG] = keys[0]
+        run_tags[ASSET_PARTITION_RANGE_END_TAG] = keys[-1]
+    run_config = {"loggers": {"console": {"config": {"log_level": console_log_level}}}}
+    result = job.execute_in_process(
+        run_config=run_config, instance=instance, partition_key=partition_key, tags=run_tags, raise_on_error=False
+    )
+    return RunOutcome(job_name, result.run_id, result.success, keys, None if result.success else _first_error(result))
+
