@@ -48,7 +48,9 @@ from common import REPO_ROOT, header_block, invocation, load_average, machine_in
 
 from graphrag_assets.llm.factory import build_embedding_model  # noqa: E402
 from graphrag_assets.llm.usage import UsageMeter  # noqa: E402
+from graphrag_assets.core.tokens import token_counter  # noqa: E402
 from graphrag_assets.query.engine import run_query  # noqa: E402
+from graphrag_assets.query.request import QueryOptions, SearchRequest  # noqa: E402
 from graphrag_assets.core.settings import load_settings  # noqa: E402
 from graphrag_assets.project.query_data import load_query_data  # noqa: E402
 
@@ -121,9 +123,10 @@ async def run_method(method: str, questions: list[dict[str, Any]], data, embedde
     rows = []
     for q in questions:
         started = time.perf_counter()
-        result = await run_query(
-            method, q["question"], data, None, embedder, settings.query, encoding=settings.chunking.encoding
-        )
+        result = await run_query(SearchRequest(
+            q["question"], data, settings.query, embedder=embedder, options=QueryOptions(method=method),
+            count=token_counter(settings.chunking.encoding),
+        ))
         seconds = time.perf_counter() - started
         documents = retrieved_documents(result.context_records.ids("sources"), unit_document)
         rows.append({

@@ -70,7 +70,9 @@ from graphrag_assets.llm.local_embedder import LocalEmbedder  # noqa: E402
 from graphrag_assets.query.basic_search import basic_search  # noqa: E402
 from graphrag_assets.query.global_search import build_map_batches, global_search, occurrence_weights, reports_at_level  # noqa: E402
 from graphrag_assets.query.local_search import build_local_context, local_search  # noqa: E402
-from graphrag_assets.query.types import ArrayVectorIndex, ModelCalls, QueryData, token_counter  # noqa: E402
+from graphrag_assets.core.tokens import token_counter  # noqa: E402
+from graphrag_assets.query.request import QueryOptions, SearchRequest  # noqa: E402
+from graphrag_assets.query.types import ArrayVectorIndex, QueryData  # noqa: E402
 from graphrag_assets.core.settings import LLMSettings, QuerySettings  # noqa: E402
 
 SEED = 20261130
@@ -424,7 +426,8 @@ def local_context_runner(data: QueryData, settings: QuerySettings, embedder) -> 
     count = token_counter(ENCODING)
 
     def run(question: str):
-        return asyncio.run(build_local_context(question, data, settings.local, ModelCalls(None, embedder, count=count)))
+        request = SearchRequest(question, data, settings, embedder=embedder, count=count)
+        return asyncio.run(build_local_context(request, request.model_calls(), settings.local))
 
     return run
 
@@ -470,8 +473,10 @@ def run_global(
     chat = build_chat_model(llm, None, UsageMeter())
     try:
         started, started_epoch = time.perf_counter(), time.time()
-        result = asyncio.run(global_search(question, data, chat, LocalEmbedder(EMBEDDING_DIMENSION), settings,
-                                           community_level=level, count=token_counter(ENCODING)))
+        result = asyncio.run(global_search(SearchRequest(
+            question, data, settings, chat, LocalEmbedder(EMBEDDING_DIMENSION),
+            QueryOptions(community_level=level), count=token_counter(ENCODING),
+        )))
         wall, ended_epoch = time.perf_counter() - started, time.time()
     finally:
         chat.close()
@@ -546,9 +551,9 @@ def local_variants(data: dict[str, QueryData], settings: QuerySettings, question
         "local context, in-memory, precomputed question vector": local_context_runner(memory, settings, fixed),
         "local context, LanceDB, precomputed question vector": local_context_runner(lance, settings, fixed),
         "local search no-LLM (+ extractive answer), LanceDB":
-            lambda q: asyncio.run(local_search(q, lance, None, embedder, settings, count=count)),
+            lambda q: asyncio.run(local_search(SearchRequest(q, lance, settings, embedder=embedder, count=count))),
         "basic search no-LLM (+ extractive answer), LanceDB":
-            lambda q: asyncio.run(basic_search(q, lance, None, embedder, settings, count=count)),
+            lambda q: asyncio.run(basic_search(SearchRequest(q, lance, settings, embedder=embedder, count=count))),
     }
 
 

@@ -10,7 +10,6 @@ questions with the same model) checks the files. The last test runs Microsoft Gr
 from __future__ import annotations
 
 import csv
-import io
 import json
 import os
 import subprocess

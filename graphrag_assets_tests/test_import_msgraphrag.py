@@ -25,7 +25,8 @@ from graphrag_assets.interop.msgraphrag_import import (
     our_community_reports,
     our_text_units,
 )
-from graphrag_assets.project.querying import QueryOptions, answer_question
+from graphrag_assets.project.querying import answer_question
+from graphrag_assets.query.request import QueryOptions
 from graphrag_assets.core.settings import load_settings
 from graphrag_assets_tests.shared_data import MS_VERBS_DATA, require
 

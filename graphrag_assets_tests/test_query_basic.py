@@ -16,8 +16,8 @@ from graphrag_assets_tests.test_query_local import (
     ScriptedEmbedder,
     filler,
     make_index,
+    request,
     with_unit_text,
-    words,
 )
 
 QUESTION = "What does unit five say?"
@@ -33,7 +33,7 @@ def data():
 
 def run(chat, k=6, max_context_tokens=500, **kwargs):
     settings = QuerySettings.model_validate({"basic": {"k": k, "max_context_tokens": max_context_tokens}})
-    return asyncio.run(basic_search(QUESTION, data(), chat, ScriptedEmbedder(default=(1.0, 0.0)), settings, count=words, **kwargs))
+    return asyncio.run(basic_search(request(QUESTION, data(), chat, ScriptedEmbedder(default=(1.0, 0.0)), settings, **kwargs)))
 
 
 def test_sources_in_similarity_order_within_the_budget():
@@ -75,7 +75,7 @@ def test_basic_through_run_query_streams():
     chat = ScriptedChat({"query_basic": "a streamed answer"})
     tokens: list[str] = []
     result = asyncio.run(
-        run_query("basic", QUESTION, data(), chat, ScriptedEmbedder(default=(1.0, 0.0)), QuerySettings(), on_token=tokens.append)
+        run_query(request(QUESTION, data(), chat, ScriptedEmbedder(default=(1.0, 0.0)), QuerySettings(), method="basic", on_token=tokens.append, count=None))
     )
     assert "".join(tokens) == result.answer == "a streamed answer "
     assert result.method == "basic" and chat.calls[0].streamed
@@ -87,7 +87,7 @@ def test_basic_no_llm_mode():
     index = with_unit_text(data(), 7, filler("t7w", 94) + ". Unit five is mentioned here too.")
     index = with_unit_text(index, 5, filler("t5w", 89) + ". The harbour closed in winter. Unit five says the ferry stopped.")
     settings = QuerySettings.model_validate({"basic": {"k": 6, "max_context_tokens": 500}})
-    result = asyncio.run(basic_search(QUESTION, index, None, ScriptedEmbedder(default=(1.0, 0.0)), settings, count=words))
+    result = asyncio.run(basic_search(request(QUESTION, index, None, ScriptedEmbedder(default=(1.0, 0.0)), settings)))
     assert result.llm_used is False and result.usage.chat_calls == 0
     assert result.answer.startswith(HEADER)
     assert f"Unit five says the ferry stopped. [Data: Sources ({short_id(TU[5])})]" in result.answer

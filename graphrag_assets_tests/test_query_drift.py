@@ -10,7 +10,7 @@ import pytest
 from graphrag_assets.core.ids import short_id
 from graphrag_assets.query.drift_search import NO_LLM_FALLBACK, drift_search, split_folds
 from graphrag_assets.core.settings import QuerySettings
-from graphrag_assets_tests.test_query_local import REPORT_TEXT, TU, ScriptedChat, ScriptedEmbedder, make_index, words
+from graphrag_assets_tests.test_query_local import REPORT_TEXT, TU, ScriptedChat, ScriptedEmbedder, make_index, request
 
 QUESTION = "What is the story?"
 
@@ -50,7 +50,7 @@ def run(chat, **drift):
     options = {"primer_folds": 2, "k_followups": 3, "n_depth": 2, "max_followups_per_depth": 2, **drift}
     settings = QuerySettings.model_validate({"drift": options, "local": {"top_k_entities": 3}})
     embedder = ScriptedEmbedder({"HYPOTHETICAL REPORT": [0.0, 1.0, 0.0, 0.0]})
-    result = asyncio.run(drift_search(QUESTION, make_index(), chat, embedder, settings, count=words))
+    result = asyncio.run(drift_search(request(QUESTION, make_index(), chat, embedder, settings)))
     return result, embedder
 
 
@@ -137,7 +137,7 @@ def test_drift_without_llm_falls_back_to_local_search():
     from graphrag_assets.query.extractive import HEADER
 
     result = asyncio.run(
-        drift_search(QUESTION, make_index(), None, ScriptedEmbedder(), QuerySettings(), count=words)
+        drift_search(request(QUESTION, make_index(), None, ScriptedEmbedder(), QuerySettings()))
     )
     assert result.method == "drift" and result.llm_used is False
     assert result.answer.startswith(NO_LLM_FALLBACK)

@@ -31,7 +31,7 @@ from graphrag_assets.query.json_answers import MapPoint
 from graphrag_assets.query.types import ArrayVectorIndex, QueryData
 from graphrag_assets.core.schemas import COMMUNITIES, COMMUNITY_REPORTS, ENTITIES, conform
 from graphrag_assets.core.settings import QuerySettings
-from graphrag_assets_tests.test_query_local import ScriptedChat, ScriptedEmbedder, filler, words
+from graphrag_assets_tests.test_query_local import ScriptedChat, ScriptedEmbedder, filler, request, words
 
 TREE = {  # community: (level, parent, children, entity numbers)
     0: (0, -1, [2, 3], [1, 2, 3, 4, 5]),
@@ -113,7 +113,7 @@ def topics(text: str) -> list[int]:
 
 def search(chat, data=None, embedder=None, options=None, **kwargs):
     return asyncio.run(
-        global_search("What happened?", data or make_data(), chat, embedder, options or settings(), count=words, **kwargs)
+        global_search(request("What happened?", data or make_data(), chat, embedder, options or settings(), **kwargs))
     )
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import polars as pl
 import pytest
@@ -18,8 +18,9 @@ from graphrag_assets.core.errors import UserError
 from graphrag_assets.core.ids import entity_id, relationship_id, short_id, stable_uuid, text_unit_id
 from graphrag_assets.llm.types import ChatResult, Message
 from graphrag_assets.query.context_tables import fill_table
-from graphrag_assets.query.engine import run_query
+from graphrag_assets.query.engine import load_query_prompts, run_query
 from graphrag_assets.query.local_search import local_search, map_entities
+from graphrag_assets.query.request import QueryOptions, SearchRequest
 from graphrag_assets.query.types import ArrayVectorIndex, QueryData
 from graphrag_assets.core.schemas import (
     COMMUNITIES,
@@ -36,6 +37,15 @@ from graphrag_assets.core.settings import QuerySettings
 
 def words(text: str) -> int:
     return len(text.split())
+
+
+OPTION_FIELDS = {f.name for f in fields(QueryOptions)}
+
+
+def request(question, data, chat, embedder, settings, **kwargs) -> SearchRequest:
+    """A search request; keyword arguments that name a QueryOptions field go into the options."""
+    options = QueryOptions(**{k: kwargs.pop(k) for k in list(kwargs) if k in OPTION_FIELDS})
+    return SearchRequest(question, data, settings, chat, embedder, options, count=kwargs.pop("count", words), **kwargs)
 
 
 def filler(tag: str, n: int) -> str:
@@ -256,15 +266,14 @@ def local_settings(**local) -> QuerySettings:
 
 def run_local(chat, embedder=None, data=None, settings=None, **kwargs):
     return asyncio.run(
-        local_search(
+        local_search(request(
             "What links alpha and bravo?",
             data or make_index(),
             chat,
             embedder or ScriptedEmbedder(),
             settings or local_settings(),
-            count=words,
             **kwargs,
-        )
+        ))
     )
 
 
@@ -447,7 +456,7 @@ def test_local_history_turns_zero_ignores_history():
 def test_local_default_budget_with_real_tokenizer_keeps_everything_ranked():
     data = make_index()
     result = asyncio.run(
-        local_search("q", data, ScriptedChat({"query_local": "ok"}), ScriptedEmbedder(), QuerySettings())
+        local_search(request("q", data, ScriptedChat({"query_local": "ok"}), ScriptedEmbedder(), QuerySettings(), count=None))
     )
     # defaults: 10 entities (all 8 indexed real ones), no cuts at 12000 tokens
     assert result.details["mapped_entities"] == ["ALPHA", "BRAVO", "CHARLIE", "DELTA", "ECHO", "FOXTROT", "GOLF", "HOTEL"]
@@ -480,28 +489,28 @@ def test_local_no_llm_mode_extractive_answer():
 def test_run_query_validates_requests():
     data, settings = make_index(), local_settings()
     with pytest.raises(UserError, match="unknown query method"):
-        asyncio.run(run_query("fancy", "q", data, None, ScriptedEmbedder(), settings))
+        asyncio.run(run_query(request("q", data, None, ScriptedEmbedder(), settings, method="fancy")))
     with pytest.raises(UserError, match="empty"):
-        asyncio.run(run_query("local", "  ", data, None, ScriptedEmbedder(), settings))
+        asyncio.run(run_query(request("  ", data, None, ScriptedEmbedder(), settings, method="local")))
     with pytest.raises(UserError, match="embedding model"):
-        asyncio.run(run_query("local", "q", data, None, None, settings))
+        asyncio.run(run_query(request("q", data, None, None, settings, method="local")))
     with pytest.raises(UserError, match="no query prompt named"):
-        asyncio.run(run_query("local", "q", data, None, ScriptedEmbedder(), settings, prompt_files={"nope": "x.txt"}))
+        load_query_prompts({"nope": "x.txt"})
 
 
 def test_run_query_with_a_user_prompt_file(tmp_path):
     (tmp_path / "mine.txt").write_text("MY PROMPT {response_type}\n{context_data}", encoding="utf-8")
     chat = ScriptedChat({"query_local": "ok"})
     result = asyncio.run(
-        run_query(
-            "local", "What links alpha and bravo?", make_index(), chat, ScriptedEmbedder(), local_settings(),
-            prompt_files={"local_search": "mine.txt"}, root=tmp_path,
-        )
+        run_query(request(
+            "What links alpha and bravo?", make_index(), chat, ScriptedEmbedder(), local_settings(), method="local",
+            prompts=load_query_prompts({"local_search": "mine.txt"}, tmp_path),
+        ))
     )
     assert chat.calls[0].messages[0]["content"].startswith("MY PROMPT Multiple Paragraphs\n-----")
     assert result.method == "local"
     (tmp_path / "bad.txt").write_text("no placeholder here", encoding="utf-8")
     with pytest.raises(UserError, match="context_data"):
         asyncio.run(
-            run_query("local", "q", make_index(), chat, ScriptedEmbedder(), local_settings(), prompt_files={"local_search": "bad.txt"}, root=tmp_path)
+            run_query(request("q", make_index(), chat, ScriptedEmbedder(), local_settings(), method="local", prompts=load_query_prompts({"local_search": "bad.txt"}, tmp_path)))
         )

@@ -193,7 +193,8 @@ def query(
     as_json: bool,
 ) -> None:
     """Answer a question about the indexed documents."""
-    from graphrag_assets.project.querying import QueryOptions, answer_question
+    from graphrag_assets.project.querying import answer_question
+    from graphrag_assets.query.request import QueryOptions
 
     settings = _settings(root)
     options = QueryOptions(method, community_level, dynamic_selection, response_type)

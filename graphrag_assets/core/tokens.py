@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import logging
 import sys
+from collections.abc import Callable
 from typing import Protocol
 
 log = logging.getLogger(__name__)
@@ -50,3 +51,8 @@ def get_tokenizer(encoding_name: str = "cl100k_base") -> "Tokenizer":
 def count_tokens(text: str, encoding_name: str = "cl100k_base") -> int:
     """Number of tokens in ``text`` (special-token strings are counted as plain text)."""
     return len(get_tokenizer(encoding_name).encode_ordinary(text))
+
+
+def token_counter(encoding_name: str = "cl100k_base") -> Callable[[str], int]:
+    """A token counter for ``encoding_name`` (offline fallback included), for context budgets."""
+    return lambda text: count_tokens(text, encoding_name)

@@ -2,7 +2,8 @@
 which cache and which endpoint.
 
 Each returned model owns its cache object: call ``model.close()`` (or ``await model.aclose()``)
-when the step is done so every answer is written.
+when the step is done so every answer is written. :class:`ModelSet` does that for the models of
+one unit of work (a Dagster step, a query, a dry run).
 """
 
 from __future__ import annotations
@@ -14,10 +15,10 @@ from graphrag_assets.core.errors import UserError
 from graphrag_assets.llm.usage import UsageMeter
 
 if TYPE_CHECKING:
+    from graphrag_assets.core.settings import EmbeddingSettings, LLMSettings, Settings
     from graphrag_assets.llm.cache import LLMCache
     from graphrag_assets.llm.client import OpenAIChatModel
     from graphrag_assets.llm.types import EmbeddingModel
-    from graphrag_assets.core.settings import EmbeddingSettings, LLMSettings
 
 
 def _cache(settings: "LLMSettings", db_path: str | Path | None) -> "LLMCache | None":
@@ -65,3 +66,46 @@ def build_embedding_model(
     return embedding_model_from_settings(
         settings, embedding_settings, meter=meter, cache=_cache(settings, db_path), dry_run=dry_run
     )
+
+
+class ModelSet:
+    """The chat model and the embedder of one unit of work: built on first use, closed together.
+
+    Closing writes every pending cache entry, so what was paid for is kept even when the work
+    fails afterwards. ``dry_run`` models count requests against the cache and send nothing.
+    """
+
+    def __init__(self, settings: "Settings", meter: UsageMeter, *, dry_run: bool = False) -> None:
+        self.settings = settings
+        self.meter = meter
+        self.dry_run = dry_run
+        self._chat: "OpenAIChatModel | None" = None
+        self._embedder: "EmbeddingModel | None" = None
+
+    @property
+    def chat(self) -> "OpenAIChatModel":
+        if self._chat is None:
+            self._chat = build_chat_model(self.settings.llm, self.settings.database_path, self.meter, dry_run=self.dry_run)
+        return self._chat
+
+    @property
+    def embedder(self) -> "EmbeddingModel":
+        if self._embedder is None:
+            self._embedder = build_embedding_model(
+                self.settings.llm, self.settings.embeddings, self.settings.database_path, self.meter, dry_run=self.dry_run
+            )
+        return self._embedder
+
+    def close(self) -> None:
+        for model in (self._chat, self._embedder):
+            close = getattr(model, "close", None)
+            if close is not None:
+                close()
+        self._chat = None
+        self._embedder = None
+
+    def __enter__(self) -> "ModelSet":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

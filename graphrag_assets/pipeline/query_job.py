@@ -7,6 +7,8 @@ from typing import Literal, Optional
 from dagster import Config, MetadataValue, OpExecutionContext, Out, Output, job, op
 
 from graphrag_assets.pipeline.resources import GraphRAGProject
+from graphrag_assets.project.querying import answer_question
+from graphrag_assets.query.request import QueryOptions
 
 
 class QueryConfig(Config):
@@ -19,8 +21,6 @@ class QueryConfig(Config):
 
 @op(out=Out(dict, io_manager_key="query_io_manager", description="The answer, its context records and usage (QueryResult.to_dict()); kept in memory, recorded as metadata."))
 def answer_query(context: OpExecutionContext, config: QueryConfig, project: GraphRAGProject):
-    from graphrag_assets.project.querying import QueryOptions, answer_question
-
     options = QueryOptions(config.method, config.community_level, config.dynamic_selection, config.response_type)
     result = answer_question(project.settings, config.question, options)
     data = result.to_dict()

@@ -7,7 +7,9 @@ import polars as pl
 from graphrag_assets.core import schemas
 from graphrag_assets.core.errors import UserError
 from graphrag_assets.core.settings import Settings
+from graphrag_assets.query.types import QueryData
 from graphrag_assets.storage.database import connect, table_exists
+from graphrag_assets.storage.vectors import ENTITY_TABLE, REPORT_TABLE, TEXT_UNIT_TABLE, LanceVectorIndex
 
 QUERY_TABLES = {
     "entities": schemas.ENTITIES,
@@ -21,11 +23,8 @@ QUERY_TABLES = {
 TEXT_COLUMNS_SKIPPED = {"documents": ["text"]}  # the documents' full text is never needed to answer
 
 
-def load_query_data(settings: Settings):
-    """A :class:`~graphrag_assets.query.types.QueryData` for the project (LanceDB opened lazily)."""
-    from graphrag_assets.query.types import QueryData
-    from graphrag_assets.storage.vectors import ENTITY_TABLE, REPORT_TABLE, TEXT_UNIT_TABLE, LanceVectorIndex
-
+def load_query_data(settings: Settings) -> QueryData:
+    """The index tables the query engines read and the project's three vector indexes."""
     frames: dict[str, pl.DataFrame] = {}
     with connect(settings.database_path, read_only=True) as conn:
         if not table_exists(conn, "entities"):

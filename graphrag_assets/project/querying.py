@@ -7,21 +7,16 @@ Models follow the settings: the chat model when an endpoint is configured and th
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Callable
 
-from graphrag_assets.llm.usage import UsageMeter
 from graphrag_assets.core.settings import Settings
-
-
-@dataclass(frozen=True)
-class QueryOptions:
-    method: str = "global"
-    community_level: int | None = None
-    dynamic_selection: bool | None = None
-    response_type: str | None = None
-    conversation_history: Sequence[Mapping[str, str]] | None = None
+from graphrag_assets.core.tokens import token_counter
+from graphrag_assets.llm.factory import ModelSet
+from graphrag_assets.llm.usage import UsageMeter
+from graphrag_assets.project.query_data import load_query_data
+from graphrag_assets.query.engine import load_query_prompts, run_query
+from graphrag_assets.query.request import QueryOptions, SearchRequest
+from graphrag_assets.query.types import QueryResult
 
 
 def uses_llm(settings: Settings) -> bool:
@@ -30,39 +25,19 @@ def uses_llm(settings: Settings) -> bool:
 
 def answer_question(
     settings: Settings, question: str, options: QueryOptions, on_token: Callable[[str], None] | None = None
-) -> Any:
-    """The :class:`~graphrag_assets.query.types.QueryResult` for ``question``."""
-    from graphrag_assets.llm.factory import build_chat_model, build_embedding_model
-    from graphrag_assets.query.engine import run_query
-    from graphrag_assets.project.query_data import load_query_data
-
+) -> QueryResult:
+    """The answer to ``question`` over the project's index, with what it was built from."""
     data = load_query_data(settings)
-    meter = UsageMeter()
-    chat = build_chat_model(settings.llm, settings.database_path, meter) if uses_llm(settings) else None
-    embedder = build_embedding_model(settings.llm, settings.embeddings, settings.database_path, meter)
-
-    async def run() -> Any:
-        return await run_query(
-            options.method,
+    with ModelSet(settings, UsageMeter()) as models:
+        request = SearchRequest(
             question,
             data,
-            chat,
-            embedder,
             settings.query,
-            community_level=options.community_level,
-            dynamic_selection=options.dynamic_selection,
-            response_type=options.response_type,
-            conversation_history=options.conversation_history,
+            chat_model=models.chat if uses_llm(settings) else None,
+            embedder=models.embedder,
+            options=options,
+            prompts=load_query_prompts(settings.query.prompts, settings.root),
             on_token=on_token,
-            prompt_files=settings.query.prompts or None,
-            root=settings.root,
-            encoding=settings.chunking.encoding,
+            count=token_counter(settings.chunking.encoding),
         )
-
-    try:
-        return asyncio.run(run())
-    finally:
-        for model in (chat, embedder):
-            close = getattr(model, "close", None)
-            if close is not None:
-                close()
+        return asyncio.run(run_query(request))

@@ -11,20 +11,11 @@ from __future__ import annotations
 import polars as pl
 
 from graphrag_assets.core.ids import short_id
-from graphrag_assets.llm.types import ChatModel, EmbeddingModel, Message
+from graphrag_assets.llm.types import Message
 from graphrag_assets.query.context_tables import fill_table
 from graphrag_assets.query.local_search import no_llm_answer, source_records
-from graphrag_assets.query.types import (
-    ContextRecords,
-    ModelCalls,
-    PromptOverrides,
-    QueryData,
-    QueryResult,
-    TokenCallback,
-    TokenCounter,
-    query_prompt,
-)
-from graphrag_assets.core.settings import QuerySettings
+from graphrag_assets.query.request import SearchRequest
+from graphrag_assets.query.types import ContextRecords, QueryResult, query_prompt
 
 PURPOSE = "query_basic"
 SOURCE_COLUMNS = ("id", "text")
@@ -40,22 +31,11 @@ def rank_text_units(hits: list[tuple[str, float]], text_units: pl.DataFrame) -> 
     return rows.sort("_order").drop("_order")
 
 
-async def basic_search(
-    question: str,
-    data: QueryData,
-    chat_model: ChatModel | None,
-    embedder: EmbeddingModel | None,
-    settings: QuerySettings,
-    *,
-    response_type: str | None = None,
-    on_token: TokenCallback | None = None,
-    prompts: PromptOverrides | None = None,
-    count: TokenCounter | None = None,
-) -> QueryResult:
-    """Answer ``question`` from the most similar text units."""
-    options = settings.basic
-    calls = ModelCalls(chat_model, embedder, on_token=on_token, count=count)
-    vector = await calls.embed(question, PURPOSE)
+async def basic_search(request: SearchRequest) -> QueryResult:
+    """Answer the question from the most similar text units."""
+    options, data = request.settings.basic, request.data
+    calls = request.model_calls()
+    vector = await calls.embed(request.question, PURPOSE)
     hits = data.text_unit_text.search(vector, options.k)
     units = rank_text_units(hits, data.text_units)
     table = fill_table(
@@ -66,16 +46,16 @@ async def basic_search(
     warnings = [] if hits else ["no text unit matched the question (is the text_unit_text index empty?)"]
 
     if calls.llm_available:
-        prompt = query_prompt("basic_search", prompts)
+        prompt = query_prompt("basic_search", request.prompts)
         messages: list[Message] = [
-            {"role": "system", "content": prompt.format(context_data=table.text, response_type=response_type or settings.response_type)},
-            {"role": "user", "content": question},
+            {"role": "system", "content": prompt.format(context_data=table.text, response_type=request.response_type)},
+            {"role": "user", "content": request.question},
         ]
         answer = await calls.answer(messages, purpose=PURPOSE, prompt_version=prompt.version)
     else:
-        answer = no_llm_answer(question, data, records, calls)
-        if on_token is not None:
-            on_token(answer)
+        answer = no_llm_answer(request.question, data, records, calls)
+        if request.on_token is not None:
+            request.on_token(answer)
     similarity = dict(hits)
     return QueryResult(
         answer=answer,

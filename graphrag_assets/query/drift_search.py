@@ -25,26 +25,18 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import polars as pl
 
-from graphrag_assets.llm.types import ChatModel, EmbeddingModel, Message
+from graphrag_assets.llm.types import Message
 from graphrag_assets.query.context_tables import render_table
 from graphrag_assets.query.json_answers import DriftAnswer, parse_drift_answer
 from graphrag_assets.query.local_search import build_local_context, local_search, report_records
-from graphrag_assets.query.types import (
-    ContextRecords,
-    ModelCalls,
-    PromptOverrides,
-    QueryData,
-    QueryResult,
-    TokenCallback,
-    TokenCounter,
-    query_prompt,
-)
 from graphrag_assets.core.settings import LocalSearchSettings, QuerySettings
+from graphrag_assets.query.request import SearchRequest
+from graphrag_assets.query.types import ContextRecords, ModelCalls, QueryResult, query_prompt
 
 PURPOSE_HYDE = "query_drift_hyde"
 PURPOSE_PRIMER = "query_drift_primer"
@@ -137,39 +129,87 @@ def reduce_context(answers: Sequence[tuple[str, str, int]]) -> str:
     )
 
 
-async def drift_search(
-    question: str,
-    data: QueryData,
-    chat_model: ChatModel | None,
-    embedder: EmbeddingModel | None,
-    settings: QuerySettings,
-    *,
-    community_level: int | None = None,
-    response_type: str | None = None,
-    on_token: TokenCallback | None = None,
-    prompts: PromptOverrides | None = None,
-    count: TokenCounter | None = None,
-) -> QueryResult:
-    """Answer ``question`` with DRIFT (see the module docstring)."""
-    if chat_model is None:
-        fallback = await local_search(
-            question, data, None, embedder, settings, community_level=community_level, on_token=on_token, count=count
-        )
+@dataclass
+class Primer:
+    """What the primer step produced: the reports it read and the first answers and follow-ups."""
+
+    hypothetical_answer: str
+    template: dict[str, Any] | None
+    reports: list[dict[str, Any]]  # the chosen reports, in similarity order
+    folds: list[list[dict[str, Any]]]
+    fold_tables: list[str]
+    scores: list[int]
+
+    def details(self) -> dict[str, Any]:
+        return {
+            "hypothetical_answer": self.hypothetical_answer,
+            "template_report": None if self.template is None else str(self.template["human_readable_id"]),
+            "primer": {
+                "reports": [str(r["human_readable_id"]) for r in self.reports],
+                "folds": [[str(r["human_readable_id"]) for r in fold] for fold in self.folds],
+                "scores": self.scores,
+            },
+            "primer_context": "\n\n".join(self.fold_tables),
+        }
+
+
+@dataclass
+class DriftState:
+    """What the search has gathered so far: answers to reduce, queries to follow, records cited."""
+
+    pool: FollowUpPool
+    records: ContextRecords
+    intermediate: list[tuple[str, str, int]] = field(default_factory=list)  # (query, answer, score)
+    warnings: list[str] = field(default_factory=list)
+    rounds: list[dict[str, Any]] = field(default_factory=list)
+
+    def add_answer(self, query: str, parsed: DriftAnswer, depth: int) -> None:
+        if parsed.answer:
+            self.intermediate.append((query, parsed.answer, parsed.score))
+        self.pool.add(parsed.follow_up_queries, depth=depth, parent_score=parsed.score)
+
+
+async def drift_search(request: SearchRequest) -> QueryResult:
+    """Answer the question with DRIFT (see the module docstring)."""
+    if request.chat_model is None:
+        fallback = await local_search(request)
         fallback.method = "drift"
         fallback.answer = f"{NO_LLM_FALLBACK}\n\n{fallback.answer}"
         fallback.warnings.insert(0, NO_LLM_FALLBACK)
         return fallback
 
-    options = settings.drift
-    calls = ModelCalls(chat_model, embedder, on_token=on_token, count=count)
-    answer_type = response_type or settings.response_type
-    warnings: list[str] = []
-    reports = data.community_reports
-    if community_level is not None:
-        reports = reports.filter(pl.col("level") <= community_level)
+    calls = request.model_calls()
+    reports = request.data.community_reports
+    if request.options.community_level is not None:
+        reports = reports.filter(pl.col("level") <= request.options.community_level)
+    state = DriftState(FollowUpPool(request.question), ContextRecords())
+    primer = await run_primer(request, reports, calls, state)
+    state.records.reports = report_records(pl.DataFrame(primer.reports, schema=reports.schema))
+    await follow_up_rounds(request, calls, state)
+    answer, context_text = await reduce_answers(request, calls, state.intermediate)
+    details = {
+        "community_level": request.options.community_level,
+        **primer.details(),
+        "rounds": state.rounds,
+        "actions": [a.to_dict() for a in state.pool.actions],
+        "intermediate_answers": len(state.intermediate),
+    }
+    return QueryResult(
+        answer=answer,
+        method="drift",
+        context_records=state.records,
+        context_text=context_text,
+        usage=calls.finish(),
+        llm_used=True,
+        warnings=state.warnings,
+        details=details,
+    )
 
-    # 1. HyDE: a hypothetical report-shaped answer selects the reports.
-    hyde_prompt = query_prompt("drift_hyde", prompts)
+
+async def run_primer(request: SearchRequest, reports: pl.DataFrame, calls: ModelCalls, state: DriftState) -> Primer:
+    """Steps 1 and 2: a hypothetical report-shaped answer selects the reports; one call per fold."""
+    question, options = request.question, request.settings.drift
+    hyde_prompt = query_prompt("drift_hyde", request.prompts)
     template = template_report(reports)
     hypothetical = ""
     if template is not None:
@@ -179,12 +219,11 @@ async def drift_search(
             prompt_version=hyde_prompt.version,
         )
     vector = await calls.embed(hypothetical.strip() or question, PURPOSE_HYDE)
-    hits = data.community_full_content.search(vector, options.k_followups * 2)
+    hits = request.data.community_full_content.search(vector, options.k_followups * 2)
     by_id = {r["id"]: r for r in reports.iter_rows(named=True)}
     chosen = [by_id[i] for i, _ in hits if i in by_id][: options.k_followups]
 
-    # 2. Primer: one call per fold of reports.
-    primer_prompt = query_prompt("drift_primer", prompts)
+    primer_prompt = query_prompt("drift_primer", request.prompts)
     folds = split_folds(chosen, options.primer_folds)
     fold_tables = [
         render_table("Reports", ("id", "title", "content"), [(r["human_readable_id"], r["title"], r["full_content"]) for r in fold])
@@ -193,14 +232,7 @@ async def drift_search(
     primer_texts = await asyncio.gather(
         *(
             calls.chat(
-                [
-                    {
-                        "role": "user",
-                        "content": primer_prompt.format(
-                            query=question, community_reports=table, followups=FOLLOW_UPS_PER_ANSWER
-                        ),
-                    }
-                ],
+                [{"role": "user", "content": primer_prompt.format(query=question, community_reports=table, followups=FOLLOW_UPS_PER_ANSWER)}],
                 purpose=PURPOSE_PRIMER,
                 json_mode=True,
                 prompt_version=primer_prompt.version,
@@ -208,30 +240,27 @@ async def drift_search(
             for table in fold_tables
         )
     )
-    pool = FollowUpPool(question)
-    intermediate: list[tuple[str, str, int]] = []
-    primer_scores: list[int] = []
+    scores: list[int] = []
     for index, text in enumerate(primer_texts, start=1):
-        parsed = _read(text, "intermediate_answer", f"primer fold {index}", warnings)
-        primer_scores.append(parsed.score)
-        if parsed.answer:
-            intermediate.append((question, parsed.answer, parsed.score))
-        pool.add(parsed.follow_up_queries, depth=1, parent_score=parsed.score)
+        parsed = _read(text, "intermediate_answer", f"primer fold {index}", state.warnings)
+        scores.append(parsed.score)
+        state.add_answer(question, parsed, depth=1)
+    return Primer(hypothetical, template, chosen, folds, fold_tables, scores)
 
-    # 3. Follow-ups answered by local search, round by round.
-    local_settings = drift_local_settings(settings)
-    local_prompt = query_prompt("drift_local", prompts)
-    records = ContextRecords(reports=report_records(pl.DataFrame(chosen, schema=reports.schema)))
+
+async def follow_up_rounds(request: SearchRequest, calls: ModelCalls, state: DriftState) -> None:
+    """Step 3: up to ``n_depth`` rounds of follow-up queries, each answered by a local search."""
+    options = request.settings.drift
+    local_settings = drift_local_settings(request.settings)
+    local_prompt = query_prompt("drift_local", request.prompts)
 
     async def follow_up(action: DriftAction) -> tuple[DriftAction, DriftAnswer, ContextRecords]:
-        context = await build_local_context(
-            action.query, data, local_settings, calls, community_level=community_level, purpose=PURPOSE_LOCAL
-        )
+        context = await build_local_context(request.asking(action.query), calls, local_settings, PURPOSE_LOCAL)
         system = local_prompt.format(
             context_data=context.text,
-            global_query=question,
+            global_query=request.question,
             followups=FOLLOW_UPS_PER_ANSWER,
-            response_type=answer_type,
+            response_type=request.response_type,
         )
         text = await calls.chat(
             [{"role": "system", "content": system}, {"role": "user", "content": action.query}],
@@ -239,59 +268,34 @@ async def drift_search(
             json_mode=True,
             prompt_version=local_prompt.version,
         )
-        return action, _read(text, "response", f"follow-up {action.query!r}", warnings), context.records
+        return action, _read(text, "response", f"follow-up {action.query!r}", state.warnings), context.records
 
-    rounds: list[dict[str, Any]] = []
     for depth in range(1, options.n_depth + 1):
-        picked = pool.take(options.max_followups_per_depth)
+        picked = state.pool.take(options.max_followups_per_depth)
         if not picked:
             break
-        rounds.append({"depth": depth, "queries": [a.query for a in picked]})
+        state.rounds.append({"depth": depth, "queries": [a.query for a in picked]})
         for action, parsed, used in await asyncio.gather(*(follow_up(a) for a in picked)):
             action.answer, action.score = parsed.answer, parsed.score
-            records.merge(used)
-            if parsed.answer:
-                intermediate.append((action.query, parsed.answer, parsed.score))
-            pool.add(parsed.follow_up_queries, depth=depth + 1, parent_score=parsed.score)
+            state.records.merge(used)
+            state.add_answer(action.query, parsed, depth=depth + 1)
 
-    # 4. Reduce.
+
+async def reduce_answers(
+    request: SearchRequest, calls: ModelCalls, intermediate: Sequence[tuple[str, str, int]]
+) -> tuple[str, str]:
+    """Step 4: the final answer from every intermediate answer, and the context it was given."""
     context_text = reduce_context(intermediate)
-    if intermediate:
-        reduce_prompt = query_prompt("drift_reduce", prompts)
-        messages: list[Message] = [
-            {"role": "system", "content": reduce_prompt.format(context_data=context_text, response_type=answer_type)},
-            {"role": "user", "content": question},
-        ]
-        answer = await calls.answer(messages, purpose=PURPOSE_REDUCE, prompt_version=reduce_prompt.version)
-    else:
-        answer = NO_DATA_ANSWER
-        if on_token is not None:
-            on_token(answer)
-
-    details = {
-        "community_level": community_level,
-        "hypothetical_answer": hypothetical,
-        "template_report": None if template is None else str(template["human_readable_id"]),
-        "primer": {
-            "reports": [str(r["human_readable_id"]) for r in chosen],
-            "folds": [[str(r["human_readable_id"]) for r in fold] for fold in folds],
-            "scores": primer_scores,
-        },
-        "rounds": rounds,
-        "actions": [a.to_dict() for a in pool.actions],
-        "intermediate_answers": len(intermediate),
-        "primer_context": "\n\n".join(fold_tables),
-    }
-    return QueryResult(
-        answer=answer,
-        method="drift",
-        context_records=records,
-        context_text=context_text,
-        usage=calls.finish(),
-        llm_used=True,
-        warnings=warnings,
-        details=details,
-    )
+    if not intermediate:
+        if request.on_token is not None:
+            request.on_token(NO_DATA_ANSWER)
+        return NO_DATA_ANSWER, context_text
+    reduce_prompt = query_prompt("drift_reduce", request.prompts)
+    messages: list[Message] = [
+        {"role": "system", "content": reduce_prompt.format(context_data=context_text, response_type=request.response_type)},
+        {"role": "user", "content": request.question},
+    ]
+    return await calls.answer(messages, purpose=PURPOSE_REDUCE, prompt_version=reduce_prompt.version), context_text
 
 
 def _read(text: str, answer_key: str, what: str, warnings: list[str]) -> DriftAnswer:

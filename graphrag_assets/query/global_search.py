@@ -40,22 +40,19 @@ from typing import Any
 
 import polars as pl
 
-from graphrag_assets.llm.types import ChatModel, EmbeddingModel, Message
+from graphrag_assets.llm.types import Message
 from graphrag_assets.query.context_tables import pack_batches, render_table
 from graphrag_assets.query.json_answers import MapPoint, parse_map_points, parse_rating
 from graphrag_assets.query.local_search import report_records
+from graphrag_assets.query.request import SearchRequest
 from graphrag_assets.query.types import (
     NO_LLM_NOTICE,
     ContextRecords,
     ModelCalls,
-    PromptOverrides,
-    QueryData,
     QueryResult,
-    TokenCallback,
     TokenCounter,
     query_prompt,
 )
-from graphrag_assets.core.settings import QuerySettings
 
 PURPOSE_MAP = "query_global_map"
 PURPOSE_REDUCE = "query_global_reduce"
@@ -205,16 +202,10 @@ def _children(communities: pl.DataFrame, reports: pl.DataFrame) -> tuple[dict[in
     return children, parents
 
 
-async def select_communities(
-    question: str,
-    data: QueryData,
-    level_cap: int,
-    threshold: int,
-    calls: ModelCalls,
-    prompts: PromptOverrides | None = None,
-) -> DynamicSelection:
+async def select_communities(request: SearchRequest, level_cap: int, calls: ModelCalls) -> DynamicSelection:
     """Rate reports top-down and keep the most specific relevant ones (see the module docstring)."""
-    prompt = query_prompt("global_rate", prompts)
+    question, data, threshold = request.question, request.data, request.settings.global_.dynamic_threshold
+    prompt = query_prompt("global_rate", request.prompts)
     reports = data.community_reports.filter(pl.col("level") <= level_cap)
     content = {c: (text or "") for c, text in reports.select("community", "full_content").iter_rows()}
     level_of = dict(reports.select("community", "level").iter_rows())
@@ -262,38 +253,26 @@ async def select_communities(
 # --- search --------------------------------------------------------------------------------------
 
 
-async def global_search(
-    question: str,
-    data: QueryData,
-    chat_model: ChatModel | None,
-    embedder: EmbeddingModel | None,
-    settings: QuerySettings,
-    *,
-    community_level: int | None = None,
-    dynamic_selection: bool | None = None,
-    roll_up: bool = True,
-    response_type: str | None = None,
-    on_token: TokenCallback | None = None,
-    prompts: PromptOverrides | None = None,
-    count: TokenCounter | None = None,
-) -> QueryResult:
-    """Answer ``question`` from community reports by map-reduce (no-LLM: the closest report summaries)."""
-    options = settings.global_
-    level = options.community_level if community_level is None else community_level
-    dynamic = options.dynamic_selection if dynamic_selection is None else dynamic_selection
-    calls = ModelCalls(chat_model, embedder, on_token=on_token, count=count)
+async def global_search(request: SearchRequest) -> QueryResult:
+    """Answer the question from community reports by map-reduce (no-LLM: the closest report summaries)."""
+    options = request.settings.global_
+    level = options.community_level if request.options.community_level is None else request.options.community_level
+    dynamic = options.dynamic_selection if request.options.dynamic_selection is None else request.options.dynamic_selection
+    roll_up = request.options.roll_up
+    calls = request.model_calls()
     details: dict[str, Any] = {"community_level": level, "dynamic_selection": dynamic, "roll_up": roll_up and not dynamic}
     warnings: list[str] = []
+    data = request.data
 
     if not calls.llm_available:
         if dynamic:
             warnings.append("dynamic community selection needs an LLM; the reports of the community level were used")
         details["roll_up"] = roll_up
         candidates = reports_at_level(data.communities, data.community_reports, level, roll_up=roll_up)
-        return await _no_llm_result(question, data, candidates, calls, warnings, details)
+        return await _no_llm_result(request, candidates, calls, warnings, details)
 
     if dynamic:
-        selection = await select_communities(question, data, level, options.dynamic_threshold, calls, prompts)
+        selection = await select_communities(request, level, calls)
         warnings += selection.warnings
         details["dynamic"] = {"rated": selection.rated, "selected": selection.selected}
         reports = data.community_reports.filter(pl.col("community").is_in(selection.selected)).sort("human_readable_id")
@@ -306,14 +285,35 @@ async def global_search(
         warnings.append(
             f"report(s) {', '.join(too_large)} do not fit global.max_context_tokens on their own and were left out"
         )
+    points, details["batches"] = await map_batches(request, batches, calls, warnings)
+    answer, details["points_kept"], details["reduce_data"] = await reduce_points(request, points, calls)
 
-    map_prompt = query_prompt("global_map", prompts)
+    by_id = {r["id"]: r for r in reports.iter_rows(named=True)}
+    used = pl.DataFrame([by_id[i] for b in batches for i in b.report_ids], schema=reports.schema)
+    return QueryResult(
+        answer=answer,
+        method="global",
+        context_records=ContextRecords(reports=report_records(used)),
+        context_text="\n\n".join(b.text for b in batches),
+        usage=calls.finish(),
+        llm_used=True,
+        warnings=warnings,
+        details=details,
+    )
+
+
+async def map_batches(
+    request: SearchRequest, batches: Sequence[MapBatch], calls: ModelCalls, warnings: list[str]
+) -> tuple[list[ScoredPoint], list[dict[str, Any]]]:
+    """The map step: every batch with the question to the map prompt, concurrently; the points found."""
+    map_prompt = query_prompt("global_map", request.prompts)
+    max_length = request.settings.global_.map_max_length
     answers = await asyncio.gather(
         *(
             calls.chat(
                 [
-                    {"role": "system", "content": map_prompt.format(context_data=b.text, max_length=options.map_max_length)},
-                    {"role": "user", "content": question},
+                    {"role": "system", "content": map_prompt.format(context_data=b.text, max_length=max_length)},
+                    {"role": "user", "content": request.question},
                 ],
                 purpose=PURPOSE_MAP,
                 json_mode=True,
@@ -333,56 +333,41 @@ async def global_search(
         batch_details.append(
             {"batch": index + 1, "reports": batch.report_citations, "readable": parsed is not None, "points": len(parsed or [])}
         )
-    details["batches"] = batch_details
+    return points, batch_details
 
+
+async def reduce_points(
+    request: SearchRequest, points: Sequence[ScoredPoint], calls: ModelCalls
+) -> tuple[str, int, str]:
+    """The reduce step: the answer written from the best points, how many were kept, and their text."""
+    options = request.settings.global_
     report_data, kept = reduce_data(points, options.data_max_tokens, calls.count)
-    details["points_kept"] = kept
-    details["reduce_data"] = report_data
-    if kept:
-        reduce_prompt = query_prompt("global_reduce", prompts)
-        messages: list[Message] = [
-            {
-                "role": "system",
-                "content": reduce_prompt.format(
-                    report_data=report_data,
-                    response_type=response_type or settings.response_type,
-                    max_length=options.reduce_max_length,
-                ),
-            },
-            {"role": "user", "content": question},
-        ]
-        answer = await calls.answer(messages, purpose=PURPOSE_REDUCE, prompt_version=reduce_prompt.version)
-    else:
-        answer = NO_DATA_ANSWER
-        if on_token is not None:
-            on_token(answer)
-
-    by_id = {r["id"]: r for r in reports.iter_rows(named=True)}
-    used = pl.DataFrame([by_id[i] for b in batches for i in b.report_ids], schema=reports.schema)
-    return QueryResult(
-        answer=answer,
-        method="global",
-        context_records=ContextRecords(reports=report_records(used)),
-        context_text="\n\n".join(b.text for b in batches),
-        usage=calls.finish(),
-        llm_used=True,
-        warnings=warnings,
-        details=details,
-    )
+    if not kept:
+        if request.on_token is not None:
+            request.on_token(NO_DATA_ANSWER)
+        return NO_DATA_ANSWER, kept, report_data
+    reduce_prompt = query_prompt("global_reduce", request.prompts)
+    messages: list[Message] = [
+        {
+            "role": "system",
+            "content": reduce_prompt.format(
+                report_data=report_data, response_type=request.response_type, max_length=options.reduce_max_length
+            ),
+        },
+        {"role": "user", "content": request.question},
+    ]
+    answer = await calls.answer(messages, purpose=PURPOSE_REDUCE, prompt_version=reduce_prompt.version)
+    return answer, kept, report_data
 
 
 async def _no_llm_result(
-    question: str,
-    data: QueryData,
-    candidates: pl.DataFrame,
-    calls: ModelCalls,
-    warnings: list[str],
-    details: dict[str, Any],
+    request: SearchRequest, candidates: pl.DataFrame, calls: ModelCalls, warnings: list[str], details: dict[str, Any]
 ) -> QueryResult:
     """The reports closest to the question by embedding similarity, then rank; titles and summaries."""
+    data = request.data
     similarity: dict[str, float] = {}
     if calls.embedder is not None and not candidates.is_empty():
-        vector = await calls.embed(question, "query_global")
+        vector = await calls.embed(request.question, "query_global")
         limit = max(len(candidates), data.community_reports.height)
         similarity = dict(data.community_full_content.search(vector, limit))
     else:

@@ -41,20 +41,21 @@ from dataclasses import dataclass, field
 import polars as pl
 
 from graphrag_assets.core.ids import short_id
-from graphrag_assets.llm.types import ChatModel, EmbeddingModel, Message
+from graphrag_assets.core.settings import LocalSearchSettings
+from graphrag_assets.llm.local_embedder import LocalEmbedder
+from graphrag_assets.llm.types import Message
 from graphrag_assets.query.context_tables import BudgetedTable, fill_table, format_row, join_sections, section_header
+from graphrag_assets.query.extractive import extractive_answer
+from graphrag_assets.query.request import SearchRequest
 from graphrag_assets.query.types import (
     ContextRecord,
     ContextRecords,
     ModelCalls,
-    PromptOverrides,
     QueryData,
     QueryResult,
-    TokenCallback,
     TokenCounter,
     query_prompt,
 )
-from graphrag_assets.core.settings import LocalSearchSettings, QuerySettings
 
 PURPOSE = "query_local"
 ENTITY_OVERSAMPLING = 2
@@ -251,18 +252,16 @@ def history_section(previous_questions: Sequence[str], budget: int, count: Token
 
 
 async def build_local_context(
-    question: str,
-    data: QueryData,
-    settings: LocalSearchSettings,
-    calls: ModelCalls,
-    *,
-    conversation_history: Sequence[Mapping[str, str]] | None = None,
-    community_level: int | None = None,
-    purpose: str = PURPOSE,
+    request: SearchRequest, calls: ModelCalls, settings: LocalSearchSettings, purpose: str = PURPOSE
 ) -> LocalContext:
-    """Map the question to entities and fill the context budget (see the module docstring)."""
+    """Map the question to entities and fill the context budget (see the module docstring).
+
+    ``settings`` is passed apart from the request because DRIFT's follow-ups use other budget
+    shares than a local search.
+    """
+    question, data, community_level = request.question, request.data, request.options.community_level
     count = calls.count
-    previous = user_turns(conversation_history, settings.conversation_history_max_turns)
+    previous = user_turns(request.options.conversation_history, settings.conversation_history_max_turns)
     history_text, history_tokens = history_section(previous, int(settings.max_context_tokens * HISTORY_SHARE), count)
 
     vector = await calls.embed(embedding_text(question, previous), purpose)
@@ -343,43 +342,25 @@ def no_llm_answer(question: str, data: QueryData, records: ContextRecords, calls
     ranking only compares sentences with the question, so it needs no stored vectors, and it costs
     no calls to an embedding server.
     """
-    from graphrag_assets.llm.local_embedder import LocalEmbedder
-    from graphrag_assets.query.extractive import extractive_answer
-
     embedder = calls.embedder if isinstance(calls.embedder, LocalEmbedder) else LocalEmbedder()
     return extractive_answer(question, extractive_sources(data, records), embedder, max_sentences=EXTRACTIVE_SENTENCES)
 
 
-async def local_search(
-    question: str,
-    data: QueryData,
-    chat_model: ChatModel | None,
-    embedder: EmbeddingModel | None,
-    settings: QuerySettings,
-    *,
-    conversation_history: Sequence[Mapping[str, str]] | None = None,
-    community_level: int | None = None,
-    response_type: str | None = None,
-    on_token: TokenCallback | None = None,
-    prompts: PromptOverrides | None = None,
-    count: TokenCounter | None = None,
-) -> QueryResult:
-    """Answer ``question`` from the local context of its entities (no-LLM: an extractive answer)."""
-    calls = ModelCalls(chat_model, embedder, on_token=on_token, count=count)
-    context = await build_local_context(
-        question, data, settings.local, calls, conversation_history=conversation_history, community_level=community_level
-    )
+async def local_search(request: SearchRequest) -> QueryResult:
+    """Answer the question from the local context of its entities (no-LLM: an extractive answer)."""
+    calls = request.model_calls()
+    context = await build_local_context(request, calls, request.settings.local)
     if calls.llm_available:
-        prompt = query_prompt("local_search", prompts)
+        prompt = query_prompt("local_search", request.prompts)
         messages: list[Message] = [
-            {"role": "system", "content": prompt.format(context_data=context.text, response_type=response_type or settings.response_type)},
-            {"role": "user", "content": question},
+            {"role": "system", "content": prompt.format(context_data=context.text, response_type=request.response_type)},
+            {"role": "user", "content": request.question},
         ]
         answer = await calls.answer(messages, purpose=PURPOSE, prompt_version=prompt.version)
     else:
-        answer = no_llm_answer(question, data, context.records, calls)
-        if on_token is not None:
-            on_token(answer)
+        answer = no_llm_answer(request.question, request.data, context.records, calls)
+        if request.on_token is not None:
+            request.on_token(answer)
     return QueryResult(
         answer=answer,
         method="local",

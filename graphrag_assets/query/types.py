@@ -32,15 +32,10 @@ from graphrag_assets.core.schemas import (
     TEXT_UNITS,
     empty_frame,
 )
-from graphrag_assets.core.tokens import count_tokens
+from graphrag_assets.core.tokens import token_counter
 
 TokenCounter = Callable[[str], int]
 TokenCallback = Callable[[str], None]
-
-
-def token_counter(encoding: str = "cl100k_base") -> TokenCounter:
-    """A token counter for ``encoding`` (offline fallback included, see :mod:`graphrag_assets.core.tokens`)."""
-    return lambda text: count_tokens(text, encoding)
 
 
 # --- vector indexes ------------------------------------------------------------------------------

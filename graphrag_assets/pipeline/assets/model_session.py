@@ -10,50 +10,24 @@ from typing import Any, TypeVar
 
 from dagster import AssetExecutionContext, MetadataValue
 
-from graphrag_assets.llm.usage import UsageMeter
 from graphrag_assets.core.settings import Settings
+from graphrag_assets.llm.factory import ModelSet
+from graphrag_assets.llm.usage import UsageMeter
 
 T = TypeVar("T")
 
 
-class ModelSession:
+class ModelSession(ModelSet):
+    """A :class:`ModelSet` whose usage is persisted to ``llm_usage`` and shown as step metadata."""
+
     def __init__(self, context: AssetExecutionContext, settings: Settings, *, partition_key: str | None = None) -> None:
+        super().__init__(settings, UsageMeter())
         self.context = context
-        self.settings = settings
         self.partition_key = partition_key
-        self.meter = UsageMeter()
-        self._chat = None
-        self._embedder = None
-
-    @property
-    def chat(self):
-        if self._chat is None:
-            from graphrag_assets.llm.factory import build_chat_model
-
-            self._chat = build_chat_model(self.settings.llm, self.settings.database_path, self.meter)
-        return self._chat
-
-    @property
-    def embedder(self):
-        if self._embedder is None:
-            from graphrag_assets.llm.factory import build_embedding_model
-
-            self._embedder = build_embedding_model(
-                self.settings.llm, self.settings.embeddings, self.settings.database_path, self.meter
-            )
-        return self._embedder
 
     def run(self, coroutine: Coroutine[Any, Any, T]) -> T:
         """Run model work to completion on a fresh event loop (Dagster steps are synchronous)."""
         return asyncio.run(coroutine)
-
-    def close(self) -> None:
-        for model in (self._chat, self._embedder):
-            close = getattr(model, "close", None)
-            if close is not None:
-                close()
-        self._chat = None
-        self._embedder = None
 
     def metadata(self) -> dict[str, Any]:
         """Calls, cache hits, tokens and cost of this step, flat for the Dagster UI."""
@@ -72,7 +46,7 @@ class ModelSession:
 
     def __exit__(self, *exc: object) -> None:
         try:
-            self.close()
+            super().__exit__(*exc)
         finally:
             self.persist()
 
