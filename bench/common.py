@@ -301,7 +301,7 @@ def usage_by_step(root: Path, run_ids: list[str]) -> list[dict[str, Any]]:
 def dagster_timeline(root: Path, run_ids: list[str]) -> dict[str, list[dict[str, Any]]]:
     """Start and end (unix time) of every run and every step of the given runs, from the project's
     Dagster instance (its event log)."""
-    from graphrag_assets.pipeline.runner import open_instance
+    from graphrag_assets.pipeline.instance import open_instance
     from graphrag_assets.core.settings import load_settings
 
     instance = open_instance(load_settings(root, environ={}))

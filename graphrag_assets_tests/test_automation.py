@@ -16,7 +16,8 @@ from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PART
 
 from graphrag_assets.pipeline.definitions import build_definitions
 from graphrag_assets.pipeline.resources import GraphRAGProject
-from graphrag_assets.pipeline.runner import open_instance, run_job
+from graphrag_assets.pipeline.instance import open_instance
+from graphrag_assets.pipeline.runner import run_job
 from graphrag_assets.core.settings import load_settings
 from graphrag_assets.storage.vectors import TEXT_UNIT_TABLE, table_ids
 from graphrag_assets_tests.conftest import query_db
@@ -165,7 +166,7 @@ def test_a_document_whose_extraction_failed_is_requested_again(project: Path) ->
 
 
 def test_nothing_is_requested_while_the_cli_holds_the_index_lock(project: Path) -> None:
-    from graphrag_assets.pipeline.indexing import index_lock
+    from graphrag_assets.project.locks import index_lock
 
     (project / "data" / "input" / "zz_new.txt").write_text("Mira Santos trains the lifeboat crew.", encoding="utf-8")
     with index_lock(load_settings(project)):

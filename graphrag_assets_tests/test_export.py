@@ -24,7 +24,8 @@ import pytest
 
 from graphrag_assets.core import schemas
 from graphrag_assets.core.errors import UserError
-from graphrag_assets.interop import entity_communities, export_index, prepare_output_dir
+from graphrag_assets.interop.commands import export_index
+from graphrag_assets.interop.common import entity_communities, prepare_output_dir
 from graphrag_assets.interop.graphml import graph_tables, graphml_tree
 from graphrag_assets.interop.msgraphrag import MS_SCHEMAS, ms_community_reports, ms_text_units, raw_data_column
 from graphrag_assets.interop.neo4j import label_for_type, node_frames, relationship_frames

@@ -13,6 +13,7 @@ from graphrag_assets.core.errors import LLMError
 from graphrag_assets.index.extraction_parser import parse_graph_answer
 from graphrag_assets.index.graph_extraction import (
     ClaimOptions,
+    ExtractionPlan,
     GleaningPrompts,
     claim_prompts,
     extract_graph_records,
@@ -188,10 +189,10 @@ def test_extract_graph_records_rows():
         extract_graph_records(
             model,
             UNITS,
-            entity_types=["person", "geo"],
-            max_gleanings=1,
-            prompts=PROMPTS,
-            claims=ClaimOptions(description="offices held", prompts=CLAIM_PROMPTS, max_gleanings=1),
+            ExtractionPlan(
+                ["person", "geo"], PROMPTS, max_gleanings=1,
+                claims=ClaimOptions(description="offices held", prompts=CLAIM_PROMPTS, max_gleanings=1),
+            ),
         )
     )
     records = output.records
@@ -227,7 +228,7 @@ def test_unit_whose_model_call_fails_is_reported_not_dropped():
     progress: list[tuple[int, int]] = []
     output = run(
         extract_graph_records(
-            ScriptedModel(failing), UNITS, entity_types=["person", "geo"], max_gleanings=1, prompts=PROMPTS,
+            ScriptedModel(failing), UNITS, ExtractionPlan(["person", "geo"], PROMPTS, max_gleanings=1),
             on_unit_done=lambda done, total: progress.append((done, total)),
         )
     )
@@ -245,7 +246,7 @@ def test_prompt_tuned_for_ms_graphrag_gets_its_delimiters():
     )
     model = ScriptedModel(lambda messages, purpose: "<|COMPLETE|>")
     prompts = GleaningPrompts(ms_style, PROMPTS.continue_, PROMPTS.loop_check)
-    output = run(extract_graph_records(model, UNITS.head(1), entity_types=["geo"], max_gleanings=0, prompts=prompts))
+    output = run(extract_graph_records(model, UNITS.head(1), ExtractionPlan(["geo"], prompts, max_gleanings=0)))
     assert model.calls[0]["messages"][0]["content"] == "types=geo fmt=(entity<|>NAME)##<|COMPLETE|> text=Kessmoor was flooded."
     assert output.records.height == 0 and output.records.schema == pl.Schema(schemas.GRAPH_EXTRACTIONS)
 
@@ -256,8 +257,8 @@ def test_builtin_prompt_sets_fill_without_errors():
     model = ScriptedModel(lambda messages, purpose: "<|COMPLETE|>")
     run(
         extract_graph_records(
-            model, UNITS.head(1), entity_types=["geo"], max_gleanings=1, prompts=graph,
-            claims=ClaimOptions("anything", claims, max_gleanings=0),
+            model, UNITS.head(1),
+            ExtractionPlan(["geo"], graph, max_gleanings=1, claims=ClaimOptions("anything", claims, max_gleanings=0)),
         )
     )
     sent = [c["messages"][-1]["content"] for c in model.calls]

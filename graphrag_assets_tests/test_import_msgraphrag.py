@@ -17,7 +17,7 @@ import pytest
 
 from graphrag_assets.core import schemas
 from graphrag_assets.core.errors import UserError
-from graphrag_assets.interop import export_index, import_index
+from graphrag_assets.interop.commands import export_index, import_index
 from graphrag_assets.interop.msgraphrag import MS_SCHEMAS, ms_vector_table
 from graphrag_assets.interop.msgraphrag_import import (
     attach_vectors,

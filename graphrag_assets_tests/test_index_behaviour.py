@@ -7,7 +7,9 @@ from pathlib import Path
 import pytest
 
 from graphrag_assets.core.errors import UserError
-from graphrag_assets.pipeline.indexing import contiguous_groups, index_lock, index_project
+from graphrag_assets.pipeline.indexing import index_project
+from graphrag_assets.pipeline.partitions import contiguous_groups
+from graphrag_assets.project.locks import index_lock
 from graphrag_assets.core.settings import load_settings
 from graphrag_assets.project.status import project_status
 from graphrag_assets_tests.conftest import query_db
@@ -84,3 +86,21 @@ def test_changing_the_embedder_re_embeds_everything_and_queries_say_when_they_do
     result = CliRunner().invoke(main, ["query", "Who is Søren Holm?", "--method", "basic", "--root", str(project)])
     assert result.exit_code == 1
     assert "vectors have 256 dimensions but the query embedder gives 128" in result.output
+
+
+def test_a_document_whose_run_stopped_part_way_is_run_again_alone(project: Path) -> None:
+    """A step that did not finish for the document's current version makes it incomplete."""
+    import duckdb
+
+    key = "letter_holm_to_varga.txt"
+    with duckdb.connect(str(project / "data" / "graphrag.duckdb")) as conn:
+        conn.execute(
+            "update document_steps set content_hash = 'an older version' "
+            "where document_key = ? and step = 'text_unit_embeddings'",
+            [key],
+        )
+    assert project_status(load_settings(project))["documents"]["changed"] == [key]
+    report = index_project(load_settings(project))
+    assert [(run["job"], run["partitions"]) for run in report.runs] == [("document_job", [key]), ("corpus_job", [])]
+    assert project_status(load_settings(project))["documents"]["changed"] == []
+    assert index_project(load_settings(project)).runs == []

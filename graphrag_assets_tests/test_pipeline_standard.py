@@ -53,7 +53,7 @@ def test_usage_is_recorded_per_materialization(standard_index: Path) -> None:
     assert rows["extract_graph"][0] >= 13 * 2  # a first call and one gleaning per text unit
     assert rows["extract_graph"][1] > 0 and rows["extract_graph"][2] > 0
     assert rows["community_report"][0] > 0 and rows["summarize_descriptions"][0] > 0
-    from graphrag_assets.pipeline.runner import open_instance
+    from graphrag_assets.pipeline.instance import open_instance
 
     instance = open_instance(load_settings(standard_index))
     event = instance.get_latest_materialization_event(AssetKey("graph_extractions"))

@@ -8,7 +8,7 @@ from click.testing import CliRunner
 
 from graphrag_assets.cli.main import main
 from graphrag_assets.pipeline.definitions import build_definitions
-from graphrag_assets.pipeline.runner import open_instance
+from graphrag_assets.pipeline.instance import open_instance
 from graphrag_assets.core.settings import load_settings
 from graphrag_assets_tests.conftest import query_db
 

@@ -1,13 +1,15 @@
 """The ``graphrag-assets`` command line.
 
 Parsing, progress display and output formatting only: the work is done by the layers below.
-Heavy imports (dagster, lancedb) happen inside the commands that need them, so ``--help`` and
-``sql`` start quickly.
+Dagster is imported only by the commands that run the pipeline (``index``), so ``--help``,
+``status``, ``sql`` and ``query`` start without it.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import sys
 import traceback
 from collections.abc import Callable
@@ -16,7 +18,17 @@ from typing import Any
 
 import click
 
+from graphrag_assets.cli.output import render_frame, render_index_report, render_query_result, render_status
+from graphrag_assets.cli.progress import live_progress
 from graphrag_assets.core.errors import UserError
+from graphrag_assets.core.settings import Settings, load_settings
+from graphrag_assets.interop.commands import export_index, import_index
+from graphrag_assets.project.dry_run import estimate_next_run
+from graphrag_assets.project.init_files import write_project_files
+from graphrag_assets.project.querying import answer_question
+from graphrag_assets.project.status import project_status
+from graphrag_assets.query.request import QueryOptions
+from graphrag_assets.storage.readonly_sql import run_readonly_query
 
 ROOT_OPTION = click.option(
     "--root",
@@ -53,14 +65,10 @@ def _guard(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _verbose_env() -> bool:
-    import os
-
     return bool(os.environ.get("GRAPHRAG_DEBUG"))
 
 
-def _settings(root: Path | None, overrides: dict[str, Any] | None = None):
-    from graphrag_assets.core.settings import load_settings
-
+def _settings(root: Path | None, overrides: dict[str, Any] | None = None) -> Settings:
     return load_settings(root, overrides=overrides)
 
 
@@ -80,8 +88,6 @@ def main() -> None:
 @_guard
 def init(root: Path | None, force: bool) -> None:
     """Create graphrag.yaml, dagster.yaml, workspace.yaml and data/input/ in the project folder."""
-    from graphrag_assets.project.init_files import write_project_files
-
     target = (root or Path.cwd()).resolve()
     written, kept = write_project_files(target, force=force)
     for path in written:
@@ -109,21 +115,16 @@ def index(root: Path | None, method: str | None, dry_run: bool, full: bool, verb
             + ("(no model endpoint configured: offline noun-phrase graph and local embeddings)" if settings.resolved_method == "nlp" else "(model endpoint configured)")
         )
     if dry_run:
-        from graphrag_assets.project.dry_run import estimate_next_run
-
-        estimate = estimate_next_run(settings, overrides=overrides)
+        estimate = estimate_next_run(settings)
         _print_json(estimate.as_dict()) if as_json else click.echo(estimate.render())
         return
-    from graphrag_assets.cli.progress import live_progress
-    from graphrag_assets.pipeline.indexing import index_project
+    from graphrag_assets.pipeline.indexing import index_project  # imports Dagster (~1 s): only when indexing
 
     with live_progress(enabled=not as_json and not verbose) as announce:
         report = index_project(settings, overrides=overrides, announce=announce, force_corpus=full)
     if as_json:
         _print_json(report.as_dict())
     else:
-        from graphrag_assets.cli.output import render_index_report
-
         click.echo(render_index_report(report))
     if not report.success:
         sys.exit(1)
@@ -135,15 +136,11 @@ def index(root: Path | None, method: str | None, dry_run: bool, full: bool, verb
 @_guard
 def status(root: Path | None, as_json: bool) -> None:
     """Documents, partitions, row counts and what is stale."""
-    from graphrag_assets.project.status import project_status
-
     settings = _settings(root)
     report = project_status(settings)
     if as_json:
         _print_json(report)
     else:
-        from graphrag_assets.cli.output import render_status
-
         click.echo(render_status(report))
 
 
@@ -156,8 +153,6 @@ def status(root: Path | None, as_json: bool) -> None:
 @_guard
 def sql(query: str, root: Path | None, as_json: bool, as_csv: bool, limit: int) -> None:
     """Run a read-only SQL query against the index database."""
-    from graphrag_assets.storage.readonly_sql import run_readonly_query
-
     settings = _settings(root)
     frame = run_readonly_query(settings.database_path, query)
     if as_json:
@@ -165,8 +160,6 @@ def sql(query: str, root: Path | None, as_json: bool, as_csv: bool, limit: int) 
     elif as_csv:
         click.echo(frame.write_csv(), nl=False)
     else:
-        from graphrag_assets.cli.output import render_frame
-
         click.echo(render_frame(frame, limit=limit))
 
 
@@ -193,9 +186,6 @@ def query(
     as_json: bool,
 ) -> None:
     """Answer a question about the indexed documents."""
-    from graphrag_assets.project.querying import answer_question
-    from graphrag_assets.query.request import QueryOptions
-
     settings = _settings(root)
     options = QueryOptions(method, community_level, dynamic_selection, response_type)
     streamed: list[str] = []
@@ -208,8 +198,6 @@ def query(
     if as_json:
         _print_json(result.to_dict())
         return
-    from graphrag_assets.cli.output import render_query_result
-
     if streamed:
         click.echo()
     click.echo(render_query_result(result, show_answer=not streamed, show_context=show_context))
@@ -225,8 +213,6 @@ def query(
 @_guard
 def export_command(out_dir: Path, fmt: str, force: bool, root: Path | None, as_json: bool) -> None:
     """Export the index for other tools."""
-    from graphrag_assets.interop import export_index
-
     result = export_index(_settings(root), fmt, out_dir.resolve(), force=force)
     if as_json:
         _print_json(result.as_dict())
@@ -248,8 +234,6 @@ def export_command(out_dir: Path, fmt: str, force: bool, root: Path | None, as_j
 @_guard
 def import_command(source_dir: Path, fmt: str, force: bool, root: Path | None, as_json: bool) -> None:
     """Load an index made by another tool, to query it with our engines."""
-    from graphrag_assets.interop import import_index
-
     result = import_index(_settings(root), fmt, source_dir.resolve(), force=force)
     if as_json:
         _print_json(result.as_dict())
@@ -269,9 +253,6 @@ def import_command(source_dir: Path, fmt: str, force: bool, root: Path | None, a
 @_guard
 def dev(root: Path | None, port: int) -> None:
     """Start the Dagster UI (dagster dev) for the project."""
-    import os
-    import subprocess
-
     settings = _settings(root)
     env = {**os.environ, "DAGSTER_HOME": str(settings.root), "GRAPHRAG_ROOT": str(settings.root)}
     if not (settings.root / "dagster.yaml").exists():

@@ -12,6 +12,7 @@ import hashlib
 import numpy as np
 import polars as pl
 
+from graphrag_assets.index.report_context import strip_citations
 from graphrag_assets.llm.types import EmbeddingModel
 
 
@@ -32,8 +33,6 @@ def entity_texts(entities: pl.DataFrame) -> pl.DataFrame:
 def report_texts(reports: pl.DataFrame) -> pl.DataFrame:
     """Reports embed their full content without ``[Data: ...]`` citations: the cited numbers shift
     when unrelated entities are added, and they carry no meaning for similarity search."""
-    from graphrag_assets.index.report_context import strip_citations
-
     texts = [strip_citations(text or "") for text in reports["full_content"].to_list()]
     return reports.select("id").with_columns(pl.Series("text", texts, dtype=pl.String)).sort("id")
 

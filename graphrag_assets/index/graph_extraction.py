@@ -31,6 +31,7 @@ import polars as pl
 
 from graphrag_assets.core import schemas
 from graphrag_assets.core.errors import LLMError
+from graphrag_assets.core.settings import ExtractionSettings
 from graphrag_assets.index.extraction_parser import (
     COMPLETION_DELIMITER,
     RECORD_DELIMITER,
@@ -67,6 +68,28 @@ class ClaimOptions:
     description: str
     prompts: GleaningPrompts
     max_gleanings: int = 1
+
+
+@dataclass(frozen=True)
+class ExtractionPlan:
+    """What to ask of every text unit: the entity types, the prompts and how many gleanings."""
+
+    entity_types: Sequence[str]
+    prompts: GleaningPrompts
+    max_gleanings: int = 1
+    claims: ClaimOptions | None = None  # claims are extracted only when set
+
+
+def extraction_plan(settings: ExtractionSettings, root: Path | None = None) -> ExtractionPlan:
+    """The plan the ``extraction`` settings describe (user prompt files resolved against ``root``).
+
+    The Dagster asset and the dry run both build their requests from this, so the dry run counts
+    exactly the calls a real run would make.
+    """
+    claims = None
+    if settings.claims.enabled:
+        claims = ClaimOptions(settings.claims.description, claim_prompts(settings.claims.prompt, root), settings.claims.max_gleanings)
+    return ExtractionPlan(settings.entity_types, graph_prompts(settings.prompt, root), settings.max_gleanings, claims)
 
 
 @dataclass
@@ -212,15 +235,8 @@ class _UnitResult:
     usage: Usage
 
 
-async def _extract_unit(
-    model: ChatModel,
-    text: str,
-    *,
-    entity_types: str,
-    prompts: GleaningPrompts,
-    max_gleanings: int,
-    claims: ClaimOptions | None,
-) -> _UnitResult:
+async def _extract_unit(model: ChatModel, text: str, entity_types: str, plan: ExtractionPlan) -> _UnitResult:
+    prompts, max_gleanings, claims = plan.prompts, plan.max_gleanings, plan.claims
     usage = Usage()
     graph_task = glean(
         model,
@@ -305,11 +321,7 @@ def _claim_rows(parsed: ParsedClaims) -> list[dict[str, object]]:
 async def extract_graph_records(
     model: ChatModel,
     text_units: pl.DataFrame,
-    *,
-    entity_types: Sequence[str],
-    max_gleanings: int,
-    prompts: GleaningPrompts,
-    claims: ClaimOptions | None = None,
+    plan: ExtractionPlan,
     on_unit_done: Callable[[int, int], None] | None = None,
 ) -> ExtractionOutput:
     """Extract records from every text unit (columns ``id``, ``text``, ``document_key``).
@@ -318,7 +330,7 @@ async def extract_graph_records(
     unit are numbered in answer order (graph records first, then claims). Units with blank
     text cost no call. ``on_unit_done(done, total)`` is called as units finish (progress).
     """
-    types_text = ", ".join(entity_types)
+    types_text = ", ".join(plan.entity_types)
     units = text_units.select("id", "text", "document_key").sort("id").to_dicts()
     total = len(units)
     done = 0
@@ -328,14 +340,7 @@ async def extract_graph_records(
         try:
             if not (unit["text"] or "").strip():
                 return _UnitResult([], [], 0, Usage())
-            return await _extract_unit(
-                model,
-                unit["text"].strip(),
-                entity_types=types_text,
-                prompts=prompts,
-                max_gleanings=max_gleanings,
-                claims=claims,
-            )
+            return await _extract_unit(model, unit["text"].strip(), types_text, plan)
         except LLMError as exc:
             return FailedUnit(unit["id"], unit["document_key"], str(exc))
         finally:

@@ -22,6 +22,7 @@ from pathlib import Path
 import polars as pl
 
 from graphrag_assets.core.settings import Settings
+from graphrag_assets.interop.common import ExportResult, entity_communities, prepare_output_dir, read_index_tables
 
 GRAPHML_NS = "http://graphml.graphdrawing.org/xmlns"
 FILE_NAME = "graph.graphml"
@@ -52,7 +53,6 @@ def graph_tables(
     entities: pl.DataFrame, relationships: pl.DataFrame, communities: pl.DataFrame
 ) -> tuple[pl.DataFrame, pl.DataFrame, int]:
     """Node rows, edge rows (with node ids as ``source_id``/``target_id``) and the skipped-edge count."""
-    from graphrag_assets.interop import entity_communities
 
     nodes = (
         entities.join(entity_communities(entities, communities), on="id", how="left")
@@ -103,7 +103,6 @@ def _data(element: ET.Element, row: dict, keys, kind: str, key_ids: dict[tuple[s
 
 def export_graphml(settings: Settings, out_dir: Path, *, force: bool = False):
     """Write ``out_dir/graph.graphml``."""
-    from graphrag_assets.interop import ExportResult, prepare_output_dir, read_index_tables
 
     tables = read_index_tables(settings, ("entities", "relationships", "communities"))
     nodes, edges, skipped = graph_tables(tables["entities"], tables["relationships"], tables["communities"])

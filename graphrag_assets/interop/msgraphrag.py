@@ -36,6 +36,7 @@ import pyarrow as pa
 
 from graphrag_assets.core.errors import UserError
 from graphrag_assets.core.settings import Settings
+from graphrag_assets.interop.common import ExportResult, prepare_output_dir, read_embeddings, read_index_tables
 
 STR = pa.string()
 INT = pa.int64()
@@ -282,7 +283,6 @@ def export_msgraphrag(settings: Settings, out_dir: Path, *, force: bool = False)
     """Write ``<name>.parquet`` for each MS table and ``lancedb/`` with the vectors into ``out_dir``."""
     import pyarrow.parquet as pq
 
-    from graphrag_assets.interop import ExportResult, prepare_output_dir, read_embeddings, read_index_tables
 
     tables = read_index_tables(settings)
     arrow_tables = ms_tables(tables)

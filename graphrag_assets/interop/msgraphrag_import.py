@@ -38,6 +38,13 @@ import polars as pl
 from graphrag_assets.core import schemas
 from graphrag_assets.core.errors import UserError
 from graphrag_assets.core.settings import Settings
+from graphrag_assets.index.embedding_texts import embed_frame, entity_texts, report_texts, text_hashes, text_unit_texts
+from graphrag_assets.interop.common import ImportResult
+from graphrag_assets.llm.factory import build_embedding_model
+from graphrag_assets.llm.usage import UsageMeter
+from graphrag_assets.storage import vectors as lance
+from graphrag_assets.storage.database import connect, table_exists
+from graphrag_assets.storage.tables import write_table
 
 REQUIRED_FILES = ("documents", "text_units", "entities", "relationships", "communities", "community_reports")
 OPTIONAL_FILES = ("covariates",)
@@ -214,7 +221,6 @@ def our_tables(ms: dict[str, pl.DataFrame]) -> dict[str, pl.DataFrame]:
 
 def embedding_texts(tables: dict[str, pl.DataFrame]) -> dict[str, pl.DataFrame]:
     """What our pipeline embeds for each embedding table (id, [document_key,] text)."""
-    from graphrag_assets.index.embedding_texts import entity_texts, report_texts, text_unit_texts
 
     return {
         "text_unit_embeddings": text_unit_texts(tables["text_units"]),
@@ -226,7 +232,6 @@ def embedding_texts(tables: dict[str, pl.DataFrame]) -> dict[str, pl.DataFrame]:
 def attach_vectors(texts: pl.DataFrame, vectors: pl.DataFrame, model: str) -> tuple[pl.DataFrame, int]:
     """Our embedding rows for ``texts`` with the imported vectors; rows without a vector are dropped
     (and counted): they are then simply not found by vector search."""
-    from graphrag_assets.index.embedding_texts import text_hashes
 
     dimension = len(vectors.get_column("vector")[0]) if vectors.height else 0
     hashed = texts.with_columns(pl.Series("text_hash", text_hashes(model, texts["text"].to_list()), dtype=pl.String))
@@ -240,7 +245,6 @@ def attach_vectors(texts: pl.DataFrame, vectors: pl.DataFrame, model: str) -> tu
 
 
 async def _embed_all(embedder, texts: dict[str, pl.DataFrame]) -> dict[str, pl.DataFrame]:
-    from graphrag_assets.index.embedding_texts import embed_frame
 
     frames = {}
     for name, frame in texts.items():
@@ -252,8 +256,6 @@ async def _embed_all(embedder, texts: dict[str, pl.DataFrame]) -> dict[str, pl.D
 
 def compute_embeddings(settings: Settings, texts: dict[str, pl.DataFrame]) -> dict[str, pl.DataFrame]:
     """Embed ``texts`` with the project's embedder (the local one when offline)."""
-    from graphrag_assets.llm.factory import build_embedding_model
-    from graphrag_assets.llm.usage import UsageMeter
 
     embedder = build_embedding_model(settings.llm, settings.embeddings, settings.database_path, UsageMeter())
     try:
@@ -269,7 +271,6 @@ def compute_embeddings(settings: Settings, texts: dict[str, pl.DataFrame]) -> di
 
 
 def _index_exists(settings: Settings) -> bool:
-    from graphrag_assets.storage.database import connect, table_exists
 
     if not settings.database_path.exists():
         return False
@@ -279,9 +280,6 @@ def _index_exists(settings: Settings) -> bool:
 
 def import_msgraphrag(settings: Settings, source_dir: Path, *, force: bool = False):
     """Load the MS GraphRAG v3 index in ``source_dir`` into the project (tables and vectors)."""
-    from graphrag_assets.interop import ImportResult
-    from graphrag_assets.storage import vectors as lance
-    from graphrag_assets.storage.tables import write_table
 
     ms = read_ms_tables(source_dir)
     if _index_exists(settings) and not force:

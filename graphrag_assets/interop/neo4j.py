@@ -26,6 +26,7 @@ from pathlib import Path
 import polars as pl
 
 from graphrag_assets.core.settings import Settings
+from graphrag_assets.interop.common import ExportResult, entity_communities, prepare_output_dir, read_index_tables
 
 NODE_FILES = ("entities.csv", "communities.csv", "text_units.csv", "documents.csv", "claims.csv")
 RELATIONSHIP_FILES = (
@@ -52,7 +53,6 @@ def _title_to_id(entities: pl.DataFrame) -> pl.DataFrame:
 
 def node_frames(tables: dict[str, pl.DataFrame]) -> dict[str, pl.DataFrame]:
     """The node files as frames whose column names are the neo4j-admin headers."""
-    from graphrag_assets.interop import entity_communities
 
     entities = tables["entities"].sort("human_readable_id", "id")
     labels = {t: label_for_type(t) for t in entities.get_column("type").drop_nulls().unique().to_list()}
@@ -303,7 +303,6 @@ Relationships: RELATED, IN_COMMUNITY, PARENT_OF, MENTIONED_IN, PART_OF, HAS_CLAI
 
 def export_neo4j(settings: Settings, out_dir: Path, *, force: bool = False):
     """Write the CSV files, ``import.sh``, ``load.cypher`` and ``README.txt`` into ``out_dir``."""
-    from graphrag_assets.interop import ExportResult, prepare_output_dir, read_index_tables
 
     tables = read_index_tables(settings)
     nodes = node_frames(tables)

@@ -14,18 +14,18 @@ from typing import TYPE_CHECKING
 from graphrag_assets.core.errors import UserError
 from graphrag_assets.llm.usage import UsageMeter
 
+from graphrag_assets.llm.cache import LLMCache
+from graphrag_assets.llm.client import OpenAIChatModel, chat_model_from_settings, embedding_model_from_settings
+from graphrag_assets.llm.local_embedder import LocalEmbedder
+from graphrag_assets.llm.types import EmbeddingModel
+
 if TYPE_CHECKING:
     from graphrag_assets.core.settings import EmbeddingSettings, LLMSettings, Settings
-    from graphrag_assets.llm.cache import LLMCache
-    from graphrag_assets.llm.client import OpenAIChatModel
-    from graphrag_assets.llm.types import EmbeddingModel
 
 
 def _cache(settings: "LLMSettings", db_path: str | Path | None) -> "LLMCache | None":
     if not settings.cache or db_path is None:
         return None
-    from graphrag_assets.llm.cache import LLMCache
-
     return LLMCache(db_path)
 
 
@@ -33,8 +33,6 @@ def build_chat_model(
     settings: "LLMSettings", db_path: str | Path | None, meter: UsageMeter, dry_run: bool = False
 ) -> "OpenAIChatModel":
     """The chat model for ``settings``; a dry run needs no endpoint since it sends nothing."""
-    from graphrag_assets.llm.client import chat_model_from_settings
-
     if not settings.endpoint_configured and not dry_run:
         raise UserError(
             "no model endpoint is configured; set OPENAI_API_KEY or OPENAI_BASE_URL "
@@ -52,11 +50,7 @@ def build_embedding_model(
 ) -> "EmbeddingModel":
     """The local embedder when ``llm.embeddings`` resolves to local, else the endpoint's model."""
     if settings.use_local_embedder:
-        from graphrag_assets.llm.local_embedder import LocalEmbedder
-
         return LocalEmbedder(dimension=embedding_settings.local_dimension)
-    from graphrag_assets.llm.client import embedding_model_from_settings
-
     has_endpoint = settings.endpoint_configured or settings.embedding_base_url or settings.embedding_api_key
     if not has_endpoint and not dry_run:
         raise UserError(

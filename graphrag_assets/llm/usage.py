@@ -24,9 +24,11 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:
-    import polars as pl
+import polars as pl
 
+from graphrag_assets.storage.database import connect, table_exists
+
+if TYPE_CHECKING:
     from graphrag_assets.core.settings import Price
 
 USAGE_TABLE = "llm_usage"
@@ -154,10 +156,8 @@ class UsageMeter:
         metadata["llm/models"] = ", ".join(sorted(models))
         return metadata
 
-    def to_frame(self) -> "pl.DataFrame":
+    def to_frame(self) -> pl.DataFrame:
         """One row per (purpose, model), sorted."""
-        import polars as pl
-
         rows = [
             {"purpose": purpose, "model": model, **asdict(counts)}
             for (purpose, model), counts in sorted(self.snapshot().items())
@@ -169,10 +169,6 @@ class UsageMeter:
 
     def persist(self, db_path: str | Path, run_id: str, asset_key: str, partition_key: str | None) -> int:
         """Append one ``llm_usage`` row per (purpose, model); returns the number of rows written."""
-        import polars as pl
-
-        from graphrag_assets.storage.database import connect
-
         frame = self.to_frame()
         if frame.is_empty():
             return 0
@@ -188,3 +184,39 @@ class UsageMeter:
             conn.execute(f"insert into {USAGE_TABLE} by name select * from usage_rows")
             conn.unregister("usage_rows")
         return frame.height
+
+
+def usage_by_purpose(db_path: Path, run_ids: list[str]) -> dict[str, dict[str, Any]]:
+    """Model calls made and answered from the cache, tokens and cost, per purpose, over these runs."""
+    if not run_ids or not Path(db_path).exists():
+        return {}
+    with connect(db_path, read_only=True) as conn:
+        if not table_exists(conn, USAGE_TABLE):
+            return {}
+        conn.register("_runs", pl.DataFrame({"run_id": run_ids}).to_arrow())
+        rows = conn.sql(
+            "select purpose, sum(requests)::bigint, sum(cache_hits)::bigint, sum(prompt_tokens + embedding_tokens)::bigint, "
+            f"sum(completion_tokens)::bigint, sum(cost_usd) from {USAGE_TABLE} where run_id in (select run_id from _runs) "
+            "group by purpose order by purpose"
+        ).fetchall()
+    return {
+        purpose: {"calls": calls, "cached": cached, "prompt_tokens": prompt, "completion_tokens": completion, "cost_usd": round(cost or 0.0, 6)}
+        for purpose, calls, cached, prompt, completion, cost in rows
+    }
+
+
+def last_corpus_run_usage(db_path: Path, corpus_assets: tuple[str, ...]) -> dict[str, dict[str, int]]:
+    """Calls made and cached per purpose by the latest run that wrote one of ``corpus_assets``."""
+    if not Path(db_path).exists():
+        return {}
+    with connect(db_path, read_only=True) as conn:
+        if not table_exists(conn, USAGE_TABLE):
+            return {}
+        conn.register("_assets", pl.DataFrame({"asset_key": list(corpus_assets)}).to_arrow())
+        rows = conn.sql(
+            f"with last as (select run_id from {USAGE_TABLE} where asset_key in (select asset_key from _assets) "
+            "order by recorded_at desc limit 1) "
+            f"select purpose, sum(requests)::bigint, sum(cache_hits)::bigint from {USAGE_TABLE} "
+            "where run_id in (select run_id from last) group by purpose order by purpose"
+        ).fetchall()
+    return {purpose: {"calls": calls, "cached": cached} for purpose, calls, cached in rows}

@@ -15,16 +15,13 @@ automation for correctness: it lost an upstream update in a same-tick race in ou
 """
 
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
 
 from dagster import (
     AddDynamicPartitionsRequest,
-    DagsterRunStatus,
     DefaultScheduleStatus,
     DefaultSensorStatus,
     DeleteDynamicPartitionsRequest,
     RunRequest,
-    RunsFilter,
     ScheduleEvaluationContext,
     SensorEvaluationContext,
     SensorResult,
@@ -34,23 +31,24 @@ from dagster import (
 )
 from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
 
-from graphrag_assets.pipeline.partitions import CORPUS_JOB, DOCUMENTS_JOB, PARTITIONS_NAME
-from graphrag_assets.project.state import DocumentState, corpus_is_stale, document_state
 from graphrag_assets.core.errors import UserError
-from graphrag_assets.project.fingerprints import document_fingerprint
 from graphrag_assets.core.ids import stable_hash
-from graphrag_assets.pipeline.indexing import ACTIVE_RUN_MAX_AGE_HOURS, index_lock_held
-from graphrag_assets.pipeline.resources import GraphRAGProject
 from graphrag_assets.core.settings import Settings
+from graphrag_assets.pipeline.instance import pending_runs
+from graphrag_assets.pipeline.partitions import CORPUS_JOB, DOCUMENTS_JOB, PARTITIONS_NAME, PartitionPlan, plan_partitions
+from graphrag_assets.pipeline.resources import GraphRAGProject
+from graphrag_assets.project.fingerprints import document_fingerprint
+from graphrag_assets.project.locks import index_lock_held
+from graphrag_assets.project.state import DocumentState, corpus_is_stale, document_state
 
 TRIGGER_TAG = "graphrag/trigger"
-PENDING = [DagsterRunStatus.QUEUED, DagsterRunStatus.NOT_STARTED, DagsterRunStatus.STARTING, DagsterRunStatus.STARTED]
 DATABASE_WAIT_SECONDS = 5.0
 
 
 @dataclass
 class ReindexPlan:
     state: DocumentState
+    partitions: PartitionPlan
     run_requests: list[RunRequest] = field(default_factory=list)
 
     @property
@@ -65,10 +63,12 @@ def plan_reindex(settings: Settings, instance, reason: str, generation: str) -> 
     documents or the corpus settings (a corpus run failed, or never ran after the CLI indexed
     documents) gets one corpus run.
     """
-    state = document_state(settings, instance, wait_seconds=DATABASE_WAIT_SECONDS)
+    state = document_state(settings, wait_seconds=DATABASE_WAIT_SECONDS)
     changes = state.changes
-    plan = ReindexPlan(state)
-    if not changes.any and not corpus_is_stale(settings, state.source_files, wait_seconds=DATABASE_WAIT_SECONDS):
+    registered = list(instance.get_dynamic_partitions(PARTITIONS_NAME))
+    partitions = plan_partitions(changes, registered)
+    plan = ReindexPlan(state, partitions)
+    if not changes.any and not partitions.forget and not corpus_is_stale(settings, state.source_files, wait_seconds=DATABASE_WAIT_SECONDS):
         return plan
     hashes = state.hashes
     fingerprint = document_fingerprint(settings)
@@ -80,25 +80,24 @@ def plan_reindex(settings: Settings, instance, reason: str, generation: str) -> 
         return f"{doc}={hashes.get(doc, 'new')}"
 
     tags = {TRIGGER_TAG: reason}
-    if changes.new:
+    if partitions.add:
         plan.run_requests.append(
             RunRequest(
-                run_key=key("new", *map(version, changes.new)),
+                run_key=key("new", *map(version, partitions.add)),
                 job_name=DOCUMENTS_JOB,
-                tags={**tags, ASSET_PARTITION_RANGE_START_TAG: changes.new[0], ASSET_PARTITION_RANGE_END_TAG: changes.new[-1]},
+                tags={**tags, ASSET_PARTITION_RANGE_START_TAG: partitions.add[0], ASSET_PARTITION_RANGE_END_TAG: partitions.add[-1]},
             )
         )
-    for doc in changes.changed:
+    for doc in partitions.rerun:
         plan.run_requests.append(RunRequest(run_key=key("changed", version(doc)), job_name=DOCUMENTS_JOB, partition_key=doc, tags=tags))
-    final = sorted(map(version, (set(state.registered) | set(changes.new)) - set(changes.deleted)))
+    final = sorted(map(version, (set(registered) | set(partitions.add)) - set(partitions.forget)))
     plan.run_requests.append(RunRequest(run_key=key("corpus", *final), job_name=CORPUS_JOB, tags=tags))
     return plan
 
 
 def _evaluate(settings: Settings, instance, reason: str, generation: str) -> ReindexPlan | SkipReason:
     """The plan, or why this tick does nothing (no change, runs still pending, index busy)."""
-    since = datetime.now(timezone.utc) - timedelta(hours=ACTIVE_RUN_MAX_AGE_HOURS)
-    pending = instance.get_runs_count(RunsFilter(statuses=PENDING, tags={TRIGGER_TAG: reason}, created_after=since))
+    pending = pending_runs(instance, {TRIGGER_TAG: reason})
     if pending:
         return SkipReason(f"waiting for {pending} run(s) requested earlier to finish")
     if index_lock_held(settings):
@@ -125,14 +124,12 @@ def build_automation(interval_seconds: int, cron: str | None, jobs: list) -> tup
         plan = _evaluate(project.settings, context.instance, "sensor", str(generation))
         if isinstance(plan, SkipReason):
             return plan
-        changes = plan.state.changes
         partition_requests = []
-        if changes.new:
-            partition_requests.append(AddDynamicPartitionsRequest(PARTITIONS_NAME, changes.new))
-        gone = [k for k in changes.deleted if k in plan.state.registered]
-        if gone:
-            partition_requests.append(DeleteDynamicPartitionsRequest(PARTITIONS_NAME, gone))
-        context.log.info(f"{changes.summary()}; requested {len(plan.run_requests)} run(s)")
+        if plan.partitions.add:
+            partition_requests.append(AddDynamicPartitionsRequest(PARTITIONS_NAME, plan.partitions.add))
+        if plan.partitions.forget:
+            partition_requests.append(DeleteDynamicPartitionsRequest(PARTITIONS_NAME, plan.partitions.forget))
+        context.log.info(f"{plan.state.changes.summary()}; requested {len(plan.run_requests)} run(s)")
         return SensorResult(run_requests=plan.run_requests, dynamic_partitions_requests=partition_requests, cursor=str(generation + 1))
 
     schedules = []
@@ -150,13 +147,11 @@ def build_automation(interval_seconds: int, cron: str | None, jobs: list) -> tup
             plan = _evaluate(project.settings, context.instance, "schedule", generation)
             if isinstance(plan, SkipReason):
                 return plan
-            changes = plan.state.changes
             # Schedules cannot return partition requests, so the instance is updated directly.
-            if changes.new:
-                context.instance.add_dynamic_partitions(PARTITIONS_NAME, changes.new)
-            for key in changes.deleted:
-                if key in plan.state.registered:
-                    context.instance.delete_dynamic_partition(PARTITIONS_NAME, key)
+            if plan.partitions.add:
+                context.instance.add_dynamic_partitions(PARTITIONS_NAME, plan.partitions.add)
+            for key in plan.partitions.forget:
+                context.instance.delete_dynamic_partition(PARTITIONS_NAME, key)
             return plan.run_requests
 
         schedules.append(input_files_schedule)

@@ -10,18 +10,26 @@
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from graphrag_assets.core.errors import UserError
-from graphrag_assets.index.changes import ChangeSet
+from dagster import DagsterInstance, Definitions
+
 from graphrag_assets.core.settings import Settings
-from graphrag_assets.storage.tables import delete_partitions, read_table
+from graphrag_assets.index.changes import ChangeSet
+from graphrag_assets.llm.usage import usage_by_purpose
+from graphrag_assets.pipeline.definitions import build_definitions
+from graphrag_assets.pipeline.instance import open_instance, refuse_while_runs_are_active
+from graphrag_assets.pipeline.partitions import CORPUS_JOB, DOCUMENTS_JOB, PARTITIONS_NAME, contiguous_groups, plan_partitions
+from graphrag_assets.pipeline.runner import run_job
+from graphrag_assets.project.locks import index_lock
+from graphrag_assets.project.state import corpus_is_stale, document_state, failed_extractions
+from graphrag_assets.storage.documents import delete_documents, refresh_file_stats
+from graphrag_assets.storage.tables import read_table
+
+Announce = Callable[[str], None]
 
 
 @dataclass
@@ -58,7 +66,7 @@ def index_project(
     settings: Settings,
     *,
     overrides: dict[str, Any] | None = None,
-    announce: Callable[[str], None] = lambda message: None,
+    announce: Announce = lambda message: None,
     force_corpus: bool = False,
 ) -> IndexReport:
     """Bring the index up to date with the input folder; returns what was done.
@@ -66,36 +74,35 @@ def index_project(
     Holds the project's index lock for the whole update and refuses to start while a Dagster run
     of this project is in progress, so two writers never interleave.
     """
-    from graphrag_assets.pipeline.runner import open_instance
-
     instance = open_instance(settings)
     with index_lock(settings):
         refuse_while_runs_are_active(instance)
-        return _index(settings, instance, overrides, announce, force_corpus)
+        started = time.monotonic()
+        report = _index(settings, instance, build_definitions(settings.root, overrides=overrides), announce, force_corpus)
+        report.seconds = time.monotonic() - started
+        report.usage = usage_by_purpose(settings.database_path, [run["run_id"] for run in report.runs])
+        return report
 
 
-def _index(settings: Settings, instance, overrides, announce, force_corpus: bool) -> IndexReport:
-    from graphrag_assets.pipeline.partitions import CORPUS_JOB, DOCUMENTS_JOB, PARTITIONS_NAME
-    from graphrag_assets.pipeline.definitions import build_definitions
-    from graphrag_assets.project.state import corpus_is_stale, document_state, failed_extractions
-    from graphrag_assets.pipeline.runner import run_job
-
-    started = time.monotonic()
-    defs = build_definitions(settings.root, overrides=overrides)
-    state = document_state(settings, instance)
-    changes = state.changes
+def _index(settings: Settings, instance: DagsterInstance, defs: Definitions, announce: Announce, force_corpus: bool) -> IndexReport:
+    changes = document_state(settings).changes
     report = IndexReport(changes=changes, method=settings.resolved_method)
     announce(changes.summary())
-    refresh_unchanged_files(settings, changes)
+    refresh_file_stats(settings.database_path, _touched_files(settings, changes))
 
-    if changes.deleted:
-        report.deleted_rows = delete_documents(settings, instance, changes.deleted, set(state.registered))
+    registered = list(instance.get_dynamic_partitions(PARTITIONS_NAME))
+    plan = plan_partitions(changes, registered)
+    gone = sorted(set(changes.deleted) | set(plan.forget))
+    if gone:
+        report.deleted_rows = delete_documents(settings.database_path, settings.lancedb_path, gone)
+        for key in plan.forget:
+            instance.delete_dynamic_partition(PARTITIONS_NAME, key)
     document_runs: list[dict[str, Any]] = []
-    if changes.new:
-        instance.add_dynamic_partitions(PARTITIONS_NAME, changes.new)
-        announce(f"indexing {len(changes.new)} new document file(s)")
-        document_runs.append(run_job(defs, instance, DOCUMENTS_JOB, changes.new).as_dict())
-    for group in contiguous_groups(changes.changed, state.registered):
+    if plan.add:
+        instance.add_dynamic_partitions(PARTITIONS_NAME, plan.add)
+        announce(f"indexing {len(plan.add)} new document file(s)")
+        document_runs.append(run_job(defs, instance, DOCUMENTS_JOB, plan.add).as_dict())
+    for group in contiguous_groups(plan.rerun, registered):
         announce(f"re-indexing {len(group)} changed document file(s)" if len(group) > 1 else f"re-indexing {group[0]}")
         document_runs.append(run_job(defs, instance, DOCUMENTS_JOB, group).as_dict())
     report.runs.extend(document_runs)
@@ -112,151 +119,18 @@ def _index(settings: Settings, instance, overrides, announce, force_corpus: bool
     elif changes.any or force_corpus or corpus_is_stale(settings, read_table(settings.database_path, "source_files")):
         announce("updating the corpus-wide graph")
         report.runs.append(run_job(defs, instance, CORPUS_JOB).as_dict())
-    report.seconds = time.monotonic() - started
-    report.usage = usage_of_runs(settings, [run["run_id"] for run in report.runs])
     return report
 
 
-def contiguous_groups(keys: list[str], order: list[str]) -> list[list[str]]:
-    """``keys`` split into runs that are contiguous in the partition ``order`` (one range run each).
+def _touched_files(settings: Settings, changes: ChangeSet) -> list[dict[str, Any]]:
+    """Size and modification time of files that were hashed but had not changed.
 
-    After a settings change every document is changed; they then run as one range, so their model
-    calls share one concurrency pool instead of running document after document.
+    Stored so that a touched file (a fresh clone, a copy without timestamps) is not hashed on
+    every check.
     """
-    wanted = set(keys)
-    groups: list[list[str]] = []
-    current: list[str] = []
-    for key in order:
-        if key in wanted:
-            current.append(key)
-        elif current:
-            groups.append(current)
-            current = []
-    if current:
-        groups.append(current)
-    return groups
-
-
-def refresh_unchanged_files(settings: Settings, changes: ChangeSet) -> None:
-    """Store the new size and modification time of files that were hashed but had not changed.
-
-    Otherwise a touched file (a fresh clone, a copy without timestamps) is hashed on every check.
-    """
-    import polars as pl
-
-    from graphrag_assets.storage.database import connect, table_exists
-
-    touched = [key for key in changes.unchanged if key in changes.hashes]
-    if not touched or not settings.database_path.exists():
-        return
     rows = []
-    for key in touched:
-        stat = (settings.input_dir / changes.paths[key]).stat()
-        rows.append({"document_key": key, "size": stat.st_size, "mtime_ns": stat.st_mtime_ns})
-    with connect(settings.database_path) as conn:
-        if not table_exists(conn, "source_files"):
-            return
-        conn.register("_touched", pl.DataFrame(rows).to_arrow())
-        conn.execute(
-            "update source_files set size = t.size, mtime_ns = t.mtime_ns from _touched t "
-            "where source_files.document_key = t.document_key"
-        )
-        conn.unregister("_touched")
-
-
-@contextlib.contextmanager
-def index_lock(settings: Settings) -> Iterator[None]:
-    """An exclusive lock on the project's index for the whole of an update (data/.index.lock)."""
-    path = settings.database_path.parent / ".index.lock"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a+") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise UserError(
-                f"another 'graphrag-assets index' is updating {settings.root}; wait for it to finish and run again."
-            ) from None
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
-def index_lock_held(settings: Settings) -> bool:
-    """True while some process holds the index lock (the sensor then waits for its next tick)."""
-    path = settings.database_path.parent / ".index.lock"
-    if not path.exists():
-        return False
-    with path.open("a+") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return True
-        fcntl.flock(handle, fcntl.LOCK_UN)
-        return False
-
-
-ACTIVE_RUN_MAX_AGE_HOURS = 12
-
-
-def active_runs(instance) -> int:
-    """Runs of this project's instance queued or in progress (ignoring any stuck for over 12 hours)."""
-    from dagster import DagsterRunStatus, RunsFilter
-
-    statuses = [DagsterRunStatus.QUEUED, DagsterRunStatus.NOT_STARTED, DagsterRunStatus.STARTING, DagsterRunStatus.STARTED]
-    since = datetime.now(timezone.utc) - timedelta(hours=ACTIVE_RUN_MAX_AGE_HOURS)
-    return instance.get_runs_count(RunsFilter(statuses=statuses, created_after=since))
-
-
-def refuse_while_runs_are_active(instance) -> None:
-    count = active_runs(instance)
-    if count:
-        raise UserError(
-            f"{count} Dagster run(s) of this project are queued or running (see the Dagster UI); "
-            f"wait for them to finish, then run 'graphrag-assets index' again."
-        )
-
-
-def usage_of_runs(settings: Settings, run_ids: list[str]) -> dict[str, dict[str, int]]:
-    """Model calls made and answered from the cache, per purpose, over the given runs."""
-    from graphrag_assets.storage.database import connect, table_exists
-
-    if not run_ids or not settings.database_path.exists():
-        return {}
-    import polars as pl
-
-    with connect(settings.database_path, read_only=True) as conn:
-        if not table_exists(conn, "llm_usage"):
-            return {}
-        conn.register("_runs", pl.DataFrame({"run_id": run_ids}).to_arrow())
-        rows = conn.sql(
-            "select purpose, sum(requests)::bigint, sum(cache_hits)::bigint, sum(prompt_tokens + embedding_tokens)::bigint, "
-            "sum(completion_tokens)::bigint, sum(cost_usd) from llm_usage where run_id in (select run_id from _runs) "
-            "group by purpose order by purpose"
-        ).fetchall()
-    return {
-        purpose: {"calls": calls, "cached": cached, "prompt_tokens": prompt, "completion_tokens": completion, "cost_usd": round(cost or 0.0, 6)}
-        for purpose, calls, cached, prompt, completion, cost in rows
-    }
-
-
-def delete_documents(settings: Settings, instance, keys: list[str], registered: set[str]) -> dict[str, int]:
-    """Forget deleted documents: their partitions, and every row derived from them.
-
-    Per-document tables lose the partitions' rows and LanceDB loses their text-unit vectors;
-    corpus-wide tables are rebuilt by the corpus run that follows.
-    """
-    from graphrag_assets.storage.vectors import TEXT_UNIT_TABLE, delete_scopes
-
-    from graphrag_assets.pipeline.partitions import PARTITIONS_NAME, PER_DOCUMENT_TABLES
-
-    deleted = delete_partitions(settings.database_path, PER_DOCUMENT_TABLES, "document_key", keys)
-    vectors = delete_scopes(settings.lancedb_path, TEXT_UNIT_TABLE, "document_key", keys)
-    if vectors:
-        deleted[f"lancedb:{TEXT_UNIT_TABLE}"] = vectors
-    for key in keys:
-        if key in registered:
-            instance.delete_dynamic_partition(PARTITIONS_NAME, key)
-    return deleted
-
-
+    for key in changes.unchanged:
+        if key in changes.hashes:
+            stat = (settings.input_dir / changes.paths[key]).stat()
+            rows.append({"document_key": key, "size": stat.st_size, "mtime_ns": stat.st_mtime_ns})
+    return rows

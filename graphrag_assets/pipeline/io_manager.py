@@ -15,6 +15,7 @@ from __future__ import annotations
 import polars as pl
 from dagster import ConfigurableIOManager, InputContext, MetadataValue, OutputContext
 
+from graphrag_assets.storage.documents import record_document_step
 from graphrag_assets.storage.tables import read_table, write_partitions, write_table
 
 DEFAULT_PARTITION_COLUMN = "document_key"
@@ -41,7 +42,9 @@ class DuckDBPolarsIOManager(ConfigurableIOManager):
         metadata = context.definition_metadata
         table = _table_name(context.asset_key.path, metadata)
         if context.has_asset_partitions:
-            write_partitions(self.database, table, obj, _partition_column(metadata), context.asset_partition_keys)
+            keys = context.asset_partition_keys
+            write_partitions(self.database, table, obj, _partition_column(metadata), keys)
+            record_document_step(self.database, table, keys)
         else:
             write_table(self.database, table, obj)
         context.add_output_metadata({"table": MetadataValue.text(table), "dagster/row_count": obj.height})

@@ -1,6 +1,18 @@
-"""The document partitions shared by every per-document asset, and the names of the two jobs."""
+"""The document partitions shared by every per-document asset, the names of the two jobs, and how
+a change set maps onto the partitions Dagster knows.
+
+Which documents need work is decided from our own tables (:mod:`graphrag_assets.project.state`);
+Dagster's dynamic partitions follow that decision here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 from dagster import BackfillPolicy, DynamicPartitionsDefinition
+
+from graphrag_assets.index.changes import ChangeSet
 
 PARTITIONS_NAME = "documents"
 DOCUMENT_PARTITIONS = DynamicPartitionsDefinition(name=PARTITIONS_NAME)
@@ -12,21 +24,44 @@ SINGLE_RUN = BackfillPolicy.single_run()
 
 PARTITION_METADATA = {"partition_column": "document_key"}
 
-# Tables written per document partition (their rows are deleted when the document is).
-PER_DOCUMENT_TABLES = ("source_files", "documents", "text_units", "graph_extractions", "extraction_status", "text_unit_embeddings")
 
+@dataclass(frozen=True)
+class PartitionPlan:
+    """What to do with Dagster's document partitions for one change set.
 
-def complete_document_partitions(instance, keys: list[str]) -> set[str]:
-    """The document partitions whose every per-document asset was materialized by its latest run.
-
-    A run that failed part-way (say, the embeddings of a range of documents) leaves its earlier
-    assets materialized; those documents are not complete and are re-run by the next index.
+    ``add`` are keys Dagster does not know yet: added at the end of the partition order, so they
+    form one contiguous range run. ``rerun`` are known keys to run again (changed, incomplete, or
+    registered once but never ingested). ``forget`` are registered keys whose file is gone.
     """
-    from dagster import AssetKey
-    from dagster._core.storage.partition_status_cache import AssetPartitionStatus
 
-    complete = set(keys)
-    for table in PER_DOCUMENT_TABLES:
-        statuses = instance.get_status_by_partition(AssetKey(table), list(keys), DOCUMENT_PARTITIONS) or {}
-        complete &= {key for key, status in statuses.items() if status == AssetPartitionStatus.MATERIALIZED}
-    return complete
+    add: list[str]
+    rerun: list[str]
+    forget: list[str]
+
+
+def plan_partitions(changes: ChangeSet, registered: Sequence[str]) -> PartitionPlan:
+    known = set(registered)
+    add = [key for key in changes.new if key not in known]
+    rerun = sorted(set(changes.changed) | {key for key in changes.new if key in known})
+    forget = [key for key in registered if key not in changes.paths]
+    return PartitionPlan(add, rerun, forget)
+
+
+def contiguous_groups(keys: Sequence[str], order: Sequence[str]) -> list[list[str]]:
+    """``keys`` split into runs that are contiguous in the partition ``order`` (one range run each).
+
+    After a settings change every document is changed; they then run as one range, so their model
+    calls share one concurrency pool instead of running document after document.
+    """
+    wanted = set(keys)
+    groups: list[list[str]] = []
+    current: list[str] = []
+    for key in order:
+        if key in wanted:
+            current.append(key)
+        elif current:
+            groups.append(current)
+            current = []
+    if current:
+        groups.append(current)
+    return groups

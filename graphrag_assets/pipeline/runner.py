@@ -1,7 +1,8 @@
 """Running the pipeline through the project's Dagster instance (used by the CLI).
 
-Runs go through the instance under ``data/dagster`` so they show up in the Dagster UI exactly as
-if they had been launched there; execution is in-process, one job at a time.
+Runs go through the project's instance (:mod:`graphrag_assets.pipeline.instance`) so they show up
+in the Dagster UI exactly as if they had been launched there; execution is in-process, one job at
+a time.
 """
 
 from __future__ import annotations
@@ -11,43 +12,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from dagster import DagsterInstance, Definitions
-from dagster._core.instance.ref import InstanceRef
 from dagster._core.storage.defs_state.base import set_defs_state_storage
 from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
 
-from graphrag_assets.core.settings import Settings
 
 log = logging.getLogger(__name__)
-
-DAGSTER_DIR = "data/dagster"
-
-
-def open_instance(settings: Settings) -> DagsterInstance:
-    """The project's Dagster instance, with every storage location under ``data/dagster``.
-
-    dagster.yaml (when the root has one) supplies the other instance settings; the storage paths
-    are given as absolute paths so the CLI works from any working directory.
-    """
-    base = settings.path(DAGSTER_DIR)
-    base.mkdir(parents=True, exist_ok=True)
-    overrides = {
-        "storage": {"sqlite": {"base_dir": str(base / "storage")}},
-        "local_artifact_storage": {
-            "module": "dagster._core.storage.root",
-            "class": "LocalArtifactStorage",
-            "config": {"base_dir": str(base)},
-        },
-        "compute_logs": {
-            "module": "dagster._core.storage.local_compute_log_manager",
-            "class": "LocalComputeLogManager",
-            "config": {"base_dir": str(base / "compute_logs")},
-        },
-        "telemetry": {"enabled": False},
-    }
-    config_dir = settings.root if (settings.root / "dagster.yaml").exists() else base
-    ref = InstanceRef.from_dir(str(base), config_dir=str(config_dir), overrides=overrides)
-    return DagsterInstance.from_ref(ref)
-
 
 @dataclass
 class RunOutcome:

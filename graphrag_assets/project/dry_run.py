@@ -15,8 +15,19 @@ from typing import Any
 
 import polars as pl
 
-from graphrag_assets.llm.usage import UsageMeter
+from graphrag_assets.core import schemas
 from graphrag_assets.core.settings import Settings
+from graphrag_assets.index.chunking import chunk_documents
+from graphrag_assets.index.documents import read_file_documents
+from graphrag_assets.index.embedding_texts import text_unit_texts
+from graphrag_assets.index.graph_extraction import extract_graph_records, extraction_plan
+from graphrag_assets.index.input_files import discover_input_files
+from graphrag_assets.llm.factory import ModelSet
+from graphrag_assets.llm.usage import UsageMeter, last_corpus_run_usage
+from graphrag_assets.project.state import document_state
+
+# The corpus-wide assets that call the chat model (their last run is shown for reference).
+CORPUS_MODEL_ASSETS = ("graph", "community_reports")
 
 
 @dataclass
@@ -68,64 +79,35 @@ class DryRunEstimate:
         return "\n".join(lines)
 
 
-def estimate_next_run(settings: Settings, overrides: dict[str, Any] | None = None) -> DryRunEstimate:
-    from graphrag_assets.project.state import document_state
-    from graphrag_assets.pipeline.runner import open_instance
-
-    changes = document_state(settings, open_instance(settings)).changes
+def estimate_next_run(settings: Settings) -> DryRunEstimate:
+    changes = document_state(settings).changes
     estimate = DryRunEstimate(settings.resolved_method, changes.new, changes.changed, changes.deleted)
     units = _chunks(settings, changes.new + changes.changed)
     estimate.text_units = units.height
     meter = UsageMeter()
-    asyncio.run(_simulate(settings, units, meter))
+    with ModelSet(settings, meter, dry_run=True) as models:
+        asyncio.run(_simulate(settings, units, models))
     estimate.usage = _usage(meter)
-    estimate.last_corpus_run = _last_corpus_run(settings)
+    estimate.last_corpus_run = last_corpus_run_usage(settings.database_path, CORPUS_MODEL_ASSETS)
     return estimate
 
 
 def _chunks(settings: Settings, keys: list[str]) -> pl.DataFrame:
-    from graphrag_assets.core import schemas
-    from graphrag_assets.index.chunking import chunk_documents
-    from graphrag_assets.index.documents import read_file_documents
-    from graphrag_assets.index.input_files import discover_input_files
-
     files = {f.key: f for f in discover_input_files(settings.input_dir, settings.input.file_types)}
     frames = [read_file_documents(settings.input_dir, files[k].path, k, settings.input).frame for k in keys if k in files]
     documents = pl.concat(frames) if frames else schemas.empty_frame(schemas.DOCUMENTS)
     return chunk_documents(documents, settings.chunking.size, settings.chunking.overlap, settings.chunking.encoding)
 
 
-async def _simulate(settings: Settings, units: pl.DataFrame, meter: UsageMeter) -> None:
-    from graphrag_assets.index.embedding_texts import text_unit_texts
-    from graphrag_assets.llm.factory import build_chat_model, build_embedding_model
-
+async def _simulate(settings: Settings, units: pl.DataFrame, models: ModelSet) -> None:
+    """Build every request of the per-document stage as a real run would; the models only count."""
     if units.is_empty():
         return
     if settings.resolved_method == "standard":
-        from graphrag_assets.index.graph_extraction import ClaimOptions, claim_prompts, extract_graph_records, graph_prompts
-
-        extraction = settings.extraction
-        claims = None
-        if extraction.claims.enabled:
-            claims = ClaimOptions(extraction.claims.description, claim_prompts(extraction.claims.prompt, settings.root), extraction.claims.max_gleanings)
-        chat = build_chat_model(settings.llm, settings.database_path, meter, dry_run=True)
-        try:
-            await extract_graph_records(
-                chat,
-                units.select("id", "text", "document_key"),
-                entity_types=extraction.entity_types,
-                max_gleanings=extraction.max_gleanings,
-                prompts=graph_prompts(extraction.prompt, settings.root),
-                claims=claims,
-            )
-        finally:
-            await chat.aclose()
+        plan = extraction_plan(settings.extraction, settings.root)
+        await extract_graph_records(models.chat, units.select("id", "text", "document_key"), plan)
     if not settings.llm.use_local_embedder:
-        embedder = build_embedding_model(settings.llm, settings.embeddings, settings.database_path, meter, dry_run=True)
-        try:
-            await embedder.embed(text_unit_texts(units)["text"].to_list(), purpose="embed_text_units")
-        finally:
-            await embedder.aclose()
+        await models.embedder.embed(text_unit_texts(units)["text"].to_list(), purpose="embed_text_units")
 
 
 def _usage(meter: UsageMeter) -> dict[str, dict[str, Any]]:
@@ -139,20 +121,3 @@ def _usage(meter: UsageMeter) -> dict[str, dict[str, Any]]:
             "cost_usd": round(counts.cost_usd, 6),
         }
     return out
-
-
-def _last_corpus_run(settings: Settings) -> dict[str, dict[str, Any]]:
-    from graphrag_assets.storage.database import connect, table_exists
-
-    if not settings.database_path.exists():
-        return {}
-    with connect(settings.database_path, read_only=True) as conn:
-        if not table_exists(conn, "llm_usage"):
-            return {}
-        rows = conn.sql(
-            "with last as (select run_id from llm_usage where asset_key in ('graph', 'community_reports') "
-            "order by recorded_at desc limit 1) "
-            "select purpose, sum(requests)::bigint, sum(cache_hits)::bigint from llm_usage "
-            "where run_id in (select run_id from last) group by purpose order by purpose"
-        ).fetchall()
-    return {purpose: {"calls": calls, "cached": cached} for purpose, calls, cached in rows}

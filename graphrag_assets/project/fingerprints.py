@@ -11,6 +11,7 @@ import json
 
 from graphrag_assets.core.ids import stable_hash
 from graphrag_assets.core.settings import Settings
+from graphrag_assets.prompts.templates import load_prompt
 
 # Bumped when a release changes how documents are read or chunked (e.g. line endings, cut
 # characters at chunk edges), so existing indexes re-ingest their documents on the next run.
@@ -18,8 +19,6 @@ DOCUMENT_PIPELINE_VERSION = 2
 
 
 def _prompt_version(name: str, override: str | None, settings: Settings) -> str:
-    from graphrag_assets.prompts.templates import load_prompt
-
     return load_prompt(name, override, settings.root).version
 
 

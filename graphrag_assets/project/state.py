@@ -2,25 +2,30 @@
 run, the sensor and the schedule (so they never disagree).
 
 A document needs work when its file is new, changed (content or per-document settings), deleted,
-or when its partition is not complete: a run failed part-way, or its extraction failed.
+or when it is not complete: a run stopped part-way (see :mod:`graphrag_assets.storage.documents`),
+or its extraction failed. Everything here is read from the project database and the input folder,
+never from Dagster, so ``status`` and the dry run work (and start quickly) without it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import polars as pl
 
-from graphrag_assets.project.fingerprints import corpus_fingerprint, document_fingerprint
-from graphrag_assets.index.changes import ChangeSet, detect_changes
 from graphrag_assets.core.settings import Settings
+from graphrag_assets.index.changes import ChangeSet, detect_changes
+from graphrag_assets.project.fingerprints import corpus_fingerprint, document_fingerprint
+from graphrag_assets.storage.documents import STEPS_TABLE, complete_documents
 from graphrag_assets.storage.tables import read_table
+
+DEFAULT_WAIT_SECONDS = 30.0
 
 
 @dataclass
 class DocumentState:
     changes: ChangeSet
-    registered: list[str]  # Dagster's document partitions, in partition order
     source_files: pl.DataFrame | None
     failed: list[str]  # documents whose last extraction failed
 
@@ -31,38 +36,55 @@ class DocumentState:
         return {**stored, **self.changes.hashes}
 
 
-def failed_extractions(settings: Settings, keys: list[str] | None = None, wait_seconds: float = 30.0) -> list[str]:
+def _read(settings: Settings, table: str, wait_seconds: float) -> pl.DataFrame | None:
+    return read_table(settings.database_path, table, read_only=True, wait_seconds=wait_seconds)
+
+
+def failed_extractions(settings: Settings, keys: list[str] | None = None, wait_seconds: float = DEFAULT_WAIT_SECONDS) -> list[str]:
     """Documents (of ``keys``, or all) whose extraction status is ``failed``."""
-    if not settings.database_path.exists():
-        return []
-    status = read_table(settings.database_path, "extraction_status", read_only=True, wait_seconds=wait_seconds)
+    status = _read(settings, "extraction_status", wait_seconds)
     if status is None:
         return []
     failed = status.filter(pl.col("status") == "failed")["document_key"].to_list()
     return sorted(k for k in failed if keys is None or k in keys)
 
 
-def document_state(settings: Settings, instance, wait_seconds: float = 30.0) -> DocumentState:
-    """Compare the input folder with what the index and Dagster hold (reads the database read-only)."""
-    from graphrag_assets.pipeline.partitions import PARTITIONS_NAME, complete_document_partitions
-
-    registered = list(instance.get_dynamic_partitions(PARTITIONS_NAME))
-    stored = None
-    if settings.database_path.exists():
-        stored = read_table(settings.database_path, "source_files", read_only=True, wait_seconds=wait_seconds)
+def document_state(settings: Settings, wait_seconds: float = DEFAULT_WAIT_SECONDS) -> DocumentState:
+    """Compare the input folder with what the index holds (reads the database read-only)."""
+    stored = _read(settings, "source_files", wait_seconds)
     failed = failed_extractions(settings, None, wait_seconds)
-    complete = complete_document_partitions(instance, registered) - set(failed) if registered else set()
+    known = set() if stored is None else set(stored["document_key"].to_list())
+    complete = complete_documents(stored, _read(settings, STEPS_TABLE, wait_seconds)) - set(failed)
     changes = detect_changes(
-        settings.input_dir, settings.input.file_types, stored, set(registered), complete, document_fingerprint(settings)
+        settings.input_dir, settings.input.file_types, stored, known, complete, document_fingerprint(settings)
     )
-    return DocumentState(changes, registered, stored, failed)
+    return DocumentState(changes, stored, failed)
 
 
-def corpus_is_stale(settings: Settings, source_files: pl.DataFrame | None, wait_seconds: float = 30.0) -> bool:
+def corpus_is_stale(settings: Settings, source_files: pl.DataFrame | None, wait_seconds: float = DEFAULT_WAIT_SECONDS) -> bool:
     """True when the corpus graph was built from other documents or other corpus settings."""
-    from graphrag_assets.project.status import corpus_staleness
-
-    manifest = None
-    if settings.database_path.exists():
-        manifest = read_table(settings.database_path, "corpus_manifest", read_only=True, wait_seconds=wait_seconds)
+    manifest = _read(settings, "corpus_manifest", wait_seconds)
     return bool(corpus_staleness(source_files, manifest, corpus_fingerprint(settings))["stale"])
+
+
+def corpus_staleness(
+    source_files: pl.DataFrame | None, manifest: pl.DataFrame | None, fingerprint: str | None = None
+) -> dict[str, Any]:
+    """Which ingested documents (and whether the corpus settings) differ from the last corpus build."""
+    if manifest is None:
+        return {"built": False, "stale": source_files is not None and not source_files.is_empty()}
+    current = {} if source_files is None else dict(zip(source_files["document_key"], source_files["content_hash"]))
+    built = dict(zip(manifest["document_key"], manifest["content_hash"]))
+    added = sorted(set(current) - set(built))
+    removed = sorted(set(built) - set(current))
+    changed = sorted(k for k in set(current) & set(built) if current[k] != built[k])
+    failed = sorted(manifest.filter(pl.col("status") == "failed")["document_key"].to_list()) if "status" in manifest.columns else []
+    built_with = set(manifest["settings_fingerprint"].drop_nulls().to_list()) if "settings_fingerprint" in manifest.columns else set()
+    settings_changed = fingerprint is not None and built_with != {fingerprint} and not manifest.is_empty()
+    return {
+        "built": True,
+        "stale": bool(added or removed or changed or settings_changed),
+        "settings_changed": settings_changed,
+        "documents_since_build": {"added": added, "changed": changed, "removed": removed},
+        "left_out": failed,
+    }

@@ -1,7 +1,7 @@
 """What the index holds and what is out of date (``graphrag-assets status``).
 
-Reads the database read-only, the input folder and the Dagster instance's partition statuses, with
-the same change detection as ``index`` and the sensor; works while the UI is running.
+Reads the database read-only and the input folder, with the same change detection as ``index``
+and the sensor (:mod:`graphrag_assets.project.state`); works while the UI or a run is going on.
 """
 
 from __future__ import annotations
@@ -10,8 +10,9 @@ from typing import Any
 
 import polars as pl
 
-from graphrag_assets.project.fingerprints import corpus_fingerprint
 from graphrag_assets.core.settings import Settings
+from graphrag_assets.project.fingerprints import corpus_fingerprint
+from graphrag_assets.project.state import corpus_staleness, document_state
 from graphrag_assets.storage.database import connect, table_exists
 
 PIPELINE_TABLES = (
@@ -38,9 +39,6 @@ def _read(conn, table: str) -> pl.DataFrame | None:
 
 
 def project_status(settings: Settings) -> dict[str, Any]:
-    from graphrag_assets.project.state import document_state
-    from graphrag_assets.pipeline.runner import open_instance
-
     report: dict[str, Any] = {
         "root": str(settings.root),
         "method": settings.resolved_method,
@@ -57,7 +55,7 @@ def project_status(settings: Settings) -> dict[str, Any]:
                     report["tables"][table] = int(conn.execute(f'select count(*) from "{table}"').fetchall()[0][0])
             manifest = _read(conn, "corpus_manifest")
             extraction_status = _read(conn, "extraction_status")
-    state = document_state(settings, open_instance(settings))
+    state = document_state(settings)
     changes, source_files = state.changes, state.source_files
     documents: dict[str, Any] = {
         "new": changes.new,
@@ -79,26 +77,3 @@ def project_status(settings: Settings) -> dict[str, Any]:
     report["documents"] = documents
     report["corpus"] = corpus_staleness(source_files, manifest, corpus_fingerprint(settings))
     return report
-
-
-def corpus_staleness(
-    source_files: pl.DataFrame | None, manifest: pl.DataFrame | None, fingerprint: str | None = None
-) -> dict[str, Any]:
-    """Which ingested documents (and whether the corpus settings) differ from the last corpus build."""
-    if manifest is None:
-        return {"built": False, "stale": source_files is not None and not source_files.is_empty()}
-    current = {} if source_files is None else dict(zip(source_files["document_key"], source_files["content_hash"]))
-    built = dict(zip(manifest["document_key"], manifest["content_hash"]))
-    added = sorted(set(current) - set(built))
-    removed = sorted(set(built) - set(current))
-    changed = sorted(k for k in set(current) & set(built) if current[k] != built[k])
-    failed = sorted(manifest.filter(pl.col("status") == "failed")["document_key"].to_list()) if "status" in manifest.columns else []
-    built_with = set(manifest["settings_fingerprint"].drop_nulls().to_list()) if "settings_fingerprint" in manifest.columns else set()
-    settings_changed = fingerprint is not None and built_with != {fingerprint} and not manifest.is_empty()
-    return {
-        "built": True,
-        "stale": bool(added or removed or changed or settings_changed),
-        "settings_changed": settings_changed,
-        "documents_since_build": {"added": added, "changed": changed, "removed": removed},
-        "left_out": failed,
-    }

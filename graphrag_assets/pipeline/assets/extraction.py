@@ -13,6 +13,8 @@ import polars as pl
 from dagster import AssetExecutionContext, AssetIn, AssetOut, Failure, MetadataValue, Output, multi_asset
 
 from graphrag_assets.core import schemas
+from graphrag_assets.index.graph_extraction import extract_graph_records, extraction_plan
+from graphrag_assets.index.noun_phrases import noun_phrase_records
 from graphrag_assets.pipeline.assets.metadata import preview
 from graphrag_assets.pipeline.assets.model_session import ModelSession
 from graphrag_assets.pipeline.partitions import DOCUMENT_PARTITIONS, PARTITION_METADATA, SINGLE_RUN
@@ -50,8 +52,6 @@ def extract(context: AssetExecutionContext, project: GraphRAGProject, text_units
         records, metadata_extra = _llm_extraction(context, settings, units, failed, failed_units, parse_failures)
         metadata.update(metadata_extra)
     else:
-        from graphrag_assets.index.noun_phrases import noun_phrase_records
-
         progress = Counter("noun phrases", units.height, context.log).start()
         records = noun_phrase_records(units.select("id", "text", "document_key"), settings.nlp.max_word_length)
         progress.step(units.height)
@@ -92,28 +92,12 @@ def extract(context: AssetExecutionContext, project: GraphRAGProject, text_units
 
 
 def _llm_extraction(context, settings, units, failed, failed_units, parse_failures) -> tuple[pl.DataFrame, dict]:
-    from graphrag_assets.index.graph_extraction import ClaimOptions, claim_prompts, extract_graph_records, graph_prompts
-
-    extraction = settings.extraction
-    claims = None
-    if extraction.claims.enabled:
-        claims = ClaimOptions(
-            description=extraction.claims.description,
-            prompts=claim_prompts(extraction.claims.prompt, settings.root),
-            max_gleanings=extraction.claims.max_gleanings,
-        )
-    prompts = graph_prompts(extraction.prompt, settings.root)
+    plan = extraction_plan(settings.extraction, settings.root)
     progress = Counter("extract graph", units.height, context.log).start()
     with ModelSession(context, settings, partition_key=_partition_label(context)) as session:
         output = session.run(
             extract_graph_records(
-                session.chat,
-                units.select("id", "text", "document_key"),
-                entity_types=extraction.entity_types,
-                max_gleanings=extraction.max_gleanings,
-                prompts=prompts,
-                claims=claims,
-                on_unit_done=lambda done, total: progress.step(),
+                session.chat, units.select("id", "text", "document_key"), plan, on_unit_done=lambda done, total: progress.step()
             )
         )
     usage = session.metadata()

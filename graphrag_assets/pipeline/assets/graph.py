@@ -9,13 +9,19 @@ import polars as pl
 from dagster import AssetCheckResult, AssetCheckSpec, AssetExecutionContext, AssetIn, AssetOut, MetadataValue, Output, multi_asset
 
 from graphrag_assets.core import schemas
+from graphrag_assets.core.errors import UserError
+from graphrag_assets.core.progress import Counter, warn
+from graphrag_assets.index.graph_checks import check_graph
+from graphrag_assets.index.graph_merge import finalize_covariates, finalize_graph, merge_graph
+from graphrag_assets.index.nlp_graph import build_noun_graph, prune_graph
+from graphrag_assets.index.summarize import distinct_descriptions, summarize_all
 from graphrag_assets.pipeline.assets.metadata import preview
 from graphrag_assets.pipeline.assets.model_session import ModelSession
-from graphrag_assets.index.graph_checks import check_graph
-from graphrag_assets.core.errors import UserError
-from graphrag_assets.project.fingerprints import corpus_fingerprint
-from graphrag_assets.core.progress import Counter, warn
+from graphrag_assets.pipeline.partitions import PARTITIONS_NAME
 from graphrag_assets.pipeline.resources import GraphRAGProject
+from graphrag_assets.project.fingerprints import corpus_fingerprint
+from graphrag_assets.prompts.templates import load_prompt
+from graphrag_assets.storage.documents import keep_only_documents
 
 CHECKS = [
     AssetCheckSpec("relationship_endpoints_exist", asset="relationships", description="Every relationship's source and target is an entity."),
@@ -91,10 +97,6 @@ def graph(
 
 
 def _standard_graph(context, settings, extractions: pl.DataFrame):
-    from graphrag_assets.index.graph_merge import finalize_covariates, finalize_graph, merge_graph
-    from graphrag_assets.prompts.templates import load_prompt
-    from graphrag_assets.index.summarize import distinct_descriptions, summarize_all
-
     merged = merge_graph(extractions)
     entity_items = [(row[0], row[1] or []) for row in merged.entities.select("title", "descriptions").iter_rows()]
     relationship_items = [((row[0], row[1]), row[2] or []) for row in merged.relationships.select("source", "target", "descriptions").iter_rows()]
@@ -105,7 +107,7 @@ def _standard_graph(context, settings, extractions: pl.DataFrame):
         if needs_model:
             progress = Counter("summarize descriptions", len(needs_model), context.log).start()
             summaries = session.run(
-                _summaries_with_progress(session.chat, needs_model, settings, template, progress, summarize_all)
+                _summaries_with_progress(session.chat, needs_model, settings, template, progress)
             )
     entity_summaries = {k: v for k, v in summaries.items() if isinstance(k, str)}
     relationship_summaries = {k: v for k, v in summaries.items() if isinstance(k, tuple)}
@@ -123,7 +125,7 @@ def _standard_graph(context, settings, extractions: pl.DataFrame):
     return entities, relationships, covariates, metadata
 
 
-async def _summaries_with_progress(model, items, settings, template, progress, summarize_all):
+async def _summaries_with_progress(model, items, settings, template, progress):
     """Summaries in chunks, so progress moves while a large corpus is summarized."""
     results: dict = {}
     step = max(1, settings.llm.concurrency * 4)
@@ -144,8 +146,6 @@ async def _summaries_with_progress(model, items, settings, template, progress, s
 
 
 def _noun_graph(context, settings, extractions: pl.DataFrame, text_units: pl.DataFrame):
-    from graphrag_assets.index.nlp_graph import build_noun_graph, prune_graph
-
     progress = Counter("noun-phrase graph", 2, context.log).start()
     ordered_units = text_units.sort("document_key", "chunk_index").select("id", "text")
     entities, relationships = build_noun_graph(
@@ -173,18 +173,8 @@ def _purge_removed_documents(context: AssetExecutionContext, settings) -> dict[s
     The inputs of this step were already loaded for the current partitions only, so the graph
     never sees those rows; this keeps the per-document tables and LanceDB in step with it.
     """
-    from graphrag_assets.pipeline.partitions import PER_DOCUMENT_TABLES
-    from graphrag_assets.storage.tables import purge_partitions_except
-    from graphrag_assets.storage.vectors import TEXT_UNIT_TABLE, delete_scopes_except
-
-    from graphrag_assets.pipeline.partitions import PARTITIONS_NAME
-
     keep = context.instance.get_dynamic_partitions(PARTITIONS_NAME)
-    purged = purge_partitions_except(settings.database_path, PER_DOCUMENT_TABLES, "document_key", keep)
-    vectors = delete_scopes_except(settings.lancedb_path, TEXT_UNIT_TABLE, "document_key", keep)
-    if vectors:
-        purged[f"lancedb:{TEXT_UNIT_TABLE}"] = vectors
-    return purged
+    return keep_only_documents(settings.database_path, settings.lancedb_path, keep)
 
 
 def _manifest(source_files: pl.DataFrame, extraction_status: pl.DataFrame) -> pl.DataFrame:

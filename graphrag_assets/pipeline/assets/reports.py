@@ -9,6 +9,8 @@ so an unchanged community costs nothing on the next run.
 import polars as pl
 from dagster import AssetExecutionContext, AssetIn, MetadataValue, asset
 
+from graphrag_assets.index.community_reports import generate_reports, load_report_prompt
+from graphrag_assets.index.extractive_reports import extractive_reports
 from graphrag_assets.pipeline.assets.metadata import preview
 from graphrag_assets.pipeline.assets.model_session import ModelSession
 from graphrag_assets.core.progress import Counter, warn
@@ -36,13 +38,9 @@ def community_reports(
     usage: dict = {}
     failed: list[tuple[int, str]] = []
     if method == "nlp":
-        from graphrag_assets.index.extractive_reports import extractive_reports
-
         frame = extractive_reports(communities, entities, relationships, units)
         progress.step(communities.height)
     else:
-        from graphrag_assets.index.community_reports import generate_reports, load_report_prompt
-
         variant = "graph" if method == "standard" else "text"
         override = settings.reports.prompt if variant == "graph" else settings.reports.text_prompt
         template = load_report_prompt(variant, override, settings.root)
