@@ -12,12 +12,14 @@ import pytest
 from graphrag_assets.core import ids
 from graphrag_assets.core.errors import LLMError, UserError
 from graphrag_assets.index.community_reports import (
+    ReportOptions,
     generate_reports,
     load_report_prompt,
     parse_report_answer,
     remap_citations,
     render_markdown,
 )
+from graphrag_assets.index.report_context import ContextBudget, ReportTables
 from graphrag_assets.llm.types import ChatResult, Message
 from graphrag_assets.core.schemas import COMMUNITY_REPORTS
 from graphrag_assets_tests.shared_data import NANO_MOCK_CACHE, require
@@ -197,11 +199,13 @@ ANSWERS = {
 }
 
 
-def run(model, max_input_length=170, **kwargs):
+def run(model, max_input_length=170, on_progress=None):
     entities, relationships, communities, covariates = make_graph()
     return asyncio.run(
-        generate_reports(model, communities, entities, relationships, covariates,
-                         max_input_length=max_input_length, **kwargs)
+        generate_reports(
+            model, ReportTables(communities, entities, relationships, covariates),
+            ReportOptions(budget=ContextBudget(max_input_length)), on_progress,
+        )
     )
 
 
@@ -294,7 +298,7 @@ def test_text_variant_cites_sources_by_text_unit_short_id():
     model = CannedModel({1: [source_answer], 2: [source_answer], 0: [source_answer], 3: [source_answer]})
 
     result = asyncio.run(
-        generate_reports(model, communities, entities, text_units=text_units(), variant="text", max_input_length=8000)
+        generate_reports(model, ReportTables(communities, entities, text_units=text_units()), ReportOptions(variant="text"))
     )
     assert all("-----Sources-----\nid|text\n" in c["messages"][0]["content"] for c in model.calls)
     assert {c["prompt_version"] for c in model.calls} == {load_report_prompt("text").version}
@@ -327,8 +331,12 @@ def test_microsoft_christmas_carol_index_fits_budget_and_substitutes():
     model = FixedModel()
     result = asyncio.run(
         generate_reports(
-            model, table("communities", COMMUNITIES), table("entities", ENTITIES),
-            table("relationships", RELATIONSHIPS), table("covariates", COVARIATES), max_input_length=2000,
+            model,
+            ReportTables(
+                table("communities", COMMUNITIES), table("entities", ENTITIES),
+                table("relationships", RELATIONSHIPS), table("covariates", COVARIATES),
+            ),
+            ReportOptions(budget=ContextBudget(2000)),
         )
     )
     frame = result.frame

@@ -7,6 +7,8 @@ import pytest
 
 from graphrag_assets.core import ids
 from graphrag_assets.index.report_context import (
+    ContextBudget,
+    ReportTables,
     build_report_contexts,
     build_text_report_contexts,
     format_cell,
@@ -87,7 +89,7 @@ def make_graph(extra_entities: list[tuple[str, str, str, int]] = ()) -> tuple[pl
 def contexts(max_input_length: int = 8000, child_reports=None, extra_entities=(), level: int | None = 0):
     entities, relationships, communities, covariates = make_graph(list(extra_entities))
     return build_report_contexts(
-        communities, entities, relationships, covariates, child_reports, level=level, max_input_length=max_input_length
+        ReportTables(communities, entities, relationships, covariates), child_reports, level, ContextBudget(max_input_length)
     )
 
 
@@ -320,7 +322,7 @@ def text_graph() -> tuple[pl.DataFrame, pl.DataFrame]:
 
 def test_text_context_scores_units_by_member_degrees():
     entities, communities = text_graph()
-    context = build_text_report_contexts(communities, entities, text_units(), level=0)[0]
+    context = build_text_report_contexts(ReportTables(communities, entities, text_units=text_units()), level=0)[0]
     # unit-shared: A(2) + D(2) = 4; unit-c: 3; unit-a, unit-b, unit-d: 2 (ties by id); unit-e, unit-f: 1.
     assert context.text == (
         "-----Sources-----\nid|text\n1|A and D meet.\n2|Text about C.\n3|Text about A.\n4|Text about B.\n"
@@ -334,10 +336,9 @@ def test_text_context_scores_units_by_member_degrees():
 def test_text_context_substitutes_child_reports():
     entities, communities = text_graph()
     units = text_units(" More of the same story." * 20)
-    full = build_text_report_contexts(communities, entities, units, level=0)[0]
-    context = build_text_report_contexts(
-        communities, entities, units, CHILD_REPORTS, level=0, max_input_length=full.tokens - 1
-    )[0]
+    tables = ReportTables(communities, entities, text_units=units)
+    full = build_text_report_contexts(tables, level=0)[0]
+    context = build_text_report_contexts(tables, CHILD_REPORTS, 0, ContextBudget(full.tokens - 1))[0]
     # Child 1 (A, B, C: three units) is the largest and is replaced by its report; the shared unit
     # is mentioned by both children, so no single report covers it and it stays.
     assert (context.substituted, context.trimmed) == (1, False)

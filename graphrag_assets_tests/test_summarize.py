@@ -14,6 +14,7 @@ from graphrag_assets.index.summarize import (
     distinct_descriptions,
     item_name,
     plan_summary_chunks,
+    SummaryOptions,
     summarize_all,
 )
 from graphrag_assets.llm.types import ChatResult, Message
@@ -57,7 +58,7 @@ class ScriptedModel:
 
 def run(model, items, max_input_tokens=1000, max_length=50):
     return asyncio.run(
-        summarize_all(model, items, max_input_tokens=max_input_tokens, max_length=max_length, template=TEMPLATE, count_tokens=words)
+        summarize_all(model, items, SummaryOptions(TEMPLATE, max_input_tokens, max_length, words))
     )
 
 
@@ -143,7 +144,7 @@ def test_real_prompt_and_default_tokenizer():
     template = load_prompt("summarize_descriptions")
     model = ScriptedModel(answer="merged")
     result = asyncio.run(
-        summarize_all(model, [("A", ["one", "two"])], max_input_tokens=4000, max_length=120, template=template)
+        summarize_all(model, [("A", ["one", "two"])], SummaryOptions(template, max_length=120))
     )
     assert result == {"A": "merged"}
     assert '["one", "two"]' in model.prompts[0] and "120 words" in model.prompts[0] and '"A"' in model.prompts[0]

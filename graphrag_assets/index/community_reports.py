@@ -37,10 +37,13 @@ import polars as pl
 
 from graphrag_assets.core.errors import LLMError
 from graphrag_assets.core.ids import stable_uuid
+from graphrag_assets.core.settings import Settings
+from graphrag_assets.index.methods import method_steps
 from graphrag_assets.prompts.templates import PromptTemplate, load_prompt
 from graphrag_assets.index.report_context import (
     ReportContext,
-    TokenCache,
+    ContextBudget,
+    ReportTables,
     Variant,
     build_report_contexts,
     build_text_report_contexts,
@@ -303,41 +306,52 @@ async def _report_for(model: ChatModel, template: PromptTemplate, context: Repor
         return _Outcome(None, f"the model call failed: {exc}", calls, reasks)
 
 
+@dataclass(frozen=True)
+class ReportOptions:
+    """How reports are written: from the graph or from the text units, the word limit told to
+    the model, the prompt, and the context budget."""
+
+    variant: Variant = "graph"
+    max_length: int = 2000
+    template: PromptTemplate | None = None
+    budget: ContextBudget = field(default_factory=ContextBudget)
+
+
+def report_options(settings: Settings) -> ReportOptions:
+    """The report options the settings describe (the method decides graph or text context)."""
+    variant = method_steps(settings.resolved_method).reports
+    if variant == "extractive":
+        raise ValueError("the nlp method writes extractive reports, not model reports")
+    override = settings.reports.prompt if variant == "graph" else settings.reports.text_prompt
+    return ReportOptions(
+        variant=variant,
+        max_length=settings.reports.max_length,
+        template=load_report_prompt(variant, override, settings.root),
+        budget=ContextBudget(settings.reports.max_input_length, settings.chunking.encoding),
+    )
+
+
 async def generate_reports(
     model: ChatModel,
-    communities: pl.DataFrame,
-    entities: pl.DataFrame,
-    relationships: pl.DataFrame | None = None,
-    covariates: pl.DataFrame | None = None,
-    text_units: pl.DataFrame | None = None,
-    *,
-    variant: Variant = "graph",
-    max_input_length: int = 8000,
-    max_length: int = 2000,
-    template: PromptTemplate | None = None,
-    encoding: str = "cl100k_base",
+    tables: ReportTables,
+    options: ReportOptions | None = None,
     on_progress: ProgressCallback | None = None,
 ) -> ReportsResult:
     """Reports of every community, deepest level first (see the module docstring).
 
-    ``variant`` "graph" needs ``relationships`` (``covariates`` optional); "text" needs
-    ``text_units``. ``max_length`` is the word limit told to the model. ``on_progress`` gets
-    ``(done, total)`` after each community. Only :class:`LLMError` is turned into a failed
-    community; other exceptions propagate.
+    ``on_progress`` gets ``(done, total)`` after each community. Only :class:`LLMError` is turned
+    into a failed community; other exceptions propagate.
     """
-    if variant == "graph" and relationships is None:
-        raise ValueError("the graph variant needs the relationships table")
-    if variant == "text" and text_units is None:
-        raise ValueError("the text variant needs the text_units table")
-    template = template or load_report_prompt(variant)
+    options = options or ReportOptions()
+    template = options.template or load_report_prompt(options.variant)
+    build = build_report_contexts if options.variant == "graph" else build_text_report_contexts
     info = {
         row["community"]: row
-        for row in communities.select("community", "level", "parent", "children", "period", "size").iter_rows(
+        for row in tables.communities.select("community", "level", "parent", "children", "period", "size").iter_rows(
             named=True
         )
     }
     total = len(info)
-    tokens = TokenCache(encoding)
     answers: dict[int, dict[str, Any]] = {}  # community -> parsed answer (what parents' contexts use)
     rows: list[dict[str, Any]] = []
     failed: list[tuple[int, str]] = []
@@ -345,21 +359,12 @@ async def generate_reports(
     calls = reasks = done = 0
 
     for level in sorted({row["level"] for row in info.values()}, reverse=True):
-        if variant == "graph":
-            contexts = build_report_contexts(
-                communities, entities, relationships, covariates, answers,  # type: ignore[arg-type]
-                level=level, max_input_length=max_input_length, encoding=encoding, costs=tokens,
-            )
-        else:
-            contexts = build_text_report_contexts(
-                communities, entities, text_units, answers,  # type: ignore[arg-type]
-                level=level, max_input_length=max_input_length, encoding=encoding, costs=tokens,
-            )
+        contexts = build(tables, answers, level, options.budget)
         order = sorted(contexts)
 
         async def report_with_progress(context: ReportContext) -> _Outcome:
             nonlocal done
-            outcome = await _report_for(model, template, context, max_length)
+            outcome = await _report_for(model, template, context, options.max_length)
             done += 1
             if on_progress is not None:
                 on_progress(done, total)

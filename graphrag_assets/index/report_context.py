@@ -169,7 +169,7 @@ class _Report:
 class TokenCache:
     """Token counts of context lines, cached: rows recur across levels and substitution attempts.
 
-    Share one between the calls of a run (one per level) by passing it as ``costs``.
+    One is shared by every level of a run through :class:`ContextBudget`.
     """
 
     def __init__(self, encoding: str) -> None:
@@ -436,6 +436,37 @@ def _graph_community(
     )
 
 
+@dataclass(frozen=True)
+class ReportTables:
+    """The tables community reports are written from.
+
+    The graph variant reads ``relationships`` (and ``covariates`` when claims were extracted), the
+    text variant ``text_units``; ``communities`` must also hold the children of the communities
+    being reported on (their members decide what a child's report covers).
+    """
+
+    communities: pl.DataFrame
+    entities: pl.DataFrame
+    relationships: pl.DataFrame | None = None
+    covariates: pl.DataFrame | None = None
+    text_units: pl.DataFrame | None = None
+
+
+@dataclass
+class ContextBudget:
+    """How many tokens a report context may hold, counted with ``encoding``.
+
+    One budget is shared by every level of a run, so its row token counts are cached once.
+    """
+
+    max_input_length: int = 8000
+    encoding: str = "cl100k_base"
+    costs: TokenCache = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.costs = TokenCache(self.encoding)
+
+
 def _community_rows(communities: pl.DataFrame) -> dict[int, dict[str, Any]]:
     columns = ["community", "level", "children", "entity_ids", "relationship_ids", "text_unit_ids"]
     return {row["community"]: row for row in communities.select(columns).iter_rows(named=True)}
@@ -446,40 +477,34 @@ def _at_level(rows: Mapping[int, Mapping[str, Any]], level: int | None) -> list[
 
 
 def build_report_contexts(
-    communities: pl.DataFrame,
-    entities: pl.DataFrame,
-    relationships: pl.DataFrame,
-    covariates: pl.DataFrame | None = None,
+    tables: ReportTables,
     child_reports: Mapping[int, Mapping[str, Any]] | None = None,
-    *,
     level: int | None = None,
-    max_input_length: int = 8000,
-    encoding: str = "cl100k_base",
-    costs: TokenCache | None = None,
+    budget: ContextBudget | None = None,
 ) -> dict[int, ReportContext]:
     """Graph-variant contexts of the communities at ``level`` (all rows when None).
 
-    ``communities`` must also hold the children of those communities (their members decide what a
-    child's report covers); ``child_reports`` maps a community number to its report
-    (``title``, ``summary``, ``findings``), e.g. from :func:`reports_by_community`. ``costs`` lets
-    a caller share the row token-count cache across levels.
+    ``child_reports`` maps a community number to its report (``title``, ``summary``,
+    ``findings``), e.g. from :func:`reports_by_community`.
     """
-    costs = costs or TokenCache(encoding)
-    rows = _community_rows(communities)
-    entity_by_id = _entity_rows(entities)
+    if tables.relationships is None:
+        raise ValueError("the graph variant needs the relationships table")
+    budget = budget or ContextBudget()
+    rows = _community_rows(tables.communities)
+    entity_by_id = _entity_rows(tables.entities)
     relationship_by_id = {
         r["id"]: r
-        for r in relationships.select(
+        for r in tables.relationships.select(
             "id", "human_readable_id", "source", "target", "description", "combined_degree"
         ).iter_rows(named=True)
     }
-    claims_of = _claims_by_subject(covariates)
+    claims_of = _claims_by_subject(tables.covariates)
     return {
         row["community"]: _build_context(
-            _graph_community(row, rows, entity_by_id, relationship_by_id, claims_of, costs),
+            _graph_community(row, rows, entity_by_id, relationship_by_id, claims_of, budget.costs),
             child_reports or {},
-            costs,
-            max_input_length,
+            budget.costs,
+            budget.max_input_length,
         )
         for row in _at_level(rows, level)
     }
@@ -543,15 +568,10 @@ def _text_community(
 
 
 def build_text_report_contexts(
-    communities: pl.DataFrame,
-    entities: pl.DataFrame,
-    text_units: pl.DataFrame,
+    tables: ReportTables,
     child_reports: Mapping[int, Mapping[str, Any]] | None = None,
-    *,
     level: int | None = None,
-    max_input_length: int = 8000,
-    encoding: str = "cl100k_base",
-    costs: TokenCache | None = None,
+    budget: ContextBudget | None = None,
 ) -> dict[int, ReportContext]:
     """Text-variant contexts: the community's text units as a Sources table (reference §6.4).
 
@@ -561,19 +581,20 @@ def build_text_report_contexts(
     internal relationship still has sources. A unit mentioned only by the entities of one child
     is covered by that child's report when it is substituted.
     """
-    costs = costs or TokenCache(encoding)
-    rows = _community_rows(communities)
+    if tables.text_units is None:
+        raise ValueError("the text variant needs the text_units table")
+    budget = budget or ContextBudget()
+    rows = _community_rows(tables.communities)
     entity_by_id = {
-        e["id"]: e for e in entities.select("id", "title", "degree", "text_unit_ids").iter_rows(named=True)
+        e["id"]: e for e in tables.entities.select("id", "title", "degree", "text_unit_ids").iter_rows(named=True)
     }
-    text_of = dict(text_units.select("id", "text").iter_rows())
+    text_of = dict(tables.text_units.select("id", "text").iter_rows())
     return {
         row["community"]: _build_context(
-            _text_community(row, rows, entity_by_id, text_of, costs),
+            _text_community(row, rows, entity_by_id, text_of, budget.costs),
             child_reports or {},
-            costs,
-            max_input_length,
+            budget.costs,
+            budget.max_input_length,
         )
         for row in _at_level(rows, level)
     }
-

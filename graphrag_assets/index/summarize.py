@@ -16,12 +16,14 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass, field
 from typing import TypeVar
 
 from graphrag_assets.core.errors import LLMError
-from graphrag_assets.prompts.templates import PromptTemplate
+from graphrag_assets.core.settings import Settings
+from graphrag_assets.prompts.templates import PromptTemplate, load_prompt
 from graphrag_assets.llm.types import ChatModel
-from graphrag_assets.core.tokens import count_tokens as count_encoded_tokens
+from graphrag_assets.core.tokens import token_counter
 
 PURPOSE = "summarize_descriptions"
 
@@ -63,24 +65,33 @@ def item_name(key: Hashable) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-async def summarize_descriptions(
-    model: ChatModel,
-    name: str,
-    descriptions: Sequence[str],
-    *,
-    max_input_tokens: int,
-    max_length: int,
-    template: PromptTemplate,
-    count_tokens: Callable[[str], int],
-) -> str:
+@dataclass(frozen=True)
+class SummaryOptions:
+    """The prompt, its input budget (tokens, counted with ``count_tokens``) and the word limit it states."""
+
+    template: PromptTemplate
+    max_input_tokens: int = 4000
+    max_length: int = 500
+    count_tokens: Callable[[str], int] = field(default_factory=token_counter)
+
+
+def summary_options(settings: Settings) -> SummaryOptions:
+    """The options the ``summarize`` settings describe (the user's prompt file, if set)."""
+    summarize = settings.summarize
+    template = load_prompt("summarize_descriptions", summarize.prompt, settings.root)
+    return SummaryOptions(template, summarize.max_input_tokens, summarize.max_length, token_counter(settings.chunking.encoding))
+
+
+async def summarize_descriptions(model: ChatModel, name: str, descriptions: Sequence[str], options: SummaryOptions) -> str:
     """One description for an item from its descriptions (see the module docstring)."""
+    template, max_length, count_tokens = options.template, options.max_length, options.count_tokens
     current = distinct_descriptions(descriptions)
     if not current:
         return ""
     if len(current) == 1:
         return current[0]
     overhead = count_tokens(template.format(entity_name=name, description_list="[]", max_length=max_length))
-    budget = max(max_input_tokens - overhead, 1)
+    budget = max(options.max_input_tokens - overhead, 1)
 
     def listed_size(description: str) -> int:
         return count_tokens(json.dumps(description, ensure_ascii=False)) + 1  # quotes and comma
@@ -93,34 +104,16 @@ async def summarize_descriptions(
         current = [summary, *(d for group in groups[1:] for d in group)]
 
 
-async def summarize_all(
-    model: ChatModel,
-    items: Sequence[tuple[Key, Sequence[str]]],
-    *,
-    max_input_tokens: int,
-    max_length: int,
-    template: PromptTemplate,
-    count_tokens: Callable[[str], int] | None = None,
-    encoding: str = "cl100k_base",
-) -> dict[Key, str]:
+async def summarize_all(model: ChatModel, items: Sequence[tuple[Key, Sequence[str]]], options: SummaryOptions) -> dict[Key, str]:
     """Summaries of many items, computed concurrently (the model bounds concurrency).
 
     Keys are entity titles or (source, target) pairs. If any call fails for good, every other
     item is still finished (so its answer is cached) before an :class:`LLMError` is raised.
     """
-    counter = count_tokens or (lambda text: count_encoded_tokens(text, encoding))
     keys = [key for key, _ in items]
     outcomes = await asyncio.gather(
         *(
-            summarize_descriptions(
-                model,
-                item_name(key),
-                descriptions,
-                max_input_tokens=max_input_tokens,
-                max_length=max_length,
-                template=template,
-                count_tokens=counter,
-            )
+            summarize_descriptions(model, item_name(key), descriptions, options)
             for key, descriptions in items
         ),
         return_exceptions=True,

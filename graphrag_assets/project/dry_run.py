@@ -22,6 +22,7 @@ from graphrag_assets.index.documents import read_file_documents
 from graphrag_assets.index.embedding_texts import text_unit_texts
 from graphrag_assets.index.graph_extraction import extract_graph_records, extraction_plan
 from graphrag_assets.index.input_files import discover_input_files
+from graphrag_assets.index.methods import method_steps
 from graphrag_assets.llm.factory import ModelSet
 from graphrag_assets.llm.usage import UsageMeter, last_corpus_run_usage
 from graphrag_assets.project.state import document_state
@@ -103,7 +104,7 @@ async def _simulate(settings: Settings, units: pl.DataFrame, models: ModelSet) -
     """Build every request of the per-document stage as a real run would; the models only count."""
     if units.is_empty():
         return
-    if settings.resolved_method == "standard":
+    if method_steps(settings.resolved_method).extraction == "model":
         plan = extraction_plan(settings.extraction, settings.root)
         await extract_graph_records(models.chat, units.select("id", "text", "document_key"), plan)
     if not settings.llm.use_local_embedder:

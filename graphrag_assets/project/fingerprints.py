@@ -11,6 +11,8 @@ import json
 
 from graphrag_assets.core.ids import stable_hash
 from graphrag_assets.core.settings import Settings
+from graphrag_assets.index.community_reports import report_options
+from graphrag_assets.index.methods import method_steps
 from graphrag_assets.prompts.templates import load_prompt
 
 # Bumped when a release changes how documents are read or chunked (e.g. line endings, cut
@@ -25,6 +27,7 @@ def _prompt_version(name: str, override: str | None, settings: Settings) -> str:
 def document_fingerprint(settings: Settings) -> str:
     """Hash of every setting that per-document assets (ingest, extraction, embeddings) depend on."""
     method = settings.resolved_method
+    steps = method_steps(method)
     parts: dict[str, object] = {
         "pipeline": DOCUMENT_PIPELINE_VERSION,
         "input": settings.input.model_dump(exclude={"dir"}),
@@ -33,7 +36,7 @@ def document_fingerprint(settings: Settings) -> str:
         "embeddings": "local" if settings.llm.use_local_embedder else settings.llm.embedding_model,
         "local_dimension": settings.embeddings.local_dimension if settings.llm.use_local_embedder else None,
     }
-    if method == "standard":
+    if steps.extraction == "model":
         extraction = settings.extraction
         parts["extraction"] = {
             "entity_types": extraction.entity_types,
@@ -55,20 +58,20 @@ def corpus_fingerprint(settings: Settings) -> str:
     changed (a new cluster size, pruning rule, report prompt or model).
     """
     method = settings.resolved_method
+    steps = method_steps(method)
     parts: dict[str, object] = {
         "method": method,
         "communities": settings.communities.model_dump(),
         "embeddings": "local" if settings.llm.use_local_embedder else settings.llm.embedding_model,
         "local_dimension": settings.embeddings.local_dimension if settings.llm.use_local_embedder else None,
     }
-    if method == "standard":
+    if steps.graph == "summarized":
         parts["summarize"] = settings.summarize.model_dump(exclude={"prompt"})
         parts["summarize_prompt"] = _prompt_version("summarize_descriptions", settings.summarize.prompt, settings)
     else:
         parts["nlp"] = settings.nlp.model_dump()
-    if method != "nlp":
+    if steps.model_reports:
         parts["reports"] = settings.reports.model_dump(exclude={"prompt", "text_prompt"})
-        variant, override = ("community_report", settings.reports.prompt) if method == "standard" else ("community_report_text", settings.reports.text_prompt)
-        parts["reports_prompt"] = _prompt_version(variant, override, settings)
+        parts["reports_prompt"] = report_options(settings).template.version
         parts["chat_model"] = settings.llm.chat_model
     return stable_hash(json.dumps(parts, sort_keys=True, default=str))[:16]

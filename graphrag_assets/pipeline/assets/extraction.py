@@ -13,6 +13,7 @@ import polars as pl
 from dagster import AssetExecutionContext, AssetIn, AssetOut, Failure, MetadataValue, Output, multi_asset
 
 from graphrag_assets.core import schemas
+from graphrag_assets.index.methods import method_steps
 from graphrag_assets.index.graph_extraction import extract_graph_records, extraction_plan
 from graphrag_assets.index.noun_phrases import noun_phrase_records
 from graphrag_assets.pipeline.assets.metadata import preview
@@ -48,7 +49,7 @@ def extract(context: AssetExecutionContext, project: GraphRAGProject, text_units
     failed_units: dict[str, int] = {}
     parse_failures: dict[str, int] = {}
     metadata: dict = {"method": method}
-    if method == "standard":
+    if method_steps(method).extraction == "model":
         records, metadata_extra = _llm_extraction(context, settings, units, failed, failed_units, parse_failures)
         metadata.update(metadata_extra)
     else:

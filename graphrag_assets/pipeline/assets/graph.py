@@ -12,15 +12,15 @@ from graphrag_assets.core import schemas
 from graphrag_assets.core.errors import UserError
 from graphrag_assets.core.progress import Counter, warn
 from graphrag_assets.index.graph_checks import check_graph
+from graphrag_assets.index.methods import method_steps
 from graphrag_assets.index.graph_merge import finalize_covariates, finalize_graph, merge_graph
 from graphrag_assets.index.nlp_graph import build_noun_graph, prune_graph
-from graphrag_assets.index.summarize import distinct_descriptions, summarize_all
+from graphrag_assets.index.summarize import SummaryOptions, distinct_descriptions, summarize_all, summary_options
 from graphrag_assets.pipeline.assets.metadata import preview
 from graphrag_assets.pipeline.assets.model_session import ModelSession
 from graphrag_assets.pipeline.partitions import PARTITIONS_NAME
 from graphrag_assets.pipeline.resources import GraphRAGProject
 from graphrag_assets.project.fingerprints import corpus_fingerprint
-from graphrag_assets.prompts.templates import load_prompt
 from graphrag_assets.storage.documents import keep_only_documents
 
 CHECKS = [
@@ -61,7 +61,7 @@ def graph(
     left_out = sorted(extraction_status.filter(pl.col("status") == "failed")["document_key"].to_list())
     extractions = graph_extractions.filter(~pl.col("document_key").is_in(left_out))
     metadata: dict = {"method": method, "left_out_documents": MetadataValue.json(left_out), "purged_rows": MetadataValue.json(purged)}
-    if method == "standard":
+    if method_steps(method).graph == "summarized":
         entities, relationships, covariates, extra = _standard_graph(context, settings, extractions)
     else:
         entities, relationships, covariates, extra = _noun_graph(context, settings, extractions, text_units)
@@ -101,13 +101,12 @@ def _standard_graph(context, settings, extractions: pl.DataFrame):
     entity_items = [(row[0], row[1] or []) for row in merged.entities.select("title", "descriptions").iter_rows()]
     relationship_items = [((row[0], row[1]), row[2] or []) for row in merged.relationships.select("source", "target", "descriptions").iter_rows()]
     needs_model = [item for item in entity_items + relationship_items if len(distinct_descriptions(item[1])) > 1]
-    template = load_prompt("summarize_descriptions", settings.summarize.prompt, settings.root)
     summaries: dict = {}
     with ModelSession(context, settings) as session:
         if needs_model:
             progress = Counter("summarize descriptions", len(needs_model), context.log).start()
             summaries = session.run(
-                _summaries_with_progress(session.chat, needs_model, settings, template, progress)
+                _summaries_with_progress(session.chat, needs_model, summary_options(settings), settings.llm.concurrency * 4, progress)
             )
     entity_summaries = {k: v for k, v in summaries.items() if isinstance(k, str)}
     relationship_summaries = {k: v for k, v in summaries.items() if isinstance(k, tuple)}
@@ -125,22 +124,12 @@ def _standard_graph(context, settings, extractions: pl.DataFrame):
     return entities, relationships, covariates, metadata
 
 
-async def _summaries_with_progress(model, items, settings, template, progress):
-    """Summaries in chunks, so progress moves while a large corpus is summarized."""
+async def _summaries_with_progress(model, items, options: SummaryOptions, step: int, progress: Counter) -> dict:
+    """Summaries in chunks of ``step`` items, so progress moves while a large corpus is summarized."""
     results: dict = {}
-    step = max(1, settings.llm.concurrency * 4)
     for start in range(0, len(items), step):
         batch = items[start : start + step]
-        results.update(
-            await summarize_all(
-                model,
-                batch,
-                max_input_tokens=settings.summarize.max_input_tokens,
-                max_length=settings.summarize.max_length,
-                template=template,
-                encoding=settings.chunking.encoding,
-            )
-        )
+        results.update(await summarize_all(model, batch, options))
         progress.step(len(batch))
     return results
 

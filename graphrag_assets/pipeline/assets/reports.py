@@ -9,7 +9,9 @@ so an unchanged community costs nothing on the next run.
 import polars as pl
 from dagster import AssetExecutionContext, AssetIn, MetadataValue, asset
 
-from graphrag_assets.index.community_reports import generate_reports, load_report_prompt
+from graphrag_assets.index.community_reports import generate_reports, report_options
+from graphrag_assets.index.methods import method_steps
+from graphrag_assets.index.report_context import ReportTables
 from graphrag_assets.index.extractive_reports import extractive_reports
 from graphrag_assets.pipeline.assets.metadata import preview
 from graphrag_assets.pipeline.assets.model_session import ModelSession
@@ -37,29 +39,14 @@ def community_reports(
     units = text_units.sort("document_key", "chunk_index").select("id", "text")
     usage: dict = {}
     failed: list[tuple[int, str]] = []
-    if method == "nlp":
+    if not method_steps(method).model_reports:
         frame = extractive_reports(communities, entities, relationships, units)
         progress.step(communities.height)
     else:
-        variant = "graph" if method == "standard" else "text"
-        override = settings.reports.prompt if variant == "graph" else settings.reports.text_prompt
-        template = load_report_prompt(variant, override, settings.root)
+        tables = ReportTables(communities, entities, relationships, covariates, units)
         with ModelSession(context, settings) as session:
             result = session.run(
-                generate_reports(
-                    session.chat,
-                    communities,
-                    entities,
-                    relationships,
-                    covariates,
-                    units,
-                    variant=variant,
-                    max_input_length=settings.reports.max_input_length,
-                    max_length=settings.reports.max_length,
-                    template=template,
-                    encoding=settings.chunking.encoding,
-                    on_progress=lambda done, total: progress.step(),
-                )
+                generate_reports(session.chat, tables, report_options(settings), on_progress=lambda done, total: progress.step())
             )
         usage = session.metadata()
         frame = result.frame
