@@ -20,8 +20,9 @@ run: $(STAMP)
 	$(BIN)/graphrag-assets status --root .
 	$(BIN)/graphrag-assets query "Who is Søren Holm, and what did he do during Storm Odile?" --method local --root .
 
-## Run the test suite.
+## Check the layer contracts (import-linter, see pyproject.toml), then run the test suite.
 test: $(STAMP)
+	$(BIN)/lint-imports --no-logo
 	$(BIN)/python -m pytest -q
 
 ## Start the Dagster UI on http://127.0.0.1:3000 for this project.
