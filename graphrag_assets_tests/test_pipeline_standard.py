@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 from dagster import AssetKey
 
-from graphrag_assets.pipeline.indexing import index_project
+from graphrag_assets.pipeline.indexing import IndexOptions, index_project
 from graphrag_assets.core.settings import load_settings
 from graphrag_assets_tests.conftest import make_llm_project, query_db
 
@@ -77,7 +77,7 @@ def copy_of_index(standard_index: Path, tmp_path: Path) -> Path:
 
 def test_rerun_with_warm_cache_makes_no_model_calls(copy_of_index: Path, graphrag_server) -> None:
     before = len(graphrag_server.calls())
-    report = index_project(load_settings(copy_of_index), force_corpus=True)
+    report = index_project(load_settings(copy_of_index), IndexOptions(force_corpus=True))
     assert report.success
     assert len(graphrag_server.calls()) == before
     assert all(u["calls"] == 0 for u in report.usage.values()) and sum(u["cached"] for u in report.usage.values()) > 0

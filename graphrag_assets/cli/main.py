@@ -102,10 +102,11 @@ def init(root: Path | None, force: bool) -> None:
 @click.option("--method", type=click.Choice(["standard", "fast", "nlp"]), default=None, help="Indexing method (default: settings, or nlp when no model endpoint is configured).")
 @click.option("--dry-run", is_flag=True, help="Print how many model calls and tokens the next run would need, without calling the model.")
 @click.option("--full", is_flag=True, help="Also rebuild the corpus-wide assets when no document changed.")
+@click.option("--allow-empty-input", is_flag=True, help="Accept a missing or empty input folder and remove every document from the index.")
 @click.option("--verbose", "-v", is_flag=True, help="Show Dagster's own log lines.")
 @JSON_OPTION
 @_guard
-def index(root: Path | None, method: str | None, dry_run: bool, full: bool, verbose: bool, as_json: bool) -> None:
+def index(root: Path | None, method: str | None, dry_run: bool, full: bool, allow_empty_input: bool, verbose: bool, as_json: bool) -> None:
     """Index what changed in data/input (new, changed and deleted documents) and update the graph."""
     overrides = {"method": method} if method else None
     settings = _settings(root, overrides)
@@ -118,10 +119,11 @@ def index(root: Path | None, method: str | None, dry_run: bool, full: bool, verb
         estimate = estimate_next_run(settings)
         _print_json(estimate.as_dict()) if as_json else click.echo(estimate.render())
         return
-    from graphrag_assets.pipeline.indexing import index_project  # imports Dagster (~1 s): only when indexing
+    from graphrag_assets.pipeline.indexing import IndexOptions, index_project  # imports Dagster (~1 s): only when indexing
 
+    options = IndexOptions(overrides=overrides, force_corpus=full, allow_empty_input=allow_empty_input)
     with live_progress(enabled=not as_json and not verbose) as announce:
-        report = index_project(settings, overrides=overrides, announce=announce, force_corpus=full)
+        report = index_project(settings, options, announce)
     if as_json:
         _print_json(report.as_dict())
     else:

@@ -56,7 +56,20 @@ def render_status(report: dict[str, Any]) -> str:
         lines.append(f"  skipped  {skipped['document_key']}: {skipped['message']}")
     for failed in docs["failed"]:
         lines.append(f"  failed   {failed['document_key']}: extraction failed ({failed['error']}); 'index' retries it")
+    interrupted = report.get("interrupted_update")
+    if interrupted:
+        lines.append(
+            f"last update: the 'graphrag-assets index' started at {interrupted.get('started_at')} (pid {interrupted.get('pid')}) "
+            "was stopped before it finished; run it again to finish (model calls already made are not repeated)"
+        )
     corpus = report["corpus"]
+    if corpus.get("unfinished"):
+        lines.append(
+            "corpus graph: an update is running (its tables are published when it finishes)"
+            if corpus.get("update_running")
+            else "corpus graph: the last update stopped before it was published; queries use the previous build, "
+            "and 'graphrag-assets index' finishes it (model calls already made are not repeated)"
+        )
     if not corpus.get("built"):
         lines.append("corpus graph: not built yet")
     else:

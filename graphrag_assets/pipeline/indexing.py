@@ -25,7 +25,7 @@ from graphrag_assets.pipeline.instance import open_instance, refuse_while_runs_a
 from graphrag_assets.pipeline.partitions import CORPUS_JOB, DOCUMENTS_JOB, PARTITIONS_NAME, contiguous_groups, plan_partitions
 from graphrag_assets.pipeline.runner import run_job
 from graphrag_assets.project.locks import index_lock
-from graphrag_assets.project.state import corpus_is_stale, document_state, failed_extractions
+from graphrag_assets.project.state import check_input, corpus_is_stale, document_state, failed_extractions
 from graphrag_assets.storage.documents import delete_documents, refresh_file_stats
 from graphrag_assets.storage.tables import read_table
 
@@ -62,23 +62,41 @@ class IndexReport:
         }
 
 
-def index_project(
-    settings: Settings,
-    *,
-    overrides: dict[str, Any] | None = None,
-    announce: Announce = lambda message: None,
-    force_corpus: bool = False,
-) -> IndexReport:
+@dataclass(frozen=True)
+class IndexOptions:
+    """What the user asked of this update besides "bring the index up to date".
+
+    ``overrides``: settings given on the command line (e.g. the method); ``force_corpus``: rebuild
+    the corpus-wide assets even when nothing changed; ``allow_empty_input``: accept a missing or
+    empty input folder, removing every document from the index.
+    """
+
+    overrides: dict[str, Any] | None = None
+    force_corpus: bool = False
+    allow_empty_input: bool = False
+
+
+def index_project(settings: Settings, options: IndexOptions | None = None, announce: Announce = lambda message: None) -> IndexReport:
     """Bring the index up to date with the input folder; returns what was done.
 
     Holds the project's index lock for the whole update and refuses to start while a Dagster run
-    of this project is in progress, so two writers never interleave.
+    of this project is in progress, so two writers never interleave. Refuses, before writing
+    anything, an input folder that is missing or empty (unless ``allow_empty_input``). Runs left
+    STARTED by a process that died are marked failed first, and an update that was killed part-way
+    is finished (its model calls were cached).
     """
+    options = options or IndexOptions()
+    started = time.monotonic()
+    check_input(settings, document_state(settings), allow_empty=options.allow_empty_input)
     instance = open_instance(settings)
-    with index_lock(settings):
-        refuse_while_runs_are_active(instance)
-        started = time.monotonic()
-        report = _index(settings, instance, build_definitions(settings.root, overrides=overrides), announce, force_corpus)
+    with index_lock(settings) as interrupted:
+        if interrupted:
+            announce(f"the update started at {interrupted.get('started_at')} (pid {interrupted.get('pid')}) was stopped before it finished; finishing it")
+        dead = refuse_while_runs_are_active(instance)
+        if dead:
+            announce(f"marked {len(dead)} run(s) failed whose process is gone: {', '.join(run[:8] for run in dead)}")
+        defs = build_definitions(settings.root, overrides=options.overrides)
+        report = _index(settings, instance, defs, announce, options.force_corpus)
         report.seconds = time.monotonic() - started
         report.usage = usage_by_purpose(settings.database_path, [run["run_id"] for run in report.runs])
         return report

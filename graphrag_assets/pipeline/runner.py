@@ -15,6 +15,9 @@ from dagster import DagsterInstance, Definitions
 from dagster._core.storage.defs_state.base import set_defs_state_storage
 from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
 
+from graphrag_assets.core.processes import ProcessId
+from graphrag_assets.pipeline.instance import PROCESS_TAG
+
 
 log = logging.getLogger(__name__)
 
@@ -71,7 +74,7 @@ def run_job(
 
 def _run_job(defs, instance, job_name, partition_keys, tags, console_log_level) -> RunOutcome:
     job = defs.resolve_job_def(job_name)
-    run_tags = dict(tags or {})
+    run_tags = {**(tags or {}), PROCESS_TAG: ProcessId.current().as_tag()}
     partition_key = None
     keys = list(partition_keys or [])
     if len(keys) == 1:

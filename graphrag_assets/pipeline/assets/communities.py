@@ -18,6 +18,7 @@ from dagster import (
 from graphrag_assets.pipeline.assets.metadata import preview
 from graphrag_assets.index.community_checks import check_hierarchy
 from graphrag_assets.index.communities import build_communities_from_settings
+from graphrag_assets.pipeline.partitions import STAGED_METADATA
 from graphrag_assets.pipeline.resources import GraphRAGProject
 
 CHECKS = [
@@ -31,7 +32,12 @@ CHECKS = [
 
 
 @multi_asset(
-    outs={"communities": AssetOut(description="Hierarchical Leiden communities of the entity graph (MS GraphRAG v3 columns); level 0 is the coarsest.")},
+    outs={
+        "communities": AssetOut(
+            description="Hierarchical Leiden communities of the entity graph (MS GraphRAG v3 columns); level 0 is the coarsest.",
+            metadata=STAGED_METADATA,
+        )
+    },
     ins={"entities": AssetIn(), "relationships": AssetIn()},
     check_specs=CHECKS,
     group_name="graph",
