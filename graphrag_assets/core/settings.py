@@ -21,6 +21,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from graphrag_assets.core.errors import ConfigError
+from graphrag_assets.core.tokens import known_encodings
 
 SETTINGS_FILE = "graphrag.yaml"
 DEFAULT_ENTITY_TYPES = ["organization", "person", "geo", "event"]
@@ -128,6 +129,14 @@ class ChunkingSettings(_Section):
     size: int = Field(1200, ge=16, le=100_000)
     overlap: int = Field(100, ge=0)
     encoding: str = "cl100k_base"
+
+    @field_validator("encoding")
+    @classmethod
+    def _known_encoding(cls, value: str) -> str:
+        known = known_encodings()
+        if value not in known:
+            raise ValueError(f"unknown tokenizer encoding {value!r}; use one of: {', '.join(known)}")
+        return value
 
     @model_validator(mode="after")
     def _overlap_below_size(self) -> "ChunkingSettings":
