@@ -244,6 +244,7 @@ class BasicSearchSettings(_Section):
 
 class QuerySettings(_Section):
     response_type: str = "Multiple Paragraphs"
+    max_question_tokens: int = Field(2000, ge=16)  # a longer question is refused, not sent into every call
     prompts: dict[str, str] = Field(default_factory=dict)  # prompt name (e.g. local_search) -> your file
     local: LocalSearchSettings = Field(default_factory=LocalSearchSettings)
     global_: GlobalSearchSettings = Field(default_factory=GlobalSearchSettings, alias="global")
