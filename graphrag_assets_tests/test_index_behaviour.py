@@ -139,3 +139,11 @@ def test_an_empty_new_project_says_so_and_creates_nothing(tmp_path: Path) -> Non
     with pytest.raises(UserError, match=r"data/input holds no documents .*put documents there"):
         index_project(load_settings(root, environ={}))
     assert sorted(p.name for p in (root / "data").iterdir()) == ["input"]
+
+
+def test_failed_runs_say_what_went_wrong_without_class_names() -> None:
+    from graphrag_assets.pipeline.runner import _without_class_name
+
+    assert _without_class_name("graphrag_assets.core.errors.LLMError: the endpoint refused the key.", "LLMError") == "the endpoint refused the key."
+    assert _without_class_name("dagster._core.errors.DagsterError: step failed", "DagsterError") == "step failed"
+    assert _without_class_name("builtins.KeyError: 'x'", "KeyError") == "KeyError: 'x'"

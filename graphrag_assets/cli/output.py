@@ -19,6 +19,8 @@ def render_index_report(report) -> str:
         f"method: {data['method']}",
         f"documents: {len(data['new'])} added, {len(data['changed'])} changed, {len(data['deleted'])} deleted, {data['unchanged']} unchanged",
     ]
+    if data.get("vanished"):
+        lines.append(f"gone before they were read (the next index removes them): {', '.join(data['vanished'])}")
     if data["deleted_rows"]:
         lines.append("deleted rows: " + ", ".join(f"{t} {n}" for t, n in data["deleted_rows"].items() if n))
     for run in data["runs"]:
@@ -32,9 +34,13 @@ def render_index_report(report) -> str:
     if data["usage"]:
         calls = sum(u["calls"] for u in data["usage"].values())
         cached = sum(u["cached"] for u in data["usage"].values())
-        lines.append(f"model calls: {calls} made, {cached} answered from the cache")
+        failed = sum(u.get("failed", 0) for u in data["usage"].values())
+        lines.append(f"model calls: {calls} made{f' ({failed} failed)' if failed else ''}, {cached} answered from the cache")
         for purpose, u in data["usage"].items():
-            lines.append(f"  {purpose:<24} {u['calls']:>6} made {u['cached']:>6} cached {u['prompt_tokens'] + u['completion_tokens']:>10,} tokens")
+            failures = f" ({u['failed']} failed)" if u.get("failed") else ""
+            lines.append(
+                f"  {purpose:<24} {u['calls']:>6} made {u['cached']:>6} cached {u['prompt_tokens'] + u['completion_tokens']:>10,} tokens{failures}"
+            )
     lines.append(f"took {data['seconds']:.1f} s")
     return "\n".join(lines)
 
@@ -49,13 +55,16 @@ def render_status(report: dict[str, Any]) -> str:
         "input changes since last index: "
         + f"{len(docs['new'])} new, {len(docs['changed'])} changed, {len(docs['deleted'])} deleted, {docs['unchanged']} unchanged",
     ]
+    paths = docs.get("paths", {})
     for label in ("new", "changed", "deleted"):
         for key in docs[label][:20]:
-            lines.append(f"  {label:<8} {key}")
+            lines.append(f"  {label:<8} {paths.get(key, key)}")
     for skipped in docs["skipped"]:
-        lines.append(f"  skipped  {skipped['document_key']}: {skipped['message']}")
+        lines.append(f"  skipped  {skipped['message']}")
+    for entry in docs.get("passed_over", []):
+        lines.append(f"  skipped  {entry}")
     for failed in docs["failed"]:
-        lines.append(f"  failed   {failed['document_key']}: extraction failed ({failed['error']}); 'index' retries it")
+        lines.append(f"  failed   {paths.get(failed['document_key'], failed['document_key'])}: extraction failed ({failed['error']}); 'index' retries it")
     interrupted = report.get("interrupted_update")
     if interrupted:
         lines.append(

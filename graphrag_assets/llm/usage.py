@@ -195,13 +195,16 @@ def usage_by_purpose(db_path: Path, run_ids: list[str]) -> dict[str, dict[str, A
             return {}
         conn.register("_runs", pl.DataFrame({"run_id": run_ids}).to_arrow())
         rows = conn.sql(
-            "select purpose, sum(requests)::bigint, sum(cache_hits)::bigint, sum(prompt_tokens + embedding_tokens)::bigint, "
-            f"sum(completion_tokens)::bigint, sum(cost_usd) from {USAGE_TABLE} where run_id in (select run_id from _runs) "
-            "group by purpose order by purpose"
+            "select purpose, sum(requests)::bigint, sum(cache_hits)::bigint, sum(failures)::bigint, "
+            "sum(prompt_tokens + embedding_tokens)::bigint, sum(completion_tokens)::bigint, sum(cost_usd) "
+            f"from {USAGE_TABLE} where run_id in (select run_id from _runs) group by purpose order by purpose"
         ).fetchall()
     return {
-        purpose: {"calls": calls, "cached": cached, "prompt_tokens": prompt, "completion_tokens": completion, "cost_usd": round(cost or 0.0, 6)}
-        for purpose, calls, cached, prompt, completion, cost in rows
+        purpose: {
+            "calls": calls, "cached": cached, "failed": failed, "prompt_tokens": prompt,
+            "completion_tokens": completion, "cost_usd": round(cost or 0.0, 6),
+        }
+        for purpose, calls, cached, failed, prompt, completion, cost in rows
     }
 
 

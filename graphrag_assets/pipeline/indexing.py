@@ -15,8 +15,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import polars as pl
 from dagster import DagsterInstance, Definitions
 
+from graphrag_assets.core.progress import warn
 from graphrag_assets.core.settings import Settings
 from graphrag_assets.index.changes import ChangeSet
 from graphrag_assets.llm.usage import usage_by_purpose
@@ -40,6 +42,7 @@ class IndexReport:
     seconds: float = 0.0
     method: str = ""
     failed_documents: list[str] = field(default_factory=list)
+    vanished: list[str] = field(default_factory=list)  # new files deleted before their run read them
     usage: dict[str, dict[str, int]] = field(default_factory=dict)
 
     @property
@@ -49,7 +52,8 @@ class IndexReport:
     def as_dict(self) -> dict[str, Any]:
         return {
             "method": self.method,
-            "new": self.changes.new,
+            "new": [key for key in self.changes.new if key not in self.vanished],
+            "vanished": self.vanished,
             "changed": self.changes.changed,
             "deleted": self.changes.deleted,
             "unchanged": len(self.changes.unchanged),
@@ -106,6 +110,8 @@ def _index(settings: Settings, instance: DagsterInstance, defs: Definitions, ann
     changes = document_state(settings).changes
     report = IndexReport(changes=changes, method=settings.resolved_method)
     announce(changes.summary())
+    for entry in changes.passed_over:
+        warn(entry)
     refresh_file_stats(settings.database_path, _touched_files(settings, changes))
 
     registered = list(instance.get_dynamic_partitions(PARTITIONS_NAME))
@@ -131,6 +137,7 @@ def _index(settings: Settings, instance: DagsterInstance, defs: Definitions, ann
             announce(f"retrying {key} on its own (its extraction failed)")
             report.runs.append(run_job(defs, instance, DOCUMENTS_JOB, [key]).as_dict())
     report.failed_documents = failed_extractions(settings, changes.new + changes.changed)
+    report.vanished = _vanished(settings, changes.new)
     broken = [run for run in document_runs if not run["success"]]
     if broken:
         announce(f"{len(broken)} document run(s) failed; the corpus graph is left as it was until they succeed")
@@ -138,6 +145,15 @@ def _index(settings: Settings, instance: DagsterInstance, defs: Definitions, ann
         announce("updating the corpus-wide graph")
         report.runs.append(run_job(defs, instance, CORPUS_JOB).as_dict())
     return report
+
+
+def _vanished(settings: Settings, new: list[str]) -> list[str]:
+    """New documents whose file was gone by the time their run read it."""
+    source_files = read_table(settings.database_path, "source_files", read_only=True)
+    if source_files is None or not new:
+        return []
+    missing = source_files.filter(pl.col("status") == "missing")["document_key"].to_list()
+    return sorted(set(new) & set(missing))
 
 
 def _touched_files(settings: Settings, changes: ChangeSet) -> list[dict[str, Any]]:

@@ -48,8 +48,17 @@ def _first_error(result) -> str | None:
                 error = error.cause
             if error is not None:
                 lines = [line for line in (error.message or "").strip().splitlines() if line.strip()]
-                return lines[0] if lines else error.cls_name
+                return _without_class_name(lines[0], error.cls_name) if lines else error.cls_name
     return None
+
+
+def _without_class_name(line: str, cls_name: str | None) -> str:
+    """The message of our own errors (one sentence for the user) without "package.ClassName: ";
+    a short class name is kept for anything else, since it says what kind of bug it is."""
+    head, sep, rest = line.partition(": ")
+    if not sep or not cls_name or head.rsplit(".", 1)[-1] != cls_name:
+        return line
+    return rest if head.startswith(("graphrag_assets.", "dagster.")) else f"{cls_name}: {rest}"
 
 
 def run_job(

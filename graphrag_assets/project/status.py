@@ -41,6 +41,12 @@ def _read(conn, table: str) -> pl.DataFrame | None:
     return conn.sql(f'select * from "{table}"').pl() if table_exists(conn, table) else None
 
 
+def _paths_on_disk(on_disk: dict[str, str], source_files: pl.DataFrame | None) -> dict[str, str]:
+    """Each document's file name as it is (or was) on disk: partition keys are sanitized."""
+    stored = {} if source_files is None else dict(source_files.select("document_key", "path").drop_nulls().iter_rows())
+    return {**stored, **on_disk}
+
+
 def project_status(settings: Settings) -> dict[str, Any]:
     report: dict[str, Any] = {
         "root": str(settings.root),
@@ -68,6 +74,8 @@ def project_status(settings: Settings) -> dict[str, Any]:
         "reconfigured": changes.reconfigured,
         "skipped": [],
         "failed": [],
+        "paths": _paths_on_disk(changes.paths, source_files),
+        "passed_over": changes.passed_over,
     }
     if source_files is not None:
         documents["skipped"] = (
