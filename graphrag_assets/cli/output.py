@@ -100,6 +100,7 @@ def render_status(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+SHOWN_RELATIONSHIPS = 20
 _CITATION = re.compile(r"\[Data:([^\]]*)\]")
 _CITED_KIND = re.compile(r"(Reports|Entities|Relationships|Claims|Sources)\s*\(([^)]*)\)")
 
@@ -149,3 +150,30 @@ def render_query_result(result, *, show_answer: bool = True, show_context: bool 
         lines.append("")
         lines.append(result.context_text)
     return "\n".join(lines)
+
+
+def render_entity(detail: dict[str, Any]) -> str:
+    """An entity as ``show entity`` prints it."""
+    lines = [f"{detail['title']} ({detail['type'] or 'no type'}, {detail['degree']} relationships)", ""]
+    lines.append((detail["description"] or "(no description)").strip())
+    if detail["aliases"]:
+        lines += ["", "also called: " + ", ".join(detail["aliases"])]
+    relationships = detail["relationships"]
+    if relationships:
+        lines += ["", "relationships (strongest first):"]
+        lines += [f"  {r['other']} (weight {r['weight']:g}): {(r['description'] or '').strip()[:160]}" for r in relationships[:SHOWN_RELATIONSHIPS]]
+        if len(relationships) > SHOWN_RELATIONSHIPS:
+            lines.append(f"  … and {len(relationships) - SHOWN_RELATIONSHIPS} more (--json lists them all)")
+    if detail["communities"]:
+        lines += ["", "communities:"]
+        lines += [f"  level {c['level']}: community {c['community']} ({c['size']} entities) {c['report'] or ''}".rstrip() for c in detail["communities"]]
+    if detail["sources"]:
+        lines += ["", "sources:"]
+        lines += [f"  {s['path']} ({s['text_units']} text unit(s))" for s in detail["sources"]]
+    return "\n".join(lines)
+
+
+def render_report(detail: dict[str, Any]) -> str:
+    """A community report as ``show report`` prints it: its place in the hierarchy, then the text."""
+    head = f"community {detail['community']}, level {detail['level']}, {detail['size']} entities, rank {detail['rank']:g}"
+    return f"{head}\n\n{(detail['full_content'] or '').strip()}"
