@@ -124,7 +124,15 @@ def test_without_an_endpoint_index_says_in_one_line_that_it_works_offline(tmp_pa
     assert code == 0, out
     lines = [line for line in out.splitlines() if "no model endpoint configured" in line]
     assert lines == ["method: nlp (no model endpoint configured: offline noun-phrase graph and local embeddings)"]
+    assert sum(line.startswith("method:") for line in out.splitlines()) == 1
     monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
     from graphrag_assets.core.settings import load_settings
 
     assert load_settings(root).resolved_method == "standard"
+
+
+def test_took_counts_from_the_start_of_the_process() -> None:
+    """`index` reports its time from process start (imports included), not from when indexing began."""
+    code = "import time; time.sleep(0.6); from graphrag_assets.core.processes import seconds_since_start; print(seconds_since_start())"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert 0.6 <= float(done.stdout) < 30

@@ -19,6 +19,7 @@ from graphrag_assets.cli.output import render_frame, render_index_report, render
 from graphrag_assets.cli.progress import live_progress
 from graphrag_assets.cli.show import show
 from graphrag_assets.core.errors import UserError
+from graphrag_assets.core.processes import seconds_since_start
 from graphrag_assets.interop.commands import export_index, import_index
 from graphrag_assets.project.dry_run import estimate_next_run
 from graphrag_assets.project.init_files import write_project_files
@@ -33,7 +34,7 @@ def main() -> None:
     """GraphRAG indexing and querying as a Dagster asset pipeline."""
 
 
-@main.command()
+@main.command(short_help="Write graphrag.yaml, dagster.yaml, workspace.yaml and data/input/.")
 @ROOT_OPTION
 @click.option("--force", is_flag=True, help="Overwrite existing files.")
 @guard
@@ -48,7 +49,7 @@ def init(root: Path | None, force: bool) -> None:
     click.echo(f"Put documents in {target / 'data' / 'input'} and run: graphrag-assets index --root {target}")
 
 
-@main.command()
+@main.command(short_help="Index what changed in the input folder and update the graph.")
 @ROOT_OPTION
 @click.option("--method", type=click.Choice(["standard", "fast", "nlp"]), default=None, help="Indexing method (default: settings, or nlp when no model endpoint is configured).")
 @click.option("--dry-run", is_flag=True, help="Print how many model calls and tokens the next run would need, without calling the model.")
@@ -61,11 +62,9 @@ def index(root: Path | None, method: str | None, dry_run: bool, full: bool, allo
     """Index what changed in data/input (new, changed and deleted documents) and update the graph."""
     overrides = {"method": method} if method else None
     settings = project_settings(root, overrides)
-    if settings.method == "auto" and not as_json:
-        click.echo(
-            f"method: {settings.resolved_method} "
-            + ("(no model endpoint configured: offline noun-phrase graph and local embeddings)" if settings.resolved_method == "nlp" else "(model endpoint configured)")
-        )
+    if not as_json:
+        why = {"nlp": "(no model endpoint configured: offline noun-phrase graph and local embeddings)", "standard": "(model endpoint configured)"}
+        click.echo(f"method: {settings.resolved_method} {why.get(settings.resolved_method, '') if settings.method == 'auto' else '(from the settings)'}".rstrip())
     if dry_run:
         estimate = estimate_next_run(settings)
         print_json(estimate.as_dict()) if as_json else click.echo(estimate.render())
@@ -75,6 +74,7 @@ def index(root: Path | None, method: str | None, dry_run: bool, full: bool, allo
     options = IndexOptions(overrides=overrides, force_corpus=full, allow_empty_input=allow_empty_input)
     with live_progress(enabled=not as_json and not verbose) as announce:
         report = index_project(settings, options, announce)
+    report.seconds = seconds_since_start()
     if as_json:
         print_json(report.as_dict())
     else:
@@ -83,12 +83,12 @@ def index(root: Path | None, method: str | None, dry_run: bool, full: bool, allo
         sys.exit(1)
 
 
-@main.command()
+@main.command(short_help="What changed since the last index, what is stale, row counts.")
 @ROOT_OPTION
 @JSON_OPTION
 @guard
 def status(root: Path | None, as_json: bool) -> None:
-    """Documents, partitions, row counts and what is stale."""
+    """What changed in the input folder since the last index, what is stale or unfinished, and row counts."""
     settings = project_settings(root)
     report = project_status(settings)
     if as_json:

@@ -17,7 +17,6 @@ def render_frame(frame: pl.DataFrame, limit: int = 200) -> str:
 def render_index_report(report) -> str:
     data = report.as_dict()
     lines = [
-        f"method: {data['method']}",
         f"documents: {len(data['new'])} added, {len(data['changed'])} changed, {len(data['deleted'])} deleted, {data['unchanged']} unchanged",
     ]
     if data.get("vanished"):
