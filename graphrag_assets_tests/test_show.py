@@ -41,3 +41,20 @@ def test_a_report_by_community_number(nlp_index: Path) -> None:
     assert code == 0 and detail["community"] == 0 and detail["full_content"].startswith("# ")
     code, out = show(nlp_index, "report", "99999")
     assert code == 1 and "there is no report for community 99999" in out
+
+
+def test_the_readme_usage_query_works_on_an_offline_index(nlp_index: Path) -> None:
+    query = "select purpose, sum(requests), sum(cache_hits), sum(prompt_tokens) from llm_usage group by 1"
+    result = CliRunner().invoke(main, ["sql", query, "--root", str(nlp_index), "--json"])
+    assert result.exit_code == 0 and json.loads(result.output) == []
+
+
+def test_status_says_pending_input_changes_are_not_in_the_graph_yet(nlp_index: Path, tmp_path: Path) -> None:
+    import shutil
+
+    root = tmp_path / "project"
+    shutil.copytree(nlp_index, root)
+    (root / "data" / "input" / "letter_holm_to_varga.txt").write_text("A different letter.", encoding="utf-8")
+    result = CliRunner().invoke(main, ["status", "--root", str(root)])
+    assert "  changed  letter_holm_to_varga.txt" in result.output
+    assert "corpus graph: up to date with the indexed documents; 'graphrag-assets index' adds the input changes above" in result.output

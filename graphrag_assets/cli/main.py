@@ -201,6 +201,9 @@ def import_command(source_dir: Path, fmt: str, force: bool, root: Path | None, a
         click.echo(f"warning: {warning}")
 
 
+DEV_SUPERSEDED_WARNING = "ignore:Function `dev_command` is superseded"
+
+
 @main.command()
 @ROOT_OPTION
 @click.option("--port", type=int, default=3000, show_default=True)
@@ -208,7 +211,9 @@ def import_command(source_dir: Path, fmt: str, force: bool, root: Path | None, a
 def dev(root: Path | None, port: int) -> None:
     """Start the Dagster UI (dagster dev) for the project."""
     settings = project_settings(root)
-    env = {**os.environ, "DAGSTER_HOME": str(settings.root), "GRAPHRAG_ROOT": str(settings.root)}
+    # `dagster dev` warns on every start that it is superseded by `dg dev` (a separate package).
+    quiet = ",".join(filter(None, [os.environ.get("PYTHONWARNINGS"), DEV_SUPERSEDED_WARNING]))
+    env = {**os.environ, "DAGSTER_HOME": str(settings.root), "GRAPHRAG_ROOT": str(settings.root), "PYTHONWARNINGS": quiet}
     if not (settings.root / "dagster.yaml").exists():
         raise UserError(f"{settings.root} has no dagster.yaml; run 'graphrag-assets init --root {settings.root}' first.")
     cmd = [sys.executable, "-m", "dagster", "dev", "-m", "graphrag_assets.pipeline.definitions", "-p", str(port)]

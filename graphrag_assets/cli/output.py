@@ -41,6 +41,12 @@ def render_index_report(report) -> str:
             lines.append(
                 f"  {purpose:<24} {u['calls']:>6} made {u['cached']:>6} cached {u['prompt_tokens'] + u['completion_tokens']:>10,} tokens{failures}"
             )
+    graph = data.get("graph")
+    if graph:
+        lines.append(
+            f"graph: {graph['entities']:,} entities, {graph['relationships']:,} relationships, "
+            f"{graph['communities']:,} communities in {graph['levels']} level(s), {graph['reports']:,} reports"
+        )
     lines.append(f"took {data['seconds']:.1f} s")
     return "\n".join(lines)
 
@@ -83,11 +89,17 @@ def render_status(report: dict[str, Any]) -> str:
         lines.append("corpus graph: not built yet")
     else:
         since = corpus["documents_since_build"]
-        state = "stale" if corpus["stale"] else "up to date"
-        settings_note = "; corpus settings changed" if corpus.get("settings_changed") else ""
-        lines.append(
-            f"corpus graph: {state} ({len(since['added'])} added, {len(since['changed'])} changed, {len(since['removed'])} removed since it was built{settings_note})"
-        )
+        pending = docs["new"] or docs["changed"] or docs["deleted"]
+        if corpus["stale"]:
+            settings_note = "; corpus settings changed" if corpus.get("settings_changed") else ""
+            lines.append(
+                f"corpus graph: stale ({len(since['added'])} added, {len(since['changed'])} changed, "
+                f"{len(since['removed'])} removed since it was built{settings_note})"
+            )
+        elif pending:
+            lines.append("corpus graph: up to date with the indexed documents; 'graphrag-assets index' adds the input changes above")
+        else:
+            lines.append("corpus graph: up to date")
         if corpus.get("left_out"):
             lines.append("  left out (extraction failed): " + ", ".join(corpus["left_out"]))
     lines.append("")
@@ -144,7 +156,8 @@ def render_query_result(result, *, show_answer: bool = True, show_context: bool 
     model = f"{usage.chat_calls} model call(s), {usage.prompt_tokens + usage.completion_tokens} tokens" if result.llm_used else "no language model used"
     lines.append(f"{result.method} search: {model}, {usage.seconds:.2f} s")
     for warning in result.warnings:
-        lines.append(f"warning: {warning}")
+        if warning not in result.answer:  # e.g. DRIFT's "needs an LLM", which the answer already says
+            lines.append(f"warning: {warning}")
     if show_context:
         lines.append("")
         lines.append(result.context_text)

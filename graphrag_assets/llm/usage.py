@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
+from graphrag_assets.llm.cache import CHAT_TABLE_DDL, EMBEDDING_TABLE_DDL
 from graphrag_assets.storage.database import connect, table_exists
 
 if TYPE_CHECKING:
@@ -184,6 +185,17 @@ class UsageMeter:
             conn.execute(f"insert into {USAGE_TABLE} by name select * from usage_rows")
             conn.unregister("usage_rows")
         return frame.height
+
+
+def create_model_tables(db_path: Path) -> None:
+    """Create ``llm_usage`` and the response cache tables, empty, if they do not exist yet.
+
+    An offline index makes no model calls, but ``SELECT … FROM llm_usage`` should answer "nothing"
+    rather than "no such table".
+    """
+    with connect(db_path) as conn:
+        for ddl in (USAGE_TABLE_DDL, CHAT_TABLE_DDL, EMBEDDING_TABLE_DDL):
+            conn.execute(ddl)
 
 
 def usage_by_purpose(db_path: Path, run_ids: list[str]) -> dict[str, dict[str, Any]]:

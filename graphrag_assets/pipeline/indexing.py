@@ -21,13 +21,14 @@ from dagster import DagsterInstance, Definitions
 from graphrag_assets.core.progress import warn
 from graphrag_assets.core.settings import Settings
 from graphrag_assets.index.changes import ChangeSet
-from graphrag_assets.llm.usage import usage_by_purpose
+from graphrag_assets.llm.usage import create_model_tables, usage_by_purpose
 from graphrag_assets.pipeline.definitions import build_definitions
 from graphrag_assets.pipeline.instance import open_instance, refuse_while_runs_are_active
 from graphrag_assets.pipeline.partitions import CORPUS_JOB, DOCUMENTS_JOB, PARTITIONS_NAME, contiguous_groups, plan_partitions
 from graphrag_assets.pipeline.runner import run_job
 from graphrag_assets.project.locks import index_lock
 from graphrag_assets.project.state import check_input, corpus_is_stale, document_state, failed_extractions
+from graphrag_assets.storage.corpus import graph_sizes
 from graphrag_assets.storage.documents import delete_documents, refresh_file_stats
 from graphrag_assets.storage.tables import read_table
 
@@ -43,6 +44,7 @@ class IndexReport:
     method: str = ""
     failed_documents: list[str] = field(default_factory=list)
     vanished: list[str] = field(default_factory=list)  # new files deleted before their run read them
+    graph: dict[str, int] = field(default_factory=dict)  # sizes of the published build after the run
     usage: dict[str, dict[str, int]] = field(default_factory=dict)
 
     @property
@@ -54,6 +56,7 @@ class IndexReport:
             "method": self.method,
             "new": [key for key in self.changes.new if key not in self.vanished],
             "vanished": self.vanished,
+            "graph": self.graph,
             "changed": self.changes.changed,
             "deleted": self.changes.deleted,
             "unchanged": len(self.changes.unchanged),
@@ -102,7 +105,11 @@ def index_project(settings: Settings, options: IndexOptions | None = None, annou
         defs = build_definitions(settings.root, overrides=options.overrides)
         report = _index(settings, instance, defs, announce, options.force_corpus)
         report.seconds = time.monotonic() - started
+        if settings.database_path.exists():
+            create_model_tables(settings.database_path)
         report.usage = usage_by_purpose(settings.database_path, [run["run_id"] for run in report.runs])
+        if any(run["job"] == CORPUS_JOB for run in report.runs):
+            report.graph = graph_sizes(settings.database_path)
         return report
 
 

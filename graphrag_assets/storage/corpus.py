@@ -28,6 +28,7 @@ from graphrag_assets.storage.tables import quote
 STAGING_SCHEMA = "staging"
 MANIFEST_TABLE = "corpus_manifest"
 BUILD_TABLE = "corpus_build"
+MANIFEST_COLUMNS = ("document_key", "path", "content_hash", "status", "error", "settings_fingerprint")
 RUN_MARKER = "corpus_run"  # staged first by every corpus run, so even a run stopped before its first table shows
 
 
@@ -111,6 +112,26 @@ def publish_corpus(path: str | Path, manifest: pl.DataFrame, build: Mapping[str,
             conn.unregister("_manifest")
             conn.unregister("_build")
     return tables
+
+
+def graph_sizes(path: str | Path) -> dict[str, int]:
+    """Rows of the published build: entities, relationships, communities (and levels), reports."""
+    sizes = {"entities": 0, "relationships": 0, "communities": 0, "levels": 0, "reports": 0}
+    if not Path(path).exists():
+        return sizes
+    queries = {
+        "entities": "select count(*) from entities",
+        "relationships": "select count(*) from relationships",
+        "communities": "select count(*) from communities",
+        "levels": "select count(distinct level) from communities",
+        "reports": "select count(*) from community_reports",
+    }
+    with connect(path, read_only=True) as conn:
+        for name, sql in queries.items():
+            table = sql.rsplit(" ", 1)[1]
+            if table_exists(conn, table):
+                sizes[name] = int(conn.execute(sql).fetchone()[0])
+    return sizes
 
 
 def vector_versions(path: str | Path, *, wait_seconds: float = 30.0) -> dict[str, int]:

@@ -19,7 +19,7 @@ from graphrag_assets.storage import vectors
 
 
 def _embed(context: AssetExecutionContext, settings, texts: pl.DataFrame, purpose: str, partition_key: str | None = None):
-    progress = Counter(f"embed {purpose}", texts.height, context.log).start()
+    progress = Counter(purpose.replace("_", " "), texts.height, context.log).start()
     with ModelSession(context, settings, partition_key=partition_key) as session:
         frame = session.run(embed_frame(session.embedder, texts, purpose=purpose)) if texts.height else None
         model_name = session.embedder.model

@@ -12,6 +12,7 @@ LanceDB's older versions are cleaned up so their vectors cannot be read any more
 import polars as pl
 from dagster import AssetExecutionContext, AssetIn, MaterializeResult, MetadataValue, asset
 
+from graphrag_assets.core.progress import Counter
 from graphrag_assets.pipeline.resources import GraphRAGProject
 from graphrag_assets.project.fingerprints import corpus_fingerprint
 from graphrag_assets.storage import vectors
@@ -33,6 +34,7 @@ def corpus_manifest(
     context: AssetExecutionContext, project: GraphRAGProject, source_files: pl.DataFrame, extraction_status: pl.DataFrame
 ) -> MaterializeResult:
     settings = project.settings
+    progress = Counter("publish the build", 1, context.log).start()
     manifest = build_manifest(source_files, extraction_status).with_columns(
         pl.lit(corpus_fingerprint(settings), dtype=pl.String).alias("settings_fingerprint")
     )
@@ -53,6 +55,7 @@ def corpus_manifest(
     if removed:
         compacted = vectors.compact(settings.lancedb_path, [*CORPUS_VECTORS.values(), vectors.TEXT_UNIT_TABLE])
         record_vector_versions(settings.database_path, {t: v for t, v in compacted.items() if t in versions})
+    progress.step()
     left_out = manifest.filter(pl.col("status") == "failed")["document_key"].to_list()
     return MaterializeResult(
         metadata={

@@ -1,0 +1,20 @@
+"""User-facing errors.
+
+Anything a user can fix themselves (a bad setting, a missing key, an unreadable file) is raised
+as a :class:`UserError` whose message is one sentence saying what is wrong and how to fix it.
+The CLI prints that sentence and exits non-zero instead of showing a traceback.
+"""
+
+from __future__ import annotations
+
+
+class UserError(Exception):
+    """An error the user can fix; ``str(error)`` is the whole message shown to them."""
+
+
+class ConfigError(UserError):
+    """The settings file or environment holds an invalid value."""
+
+
+class LLMError(UserError):
+    """A model endpoint call failed for good (after retries, or with a non-retryable status)."""

@@ -1,0 +1,50 @@
+"""Deterministic identifiers.
+
+Microsoft GraphRAG uses random uuid4 ids for entities, relationships and communities and hashes
+only the chunk text for text units (so identical text in two files collides). We derive every id
+from the content that defines the record's identity, so ids are stable across runs and processes
+and a rebuild produces the same ids as an incremental update.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+
+
+def stable_hash(*parts: str | int) -> str:
+    """SHA-256 hex digest of the parts, joined with a separator that cannot appear in text."""
+    h = hashlib.sha256()
+    for i, part in enumerate(parts):
+        if i:
+            h.update(b"\x1f")
+        h.update(str(part).encode("utf-8", "surrogatepass"))
+    return h.hexdigest()
+
+
+def stable_uuid(*parts: str | int) -> str:
+    """A uuid-formatted id derived from the parts (same shape as Microsoft's ids, but stable)."""
+    return str(uuid.UUID(hex=stable_hash(*parts)[:32]))
+
+
+def document_id(document_key: str, row_key: str | int = 0) -> str:
+    """Id of a document: its partition key plus its row within a tabular file."""
+    return stable_uuid("document", document_key, row_key)
+
+
+def text_unit_id(doc_id: str, chunk_index: int, text: str) -> str:
+    """Id of a chunk: document, position and text, so identical text in two documents differs."""
+    return stable_uuid("text_unit", doc_id, chunk_index, text)
+
+
+def entity_id(title: str) -> str:
+    return stable_uuid("entity", title)
+
+
+def relationship_id(source: str, target: str) -> str:
+    return stable_uuid("relationship", source, target)
+
+
+def short_id(full_id: str, length: int = 8) -> str:
+    """A short prefix of an id for citations in prompts (hex digits only)."""
+    return full_id.replace("-", "")[:length]

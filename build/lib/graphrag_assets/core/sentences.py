@@ -1,0 +1,185 @@
+"""Sentence splitting and word tokenisation of running text (no model, no download).
+
+Shared by the noun-phrase extractor, the extractive reports and the extractive answers, so a
+"sentence" and a "word" mean the same thing everywhere. Abbreviations and initials come from the
+word lists (:mod:`graphrag_assets.core.words`).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+
+from graphrag_assets.core.words import WordLists, word_lists
+
+_QUOTES = str.maketrans({"\u2018": "'", "\u2019": "'", "\u02bc": "'", "\u201c": '"', "\u201d": '"',
+                         "\u201e": '"', "\u00ab": '"', "\u00bb": '"', "\u2011": "-", "\u00a0": " "})
+_SOFT_HYPHEN = "\u00ad"
+_LINE_HYPHEN = re.compile(r"(?<=[^\W\d_])-[ \t]*\r?\n[ \t]*(?=[^\W\d_])")
+_URL = re.compile(r"(?:https?://|www\.)\S+|[\w.+-]+@[\w-]+(?:\.[\w-]+)+", re.IGNORECASE)
+_HEADING_WORD = re.compile(r"[^\W\d_]{2,}")
+_WORD = r"[^\W_]+(?:'[^\W_]+)*(?:-[^\W_]+(?:'[^\W_]+)*)*"
+_TOKEN = re.compile(
+    r"(?P<para>\n[ \t]*(?:\n[ \t]*)+)"
+    r"|(?P<number>\d+(?:[.,:]\d+)+)"  # 1.8, 3.14159, 2,500, 10:30 - a period inside a number ends nothing
+    r"|(?P<acronym>(?:[^\W\d_]\.){2,})"
+    rf"|(?P<word>{_WORD})(?P<dot>\.)?"
+    r"|(?P<end>[.!?\u2026]+)"
+    r"|(?P<open>[\"\[])"
+    r"|(?P<colon>:)"
+    r"|(?P<other>[^\s])"
+)
+
+
+def prepare_text(text: str) -> str:
+    """Normalise quotes and hyphens, join words split across lines, blank out headings and URLs.
+
+    Heading lines (no lower-case letter, at least one word of two letters) become empty lines,
+    so they also end the paragraph before them. A text with no lower-case letter is lower-cased.
+    """
+    text = unicodedata.normalize("NFC", text).translate(_QUOTES).replace(_SOFT_HYPHEN, "")
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    text = _LINE_HYPHEN.sub("-", text)
+    text = _URL.sub(" ; ", text)
+    if not any(ch.islower() for ch in text):
+        return text.lower()
+    lines = text.split("\n")
+    for i, line in enumerate(lines):
+        if not any(ch.islower() for ch in line) and _HEADING_WORD.search(line):
+            lines[i] = ""
+    return "\n".join(lines)
+
+
+@dataclass(slots=True)
+class Token:
+    kind: str  # word | poss | end | para | open | colon | break
+    text: str
+    start: int
+    end: int
+    initial: bool = False  # word: first word of a sentence
+
+
+_NEXT_WORD = re.compile(r"\s*([^\W_]+)")
+
+
+def _initial_before(prepared: str, position: int, lists: WordLists) -> bool:
+    """Whether "X." at ``position`` is an initial: the next word is a capitalised non-function word."""
+    m = _NEXT_WORD.match(prepared, position)
+    return bool(m) and m.group(1)[:1].isupper() and m.group(1).lower() not in lists.function
+
+
+def tokenize(prepared: str) -> list[Token]:
+    """Tokens of a prepared text, with sentence-initial words marked."""
+    lists = word_lists()
+    tokens: list[Token] = []
+    at_start = True
+    for m in _TOKEN.finditer(prepared):
+        kind = m.lastgroup
+        if kind == "dot":  # the word alternative matched together with its trailing period
+            kind = "word"
+        start, end = m.start(), m.end()
+        if kind == "para":
+            tokens.append(Token("para", "", start, end))
+            at_start = True
+        elif kind == "number":
+            tokens.append(Token("word", m.group("number"), start, end, initial=at_start))
+            at_start = False
+        elif kind == "acronym":
+            letters = m.group("acronym").replace(".", "")
+            tokens.append(Token("word", letters, start, end, initial=at_start))
+            at_start = False
+        elif kind == "word":
+            word = m.group("word")
+            dot = m.group("dot") is not None
+            word_end = m.end("word")
+            possessive = len(word) > 2 and word[-2] == "'" and word[-1] in "sS"
+            base = word[:-2] if possessive else word
+            is_abbreviation = dot and not possessive and (
+                base.lower() in lists.abbreviations
+                or (len(base) == 1 and base.isupper() and _initial_before(prepared, end, lists))
+            )
+            base_end = word_end - (2 if possessive else 0)
+            tokens.append(Token("word", base, start, base_end, initial=at_start))
+            at_start = False
+            if possessive:
+                tokens.append(Token("poss", "'s", word_end - 2, word_end))
+            if dot and not is_abbreviation:
+                tokens.append(Token("end", ".", word_end, end))
+                at_start = True
+        elif kind == "end":
+            tokens.append(Token("end", m.group(), start, end))
+            at_start = True
+        elif kind == "open":
+            opening = m.group() == "[" or start == 0 or prepared[start - 1].isspace() or prepared[start - 1] in "([{"
+            tokens.append(Token("open" if opening else "break", m.group(), start, end))
+            at_start = at_start or opening
+        elif kind == "colon":
+            tokens.append(Token("colon", ":", start, end))
+            at_start = True
+        else:
+            tokens.append(Token("break", m.group(), start, end))
+    return tokens
+
+
+def split_sentences(text: str) -> list[str]:
+    """Sentences of ``text`` with whitespace collapsed (headings dropped, abbreviations respected).
+
+    A sentence ends at ``.``, ``!``, ``?`` or ``…`` (plus closing quotes or brackets right after
+    it) unless the next word is in lower case ("'Why?' said Bob"), or at a blank line.
+    Fragments without a letter are dropped.
+    """
+    return [sentence for sentence, _ in sentences_with_keys(text)]
+
+
+def sentences_with_keys(text: str) -> list[tuple[str, str]]:
+    """:func:`split_sentences` paired with each sentence's :func:`mention_key` (one tokenisation)."""
+    prepared = prepare_text(text)
+    result: list[tuple[str, str]] = []
+    begin: int | None = None
+    pending_end: int | None = None
+    words: list[str] = []
+
+    def flush(stop: int) -> None:
+        nonlocal begin, pending_end, words
+        if begin is not None:
+            sentence = " ".join(prepared[begin:stop].split())
+            if any(ch.isalpha() for ch in sentence):
+                result.append((sentence, " " + " ".join(words) + " "))
+        begin, pending_end, words = None, None, []
+
+    for token in tokenize(prepared):
+        if pending_end is not None:
+            if token.kind == "break" and token.text in "\"')]}_" and token.start == pending_end:
+                pending_end = token.end
+                continue
+            if token.kind == "word" and token.text[:1].islower():
+                pending_end = None  # "'Why?' said Bob" is one sentence
+            else:
+                flush(pending_end)
+        if token.kind == "para":
+            flush(token.start)
+            continue
+        if token.kind == "end":
+            if begin is not None:
+                pending_end = token.end
+            continue
+        if begin is None:
+            begin = token.start
+        if token.kind == "word":
+            words.append(token.text.upper())
+    if pending_end is not None:
+        flush(pending_end)
+    flush(len(prepared))
+    return result
+
+
+def mention_key(text: str) -> str:
+    """Upper-case words of ``text`` joined by single spaces, padded with a space at each end.
+
+    A phrase occurs in the text when ``f" {phrase} " in mention_key(text)``: possessives and
+    periods are gone and honorifics stay in place (the phrase simply skips them), matching the
+    way :func:`extract_noun_phrases` spells phrases.
+    """
+    words = [t.text.upper() for t in tokenize(prepare_text(text)) if t.kind == "word"]
+    return " " + " ".join(words) + " "

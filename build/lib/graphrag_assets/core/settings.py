@@ -1,0 +1,417 @@
+"""The one source of truth for configuration.
+
+``load_settings(root)`` reads the optional ``graphrag.yaml`` in a project root, substitutes
+``${VAR}`` / ``${VAR:-default}`` from the environment, validates it and fills defaults. Both the
+Dagster definitions and the CLI call it, so they can never disagree. With no file at all the
+defaults work; with no API key and no base URL the pipeline runs offline (``method: nlp``).
+
+Every problem is reported as a :class:`~graphrag_assets.core.errors.ConfigError` naming the file and
+the key, in one sentence.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from graphrag_assets.core.errors import ConfigError
+from graphrag_assets.core.tokens import known_encodings
+
+SETTINGS_FILE = "graphrag.yaml"
+DEFAULT_ENTITY_TYPES = ["organization", "person", "geo", "event"]
+
+Method = Literal["standard", "fast", "nlp"]
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class Price(_Section):
+    """US dollars per million tokens, used to estimate the cost of a run."""
+
+    input_per_million: float = Field(0.0, ge=0)
+    output_per_million: float = Field(0.0, ge=0)
+
+
+class LLMSettings(_Section):
+    """The OpenAI-compatible endpoint(s). Chat and embeddings may use different servers."""
+
+    api_key: str | None = Field(None, repr=False)  # default: $OPENAI_API_KEY
+    base_url: str | None = None  # default: $OPENAI_BASE_URL, else OpenAI's own
+    api_version: str | None = None  # set for Azure OpenAI (then base_url is the resource endpoint)
+    chat_model: str = "gpt-4o-mini"
+    embedding_model: str = "text-embedding-3-small"
+    embedding_base_url: str | None = None  # default: base_url
+    embedding_api_key: str | None = Field(None, repr=False)  # default: api_key
+    embeddings: Literal["auto", "openai", "local"] = "auto"  # auto: local when no endpoint is configured
+    concurrency: int = Field(25, ge=1, le=1000)
+    requests_per_minute: int | None = Field(None, ge=1)
+    tokens_per_minute: int | None = Field(None, ge=1)
+    max_retries: int = Field(6, ge=0, le=20)
+    retry_base_delay: float = Field(1.0, ge=0)
+    retry_max_delay: float = Field(60.0, ge=0)
+    request_timeout: float = Field(180.0, gt=0)
+    temperature: float = Field(0.0, ge=0, le=2)
+    json_mode: bool = True  # ask for response_format=json_object where JSON is expected
+    cache: bool = True
+    prices: dict[str, Price] = Field(default_factory=dict)  # keyed by model name
+
+    @field_validator("base_url", "embedding_base_url")
+    @classmethod
+    def _url(cls, value: str | None) -> str | None:
+        if value in (None, ""):
+            return None
+        if not re.match(r"^https?://[^\s/]+", value):
+            raise ValueError("must start with http:// or https://")
+        return value.rstrip("/")
+
+    @field_validator("api_key", "embedding_api_key", "api_version")
+    @classmethod
+    def _blank_is_none(cls, value: str | None) -> str | None:
+        return value or None
+
+    @property
+    def endpoint_configured(self) -> bool:
+        """True when a key or a base URL points at a model server."""
+        return bool(self.api_key or self.base_url)
+
+    @property
+    def use_local_embedder(self) -> bool:
+        if self.embeddings == "local":
+            return True
+        if self.embeddings == "openai":
+            return False
+        return not (self.endpoint_configured or self.embedding_base_url or self.embedding_api_key)
+
+
+class InputSettings(_Section):
+    dir: str = "data/input"
+    file_types: list[str] = Field(default_factory=lambda: [".txt", ".md", ".csv", ".json", ".jsonl"])
+    encoding: str = "utf-8"
+    text_column: str = "text"  # csv / json / jsonl: column holding the document text
+    title_column: str | None = "title"  # used when present; else file name plus row number
+    id_column: str | None = None  # used as the row key when present; else the row number
+    metadata_columns: list[str] = Field(default_factory=list)  # kept in raw_data (all when empty)
+
+    @field_validator("file_types")
+    @classmethod
+    def _dot(cls, value: list[str]) -> list[str]:
+        allowed = {".txt", ".md", ".csv", ".json", ".jsonl"}
+        normalized = [v if v.startswith(".") else f".{v}" for v in (x.lower() for x in value)]
+        unknown = sorted(set(normalized) - allowed)
+        if unknown:
+            raise ValueError(f"unsupported file type(s) {unknown}; supported: {sorted(allowed)}")
+        return normalized
+
+    @field_validator("encoding")
+    @classmethod
+    def _known_text_encoding(cls, value: str) -> str:
+        """Reject unknown names here, once, rather than as a LookupError on every document.
+
+        Encoding a letter also rejects codecs that exist but are not text encodings (base64, zlib);
+        an empty string would not do, as Python skips the codec lookup for it.
+        """
+        try:
+            "a".encode(value)
+        except LookupError:
+            raise ValueError(f"unknown text encoding {value!r}; use a Python codec name such as utf-8 or latin-1") from None
+        return value
+
+
+class ChunkingSettings(_Section):
+    size: int = Field(1200, ge=16, le=100_000)
+    overlap: int = Field(100, ge=0)
+    encoding: str = "cl100k_base"
+
+    @field_validator("encoding")
+    @classmethod
+    def _known_encoding(cls, value: str) -> str:
+        known = known_encodings()
+        if value not in known:
+            raise ValueError(f"unknown tokenizer encoding {value!r}; use one of: {', '.join(known)}")
+        return value
+
+    @model_validator(mode="after")
+    def _overlap_below_size(self) -> "ChunkingSettings":
+        if self.overlap >= self.size:
+            raise ValueError(f"overlap ({self.overlap}) must be smaller than size ({self.size})")
+        return self
+
+
+class ClaimSettings(_Section):
+    enabled: bool = False
+    description: str = "Any claims or facts that could be relevant to information discovery."
+    max_gleanings: int = Field(1, ge=0, le=10)
+    prompt: str | None = None  # path to a custom prompt file (relative to the project root)
+
+
+class ExtractionSettings(_Section):
+    entity_types: list[str] = Field(default_factory=lambda: list(DEFAULT_ENTITY_TYPES), min_length=1)
+    max_gleanings: int = Field(1, ge=0, le=10)
+    prompt: str | None = None
+    claims: ClaimSettings = Field(default_factory=ClaimSettings)
+
+
+class SummarizeSettings(_Section):
+    max_length: int = Field(500, ge=10)  # words, told to the model
+    max_input_tokens: int = Field(4000, ge=200)
+    prompt: str | None = None
+
+
+class PruneSettings(_Section):
+    """Graph pruning for the nlp method (semantics of Microsoft's prune_graph)."""
+
+    min_node_freq: int = Field(2, ge=1)
+    max_node_freq_std: float | None = None
+    min_node_degree: int = Field(1, ge=0)
+    max_node_degree_std: float | None = None
+    min_edge_weight_pct: float = Field(40.0, ge=0, le=100)
+    remove_ego_nodes: bool = True
+    lcc_only: bool = False
+
+
+class NlpSettings(_Section):
+    max_word_length: int = Field(15, ge=2)
+    normalize_edge_weights: bool = True
+    prune: PruneSettings = Field(default_factory=PruneSettings)
+
+
+class CommunitySettings(_Section):
+    max_cluster_size: int = Field(10, ge=2)
+    use_lcc: bool = True
+    seed: int = 0xDEADBEEF
+    backend: Literal["igraph", "leidenalg"] = "igraph"
+    resolution: float = Field(1.0, gt=0)
+
+
+class ReportSettings(_Section):
+    max_length: int = Field(2000, ge=50)  # words, told to the model
+    max_input_length: int = Field(8000, ge=200)  # tokens of context per community
+    prompt: str | None = None
+    text_prompt: str | None = None  # fast method: reports from text units
+
+
+class EmbeddingSettings(_Section):
+    batch_size: int = Field(16, ge=1, le=2048)
+    batch_max_tokens: int = Field(8191, ge=16)
+    local_dimension: int = Field(512, ge=16, le=8192)
+
+
+class LocalSearchSettings(_Section):
+    top_k_entities: int = Field(10, ge=1)
+    top_k_relationships: int = Field(10, ge=1)
+    max_context_tokens: int = Field(12000, ge=500)
+    text_unit_prop: float = Field(0.5, ge=0, le=1)
+    community_prop: float = Field(0.15, ge=0, le=1)
+    conversation_history_max_turns: int = Field(5, ge=0)
+
+    @model_validator(mode="after")
+    def _props(self) -> "LocalSearchSettings":
+        if self.text_unit_prop + self.community_prop > 1:
+            raise ValueError("text_unit_prop + community_prop must not exceed 1")
+        return self
+
+
+class GlobalSearchSettings(_Section):
+    community_level: int = Field(2, ge=0)
+    dynamic_selection: bool = False
+    dynamic_threshold: int = Field(1, ge=0, le=5)
+    max_context_tokens: int = Field(12000, ge=500)  # per map batch
+    data_max_tokens: int = Field(12000, ge=500)  # reduce input
+    map_max_length: int = Field(1000, ge=10)
+    reduce_max_length: int = Field(2000, ge=10)
+    shuffle_seed: int = 86
+
+
+class DriftSearchSettings(_Section):
+    primer_folds: int = Field(5, ge=1)
+    k_followups: int = Field(20, ge=1)
+    n_depth: int = Field(3, ge=0)
+    max_followups_per_depth: int = Field(20, ge=1)
+
+
+class BasicSearchSettings(_Section):
+    k: int = Field(10, ge=1)
+    max_context_tokens: int = Field(12000, ge=500)
+
+
+class QuerySettings(_Section):
+    response_type: str = "Multiple Paragraphs"
+    max_question_tokens: int = Field(2000, ge=16)  # a longer question is refused, not sent into every call
+    prompts: dict[str, str] = Field(default_factory=dict)  # prompt name (e.g. local_search) -> your file
+    local: LocalSearchSettings = Field(default_factory=LocalSearchSettings)
+    global_: GlobalSearchSettings = Field(default_factory=GlobalSearchSettings, alias="global")
+    drift: DriftSearchSettings = Field(default_factory=DriftSearchSettings)
+    basic: BasicSearchSettings = Field(default_factory=BasicSearchSettings)
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class StorageSettings(_Section):
+    database: str = "data/graphrag.duckdb"
+    lancedb: str = "data/lancedb"
+
+
+class IncrementalSettings(_Section):
+    sensor_interval_seconds: int = Field(60, ge=5)
+    schedule_cron: str | None = None  # e.g. "0 * * * *"; the schedule is only defined when set
+
+
+class Settings(_Section):
+    """Validated project settings. Paths are relative to ``root``."""
+
+    root: Path = Path(".")
+    method: Literal["auto", "standard", "fast", "nlp"] = "auto"
+    llm: LLMSettings = Field(default_factory=LLMSettings)
+    input: InputSettings = Field(default_factory=InputSettings)
+    chunking: ChunkingSettings = Field(default_factory=ChunkingSettings)
+    extraction: ExtractionSettings = Field(default_factory=ExtractionSettings)
+    summarize: SummarizeSettings = Field(default_factory=SummarizeSettings)
+    nlp: NlpSettings = Field(default_factory=NlpSettings)
+    communities: CommunitySettings = Field(default_factory=CommunitySettings)
+    reports: ReportSettings = Field(default_factory=ReportSettings)
+    embeddings: EmbeddingSettings = Field(default_factory=EmbeddingSettings)
+    query: QuerySettings = Field(default_factory=QuerySettings)
+    storage: StorageSettings = Field(default_factory=StorageSettings)
+    incremental: IncrementalSettings = Field(default_factory=IncrementalSettings)
+
+    @property
+    def resolved_method(self) -> Method:
+        """``auto`` means standard when a model endpoint is configured, nlp (offline) otherwise."""
+        if self.method != "auto":
+            return self.method
+        return "standard" if self.llm.endpoint_configured else "nlp"
+
+    def path(self, relative: str | Path) -> Path:
+        """A settings path resolved against the project root."""
+        p = Path(relative).expanduser()
+        return p if p.is_absolute() else (self.root / p)
+
+    @property
+    def input_dir(self) -> Path:
+        return self.path(self.input.dir)
+
+    @property
+    def database_path(self) -> Path:
+        return self.path(self.storage.database)
+
+    @property
+    def lancedb_path(self) -> Path:
+        return self.path(self.storage.lancedb)
+
+
+_ENV_PATTERN = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+
+
+def substitute_env(value: Any, environ: dict[str, str], where: str = "") -> Any:
+    """Replace ``${VAR}`` and ``${VAR:-default}`` in every string of a parsed YAML tree."""
+    if isinstance(value, dict):
+        return {k: substitute_env(v, environ, f"{where}.{k}" if where else str(k)) for k, v in value.items()}
+    if isinstance(value, list):
+        return [substitute_env(v, environ, f"{where}[{i}]") for i, v in enumerate(value)]
+    if not isinstance(value, str):
+        return value
+
+    def replace(match: re.Match[str]) -> str:
+        name, default = match.group(1), match.group(2)
+        if name in environ:
+            return environ[name]
+        if default is not None:
+            return default
+        raise ConfigError(
+            f"{SETTINGS_FILE}: '{where}' refers to ${{{name}}}, which is not set; "
+            f"export {name} or write ${{{name}:-}} to allow it to be empty."
+        )
+
+    return _ENV_PATTERN.sub(replace, value)
+
+
+def _describe_validation_error(exc: ValidationError, source: str, raw: dict[str, Any]) -> str:
+    errors = exc.errors()
+    first = errors[0]
+    loc = ".".join("global" if part == "global_" else str(part) for part in first["loc"])
+    more = f" (and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''})" if len(errors) > 1 else ""
+    if first["type"] == "extra_forbidden":
+        parent_model: type[BaseModel] = Settings
+        for part in first["loc"][:-1]:
+            field = parent_model.model_fields.get(str(part)) or parent_model.model_fields.get(f"{part}_")
+            annotation = getattr(field, "annotation", None)
+            if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+                parent_model = annotation
+        known = [f.alias or n for n, f in parent_model.model_fields.items()]
+        close = difflib.get_close_matches(str(first["loc"][-1]), known, n=1)
+        hint = f"; did you mean '{close[0]}'?" if close else f"; known keys here: {', '.join(known)}."
+        return f"{source}: unknown setting '{loc}'{hint}{more}"
+    value = first.get("input")
+    secret = any("api_key" in str(part) for part in first["loc"])
+    shown = "" if isinstance(value, (dict, list)) or secret else f" (got {value!r})"
+    message = first["msg"].removeprefix("Value error, ")
+    return f"{source}: '{loc}': {message}{shown}{more}."
+
+
+def load_settings(
+    root: str | Path | None = None,
+    environ: dict[str, str] | None = None,
+    overrides: dict[str, Any] | None = None,
+) -> Settings:
+    """Load and validate settings for a project root (default: ``$GRAPHRAG_ROOT`` or the cwd).
+
+    ``overrides`` (nested dicts, e.g. from CLI flags) are applied on top of the file.
+    """
+    env = dict(os.environ if environ is None else environ)
+    root_path = Path(root or env.get("GRAPHRAG_ROOT") or ".").expanduser().resolve()
+    if not root_path.is_dir():
+        raise ConfigError(f"project root {root_path} does not exist; pass --root with an existing folder.")
+    file = root_path / SETTINGS_FILE
+    raw: dict[str, Any] = {}
+    if file.exists():
+        try:
+            text = file.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"{file} could not be read ({exc}); check its permissions and encoding.") from None
+        try:
+            loaded = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+            problem = getattr(exc, "problem", None) or "invalid YAML"
+            raise ConfigError(f"{SETTINGS_FILE} is not valid YAML{where}: {problem}; fix the file or delete it to use defaults.") from None
+        if loaded is None:
+            loaded = {}
+        if not isinstance(loaded, dict):
+            raise ConfigError(f"{SETTINGS_FILE} must hold a mapping of settings at the top level, not a {type(loaded).__name__}.")
+        raw = substitute_env(loaded, env)
+    if overrides:
+        raw = _deep_merge(raw, overrides)
+    if "root" in raw:
+        raise ConfigError(f"{SETTINGS_FILE}: 'root' cannot be set in the file; pass --root or set GRAPHRAG_ROOT instead.")
+    llm = dict(raw.get("llm") or {})
+    if not isinstance(raw.get("llm", {}), (dict, type(None))):
+        raise ConfigError(f"{SETTINGS_FILE}: 'llm' must be a mapping of settings.")
+    if llm.get("api_key") in (None, "") and env.get("OPENAI_API_KEY"):
+        llm["api_key"] = env["OPENAI_API_KEY"]
+    if llm.get("base_url") in (None, "") and env.get("OPENAI_BASE_URL"):
+        llm["base_url"] = env["OPENAI_BASE_URL"]
+    raw = {**raw, "llm": llm, "root": root_path}
+    try:
+        return Settings.model_validate(raw)
+    except ValidationError as exc:
+        source = SETTINGS_FILE if file.exists() else "settings"
+        raise ConfigError(_describe_validation_error(exc, source, raw)) from None
+
+
+def _deep_merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in extra.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = _deep_merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged

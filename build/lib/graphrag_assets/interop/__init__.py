@@ -1,0 +1,1 @@
+"""Export and import formats (see :mod:`graphrag_assets.interop.commands`)."""

@@ -1,0 +1,105 @@
+"""Build the models a step needs from settings: the one place that decides which implementation,
+which cache and which endpoint.
+
+Each returned model owns its cache object: call ``model.close()`` (or ``await model.aclose()``)
+when the step is done so every answer is written. :class:`ModelSet` does that for the models of
+one unit of work (a Dagster step, a query, a dry run).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from graphrag_assets.core.errors import UserError
+from graphrag_assets.llm.usage import UsageMeter
+
+from graphrag_assets.llm.cache import LLMCache
+from graphrag_assets.llm.client import OpenAIChatModel, chat_model_from_settings, embedding_model_from_settings
+from graphrag_assets.llm.local_embedder import LocalEmbedder
+from graphrag_assets.llm.types import EmbeddingModel
+
+if TYPE_CHECKING:
+    from graphrag_assets.core.settings import EmbeddingSettings, LLMSettings, Settings
+
+
+def _cache(settings: "LLMSettings", db_path: str | Path | None) -> "LLMCache | None":
+    if not settings.cache or db_path is None:
+        return None
+    return LLMCache(db_path)
+
+
+def build_chat_model(
+    settings: "LLMSettings", db_path: str | Path | None, meter: UsageMeter, dry_run: bool = False
+) -> "OpenAIChatModel":
+    """The chat model for ``settings``; a dry run needs no endpoint since it sends nothing."""
+    if not settings.endpoint_configured and not dry_run:
+        raise UserError(
+            "no model endpoint is configured; set OPENAI_API_KEY or OPENAI_BASE_URL "
+            "(or llm.base_url in graphrag.yaml), or use method: nlp to index without a model."
+        )
+    return chat_model_from_settings(settings, meter=meter, cache=_cache(settings, db_path), dry_run=dry_run)
+
+
+def build_embedding_model(
+    settings: "LLMSettings",
+    embedding_settings: "EmbeddingSettings",
+    db_path: str | Path | None,
+    meter: UsageMeter,
+    dry_run: bool = False,
+) -> "EmbeddingModel":
+    """The local embedder when ``llm.embeddings`` resolves to local, else the endpoint's model."""
+    if settings.use_local_embedder:
+        return LocalEmbedder(dimension=embedding_settings.local_dimension)
+    has_endpoint = settings.endpoint_configured or settings.embedding_base_url or settings.embedding_api_key
+    if not has_endpoint and not dry_run:
+        raise UserError(
+            "llm.embeddings is 'openai' but no embedding endpoint is configured; set OPENAI_API_KEY or "
+            "llm.embedding_base_url in graphrag.yaml, or set llm.embeddings: local."
+        )
+    return embedding_model_from_settings(
+        settings, embedding_settings, meter=meter, cache=_cache(settings, db_path), dry_run=dry_run
+    )
+
+
+class ModelSet:
+    """The chat model and the embedder of one unit of work: built on first use, closed together.
+
+    Closing writes every pending cache entry, so what was paid for is kept even when the work
+    fails afterwards. ``dry_run`` models count requests against the cache and send nothing.
+    """
+
+    def __init__(self, settings: "Settings", meter: UsageMeter, *, dry_run: bool = False) -> None:
+        self.settings = settings
+        self.meter = meter
+        self.dry_run = dry_run
+        self._chat: "OpenAIChatModel | None" = None
+        self._embedder: "EmbeddingModel | None" = None
+
+    @property
+    def chat(self) -> "OpenAIChatModel":
+        if self._chat is None:
+            self._chat = build_chat_model(self.settings.llm, self.settings.database_path, self.meter, dry_run=self.dry_run)
+        return self._chat
+
+    @property
+    def embedder(self) -> "EmbeddingModel":
+        if self._embedder is None:
+            self._embedder = build_embedding_model(
+                self.settings.llm, self.settings.embeddings, self.settings.database_path, self.meter, dry_run=self.dry_run
+            )
+        return self._embedder
+
+    def close(self) -> None:
+        for model in (self._chat, self._embedder):
+            close = getattr(model, "close", None)
+            if close is not None:
+                close()
+        self._chat = None
+        self._embedder = None
+
+    def __enter__(self) -> "ModelSet":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,225 @@
+"""Usage accounting: what a step asked of the models, what the cache saved, and what it cost.
+
+A :class:`UsageMeter` is shared by the chat and embedding models of one step. It counts per
+``(purpose, model)``:
+
+- ``requests``: logical calls sent to a server (one per chat call, one per embedding batch), whether
+  they succeeded or failed; retries of the same call are counted in ``retries``, not here;
+- ``cache_hits``: chat calls answered from the cache (or by an identical call already in flight),
+  and texts whose embedding came from the cache;
+- ``failures``: calls that ended in an error after their retries;
+- tokens as reported by the server (estimated with the tokenizer only when the server reports
+  none, or in a dry run); ``cost_usd`` from ``llm.prices`` when the model has a price.
+
+Figures go to Dagster materialization metadata (:meth:`UsageMeter.as_metadata`) and to the
+``llm_usage`` table (:meth:`UsageMeter.persist`). No credential is ever part of a meter.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import threading
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import polars as pl
+
+from graphrag_assets.storage.database import connect, table_exists
+
+if TYPE_CHECKING:
+    from graphrag_assets.core.settings import Price
+
+USAGE_TABLE = "llm_usage"
+USAGE_TABLE_DDL = f"""
+create table if not exists {USAGE_TABLE} (
+    run_id VARCHAR,
+    asset_key VARCHAR,
+    partition_key VARCHAR,
+    purpose VARCHAR,
+    model VARCHAR,
+    requests BIGINT,
+    cache_hits BIGINT,
+    retries BIGINT,
+    failures BIGINT,
+    prompt_tokens BIGINT,
+    completion_tokens BIGINT,
+    embedding_tokens BIGINT,
+    cost_usd DOUBLE,
+    recorded_at TIMESTAMP
+)
+"""
+
+
+@dataclass
+class UsageCounts:
+    requests: int = 0
+    cache_hits: int = 0
+    retries: int = 0
+    failures: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    embedding_tokens: int = 0
+    cost_usd: float = 0.0
+
+    def add(self, other: "UsageCounts") -> None:
+        for f in fields(self):
+            setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
+
+
+COUNT_FIELDS = [f.name for f in fields(UsageCounts)]
+
+
+def estimate_cost(
+    prices: Mapping[str, "Price"], model: str, prompt_tokens: int, completion_tokens: int = 0
+) -> float:
+    """US dollars for the tokens at the model's configured price (0 when it has none)."""
+    price = prices.get(model)
+    if price is None:
+        return 0.0
+    return (prompt_tokens * price.input_per_million + completion_tokens * price.output_per_million) / 1_000_000
+
+
+class UsageMeter:
+    """Thread-safe counters per (purpose, model)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._counts: dict[tuple[str, str], UsageCounts] = {}
+
+    def _bucket(self, purpose: str, model: str) -> UsageCounts:
+        key = (purpose, model)
+        bucket = self._counts.get(key)
+        if bucket is None:
+            bucket = self._counts[key] = UsageCounts()
+        return bucket
+
+    def record_request(
+        self,
+        purpose: str,
+        model: str,
+        *,
+        prompt_tokens: int = 0,
+        completion_tokens: int = 0,
+        embedding_tokens: int = 0,
+        cost_usd: float = 0.0,
+    ) -> None:
+        with self._lock:
+            bucket = self._bucket(purpose, model)
+            bucket.requests += 1
+            bucket.prompt_tokens += prompt_tokens
+            bucket.completion_tokens += completion_tokens
+            bucket.embedding_tokens += embedding_tokens
+            bucket.cost_usd += cost_usd
+
+    def record_cache_hits(self, purpose: str, model: str, count: int = 1) -> None:
+        with self._lock:
+            self._bucket(purpose, model).cache_hits += count
+
+    def record_retry(self, purpose: str, model: str) -> None:
+        with self._lock:
+            self._bucket(purpose, model).retries += 1
+
+    def record_failure(self, purpose: str, model: str) -> None:
+        """A call that failed for good: it was sent, so it counts as a request too."""
+        with self._lock:
+            bucket = self._bucket(purpose, model)
+            bucket.requests += 1
+            bucket.failures += 1
+
+    def snapshot(self) -> dict[tuple[str, str], UsageCounts]:
+        """A copy of the counters, keyed by (purpose, model)."""
+        with self._lock:
+            return {key: UsageCounts(**asdict(value)) for key, value in self._counts.items()}
+
+    def totals(self) -> UsageCounts:
+        total = UsageCounts()
+        for counts in self.snapshot().values():
+            total.add(counts)
+        return total
+
+    def as_metadata(self) -> dict[str, Any]:
+        """Flat JSON-serializable figures: ``llm/total/<field>`` and ``llm/<purpose>/<field>``."""
+        per_purpose: dict[str, UsageCounts] = {}
+        models: set[str] = set()
+        for (purpose, model), counts in sorted(self.snapshot().items()):
+            per_purpose.setdefault(purpose, UsageCounts()).add(counts)
+            models.add(model)
+        total = UsageCounts()
+        for counts in per_purpose.values():
+            total.add(counts)
+        metadata: dict[str, Any] = {}
+        for scope, counts in [("total", total), *sorted(per_purpose.items())]:
+            for name, value in asdict(counts).items():
+                metadata[f"llm/{scope}/{name}"] = round(value, 6) if isinstance(value, float) else value
+        metadata["llm/models"] = ", ".join(sorted(models))
+        return metadata
+
+    def to_frame(self) -> pl.DataFrame:
+        """One row per (purpose, model), sorted."""
+        rows = [
+            {"purpose": purpose, "model": model, **asdict(counts)}
+            for (purpose, model), counts in sorted(self.snapshot().items())
+        ]
+        schema = {"purpose": pl.String, "model": pl.String, **{
+            name: (pl.Float64 if name == "cost_usd" else pl.Int64) for name in COUNT_FIELDS
+        }}
+        return pl.DataFrame(rows, schema=schema)
+
+    def persist(self, db_path: str | Path, run_id: str, asset_key: str, partition_key: str | None) -> int:
+        """Append one ``llm_usage`` row per (purpose, model); returns the number of rows written."""
+        frame = self.to_frame()
+        if frame.is_empty():
+            return 0
+        frame = frame.with_columns(
+            pl.lit(run_id, pl.String).alias("run_id"),
+            pl.lit(asset_key, pl.String).alias("asset_key"),
+            pl.lit(partition_key, pl.String).alias("partition_key"),
+            pl.lit(dt.datetime.now(dt.timezone.utc).replace(tzinfo=None), pl.Datetime("us")).alias("recorded_at"),
+        )
+        with connect(db_path) as conn:
+            conn.execute(USAGE_TABLE_DDL)
+            conn.register("usage_rows", frame.to_arrow())
+            conn.execute(f"insert into {USAGE_TABLE} by name select * from usage_rows")
+            conn.unregister("usage_rows")
+        return frame.height
+
+
+def usage_by_purpose(db_path: Path, run_ids: list[str]) -> dict[str, dict[str, Any]]:
+    """Model calls made and answered from the cache, tokens and cost, per purpose, over these runs."""
+    if not run_ids or not Path(db_path).exists():
+        return {}
+    with connect(db_path, read_only=True) as conn:
+        if not table_exists(conn, USAGE_TABLE):
+            return {}
+        conn.register("_runs", pl.DataFrame({"run_id": run_ids}).to_arrow())
+        rows = conn.sql(
+            "select purpose, sum(requests)::bigint, sum(cache_hits)::bigint, sum(failures)::bigint, "
+            "sum(prompt_tokens + embedding_tokens)::bigint, sum(completion_tokens)::bigint, sum(cost_usd) "
+            f"from {USAGE_TABLE} where run_id in (select run_id from _runs) group by purpose order by purpose"
+        ).fetchall()
+    return {
+        purpose: {
+            "calls": calls, "cached": cached, "failed": failed, "prompt_tokens": prompt,
+            "completion_tokens": completion, "cost_usd": round(cost or 0.0, 6),
+        }
+        for purpose, calls, cached, failed, prompt, completion, cost in rows
+    }
+
+
+def last_corpus_run_usage(db_path: Path, corpus_assets: tuple[str, ...]) -> dict[str, dict[str, int]]:
+    """Calls made and cached per purpose by the latest run that wrote one of ``corpus_assets``."""
+    if not Path(db_path).exists():
+        return {}
+    with connect(db_path, read_only=True) as conn:
+        if not table_exists(conn, USAGE_TABLE):
+            return {}
+        conn.register("_assets", pl.DataFrame({"asset_key": list(corpus_assets)}).to_arrow())
+        rows = conn.sql(
+            f"with last as (select run_id from {USAGE_TABLE} where asset_key in (select asset_key from _assets) "
+            "order by recorded_at desc limit 1) "
+            f"select purpose, sum(requests)::bigint, sum(cache_hits)::bigint from {USAGE_TABLE} "
+            "where run_id in (select run_id from last) group by purpose order by purpose"
+        ).fetchall()
+    return {purpose: {"calls": calls, "cached": cached} for purpose, calls, cached in rows}

@@ -1,0 +1,128 @@
+"""Per-document extraction: ``graph_extractions`` and ``extraction_status``.
+
+``standard``: the LLM reads every chunk (with gleanings, and claims when enabled).
+``nlp`` / ``fast``: noun phrases are extracted offline; the co-occurrence graph is built corpus-wide.
+
+A document whose chunks cannot be extracted (the model failed after its retries) gets no rows
+and an ``extraction_status`` of ``failed``; the other documents of the run are stored normally.
+In a single-document run the step then fails, so the partition shows as failed in Dagster; in a
+range run the caller re-runs failed documents one by one (see :mod:`graphrag_assets.pipeline.indexing`).
+"""
+
+import polars as pl
+from dagster import AssetExecutionContext, AssetIn, AssetOut, Failure, MetadataValue, Output, multi_asset
+
+from graphrag_assets.core import schemas
+from graphrag_assets.index.methods import method_steps
+from graphrag_assets.index.graph_extraction import extract_graph_records, extraction_plan
+from graphrag_assets.index.noun_phrases import noun_phrase_records
+from graphrag_assets.pipeline.assets.metadata import preview
+from graphrag_assets.pipeline.assets.model_session import ModelSession
+from graphrag_assets.pipeline.partitions import DOCUMENT_PARTITIONS, PARTITION_METADATA, SINGLE_RUN
+from graphrag_assets.core.progress import Counter, warn
+from graphrag_assets.pipeline.resources import GraphRAGProject
+
+
+@multi_asset(
+    outs={
+        "graph_extractions": AssetOut(
+            description="One row per record extracted from a text unit: entities, relationships and claims (standard method) or noun phrases (nlp/fast).",
+            metadata=PARTITION_METADATA,
+        ),
+        "extraction_status": AssetOut(
+            description="Per document: whether extraction succeeded, units and records, and the error when it failed.",
+            metadata=PARTITION_METADATA,
+        ),
+    },
+    ins={"text_units": AssetIn()},
+    partitions_def=DOCUMENT_PARTITIONS,
+    backfill_policy=SINGLE_RUN,
+    group_name="extract",
+    can_subset=False,
+)
+def extract(context: AssetExecutionContext, project: GraphRAGProject, text_units: pl.DataFrame):
+    settings = project.settings
+    keys = list(context.partition_keys)
+    method = settings.resolved_method
+    units = text_units.filter(pl.col("document_key").is_in(keys))
+    failed: dict[str, str] = {}
+    failed_units: dict[str, int] = {}
+    parse_failures: dict[str, int] = {}
+    metadata: dict = {"method": method}
+    if method_steps(method).extraction == "model":
+        records, metadata_extra = _llm_extraction(context, settings, units, failed, failed_units, parse_failures)
+        metadata.update(metadata_extra)
+    else:
+        progress = Counter("noun phrases", units.height, context.log).start()
+        records = noun_phrase_records(units.select("id", "text", "document_key"), settings.nlp.max_word_length)
+        progress.step(units.height)
+
+    unit_counts = dict(units.group_by("document_key").agg(pl.len()).iter_rows())
+    record_counts = dict(records.group_by("document_key").agg(pl.len()).iter_rows()) if not records.is_empty() else {}
+    status = pl.DataFrame(
+        [
+            {
+                "document_key": key,
+                "status": "failed" if key in failed else "ok",
+                "text_units": unit_counts.get(key, 0),
+                "failed_units": failed_units.get(key, 0),
+                "records": record_counts.get(key, 0),
+                "parse_failures": parse_failures.get(key, 0),
+                "error": failed.get(key),
+            }
+            for key in keys
+        ],
+        schema=schemas.EXTRACTION_STATUS,
+    )
+    by_type = dict(records.group_by("record_type").agg(pl.len()).iter_rows()) if not records.is_empty() else {}
+    yield Output(
+        records,
+        output_name="graph_extractions",
+        metadata={
+            **metadata,
+            "records": records.height,
+            **{f"records/{kind}": count for kind, count in sorted(by_type.items())},
+            "failed_documents": MetadataValue.json(sorted(failed)),
+            "preview": preview(records.select("record_type", "title", "type", "source", "target", "description")),
+        },
+    )
+    yield Output(status, output_name="extraction_status", metadata={"failed": len(failed), "documents": len(keys)})
+    if failed and len(keys) == 1:
+        key = keys[0]
+        raise Failure(description=f"extraction of {key} failed: {failed[key]}", metadata={"document_key": key})
+
+
+def _llm_extraction(context, settings, units, failed, failed_units, parse_failures) -> tuple[pl.DataFrame, dict]:
+    plan = extraction_plan(settings.extraction, settings.root)
+    progress = Counter("extract graph", units.height, context.log).start()
+    with ModelSession(context, settings, partition_key=_partition_label(context)) as session:
+        output = session.run(
+            extract_graph_records(
+                session.chat, units.select("id", "text", "document_key"), plan, on_unit_done=lambda done, total: progress.step()
+            )
+        )
+    usage = session.metadata()
+    for unit in output.failed_units:
+        failed.setdefault(unit.document_key, unit.message)
+        failed_units[unit.document_key] = failed_units.get(unit.document_key, 0) + 1
+    unit_docs = dict(units.select("id", "document_key").iter_rows())
+    for unit_id, failures in output.parse_failures.items():
+        doc = unit_docs.get(unit_id, "")
+        parse_failures[doc] = parse_failures.get(doc, 0) + len(failures)
+    for key, message in sorted(failed.items()):
+        warn(f"extraction of {key} failed ({failed_units[key]} text unit(s)): {message}", context.log)
+    records = output.records.filter(~pl.col("document_key").is_in(list(failed)))
+    metadata = {
+        **usage,
+        "parse_failures": output.parse_failure_count,
+        "ignored_segments": output.ignored_segments,
+        "parse_failures_by_unit": MetadataValue.json(
+            {unit: [f.reason for f in failures][:5] for unit, failures in list(output.parse_failures.items())[:20]}
+        ),
+    }
+    return records, metadata
+
+
+def _partition_label(context: AssetExecutionContext) -> str:
+    keys = list(context.partition_keys)
+    return keys[0] if len(keys) == 1 else f"{keys[0]}...{keys[-1]} ({len(keys)})"

@@ -1,0 +1,166 @@
+"""Corpus-wide graph: ``entities``, ``relationships`` and ``covariates`` (the first step of a corpus run).
+
+Always recomputed from every document's extraction rows, so the result after any sequence of
+additions, edits and deletions equals a from-scratch build; description summaries are cached
+model calls, so only entities whose set of descriptions changed cost a call.
+"""
+
+import polars as pl
+from dagster import AssetCheckResult, AssetCheckSpec, AssetExecutionContext, AssetIn, AssetOut, MetadataValue, Output, multi_asset
+
+from graphrag_assets.core import schemas
+from graphrag_assets.core.errors import UserError
+from graphrag_assets.core.progress import Counter, warn
+from graphrag_assets.index.graph_checks import check_graph
+from graphrag_assets.index.methods import method_steps
+from graphrag_assets.index.graph_merge import finalize_covariates, finalize_graph, merge_graph
+from graphrag_assets.index.nlp_graph import build_noun_graph, prune_graph
+from graphrag_assets.index.summarize import SummaryOptions, distinct_descriptions, summarize_all, summary_options
+from graphrag_assets.pipeline.assets.metadata import preview
+from graphrag_assets.pipeline.assets.model_session import ModelSession
+from graphrag_assets.pipeline.partitions import PARTITIONS_NAME, STAGED_METADATA
+from graphrag_assets.storage.corpus import begin_corpus_run
+from graphrag_assets.pipeline.resources import GraphRAGProject
+from graphrag_assets.storage.documents import keep_only_documents
+
+CHECKS = [
+    AssetCheckSpec("relationship_endpoints_exist", asset="relationships", description="Every relationship's source and target is an entity."),
+    AssetCheckSpec("unique_entity_titles", asset="entities", description="No two entities share a title."),
+    AssetCheckSpec("degrees_match_relationships", asset="entities", description="Entity degrees and combined degrees agree with the relationships."),
+]
+
+
+@multi_asset(
+    outs={
+        "entities": AssetOut(
+            description="Entities merged across all documents (MS GraphRAG v3 columns); descriptions summarized when an entity has several.",
+            metadata=STAGED_METADATA,
+        ),
+        "relationships": AssetOut(
+            description="Relationships merged across all documents, undirected (source < target), weights summed (MS GraphRAG v3 columns).",
+            metadata=STAGED_METADATA,
+        ),
+        "covariates": AssetOut(description="Claims extracted when extraction.claims.enabled (MS GraphRAG v3 columns).", metadata=STAGED_METADATA),
+    },
+    ins={
+        "graph_extractions": AssetIn(),
+        "extraction_status": AssetIn(),
+        "text_units": AssetIn(),
+    },
+    check_specs=CHECKS,
+    group_name="graph",
+    can_subset=False,
+)
+def graph(
+    context: AssetExecutionContext,
+    project: GraphRAGProject,
+    graph_extractions: pl.DataFrame,
+    extraction_status: pl.DataFrame,
+    text_units: pl.DataFrame,
+):
+    settings = project.settings
+    method = settings.resolved_method
+    begin_corpus_run(settings.database_path, context.run.run_id if context.run else "")
+    purged = _purge_removed_documents(context, settings)
+    left_out = sorted(extraction_status.filter(pl.col("status") == "failed")["document_key"].to_list())
+    extractions = graph_extractions.filter(~pl.col("document_key").is_in(left_out))
+    metadata: dict = {"method": method, "left_out_documents": MetadataValue.json(left_out), "purged_rows": MetadataValue.json(purged)}
+    if method_steps(method).graph == "summarized":
+        entities, relationships, covariates, extra = _standard_graph(context, settings, extractions)
+    else:
+        entities, relationships, covariates, extra = _noun_graph(context, settings, extractions, text_units)
+    metadata.update(extra)
+
+    yield Output(
+        entities,
+        output_name="entities",
+        metadata={
+            **metadata,
+            "entities": entities.height,
+            "types": MetadataValue.json(dict(entities.group_by("type").agg(pl.len()).sort("len", descending=True).head(20).iter_rows())),
+            "preview": preview(entities.sort("degree", descending=True).select("title", "type", "degree", "frequency", "description")),
+        },
+    )
+    yield Output(
+        relationships,
+        output_name="relationships",
+        metadata={
+            "relationships": relationships.height,
+            "preview": preview(relationships.sort("combined_degree", descending=True).select("source", "target", "weight", "description")),
+        },
+    )
+    yield Output(covariates, output_name="covariates", metadata={"covariates": covariates.height})
+    report = check_graph(entities, relationships)
+    yield AssetCheckResult(check_name="relationship_endpoints_exist", asset_key="relationships", passed=not report.orphan_relationships, metadata={"orphans": len(report.orphan_relationships)})
+    yield AssetCheckResult(check_name="unique_entity_titles", asset_key="entities", passed=not report.duplicate_titles, metadata={"duplicates": MetadataValue.json(report.duplicate_titles[:20])})
+    yield AssetCheckResult(check_name="degrees_match_relationships", asset_key="entities", passed=not report.degree_mismatches, metadata={"mismatches": len(report.degree_mismatches)})
+
+
+def _standard_graph(context, settings, extractions: pl.DataFrame):
+    merged = merge_graph(extractions)
+    entity_items = [(row[0], row[1] or []) for row in merged.entities.select("title", "descriptions").iter_rows()]
+    relationship_items = [((row[0], row[1]), row[2] or []) for row in merged.relationships.select("source", "target", "descriptions").iter_rows()]
+    needs_model = [item for item in entity_items + relationship_items if len(distinct_descriptions(item[1])) > 1]
+    summaries: dict = {}
+    with ModelSession(context, settings) as session:
+        if needs_model:
+            progress = Counter("summarize descriptions", len(needs_model), context.log).start()
+            summaries = session.run(
+                _summaries_with_progress(session.chat, needs_model, summary_options(settings), settings.llm.concurrency * 4, progress)
+            )
+    entity_summaries = {k: v for k, v in summaries.items() if isinstance(k, str)}
+    relationship_summaries = {k: v for k, v in summaries.items() if isinstance(k, tuple)}
+    entities, relationships = finalize_graph(merged.entities, merged.relationships, entity_summaries, relationship_summaries)
+    claims = extractions.filter(pl.col("record_type") == "claim")
+    covariates = finalize_covariates(claims) if not claims.is_empty() else schemas.empty_frame(schemas.COVARIATES)
+    stats = merged.stats
+    metadata = {
+        **session.metadata(),
+        "summaries_needed": len(needs_model),
+        "self_loops_dropped": stats.self_loops_dropped,
+        "orphan_relationships_dropped": stats.orphan_relationships_dropped,
+        "entities_with_several_types": stats.entities_with_several_types,
+    }
+    return entities, relationships, covariates, metadata
+
+
+async def _summaries_with_progress(model, items, options: SummaryOptions, step: int, progress: Counter) -> dict:
+    """Summaries in chunks of ``step`` items, so progress moves while a large corpus is summarized."""
+    results: dict = {}
+    for start in range(0, len(items), step):
+        batch = items[start : start + step]
+        results.update(await summarize_all(model, batch, options))
+        progress.step(len(batch))
+    return results
+
+
+def _noun_graph(context, settings, extractions: pl.DataFrame, text_units: pl.DataFrame):
+    progress = Counter("noun-phrase graph", 2, context.log).start()
+    ordered_units = text_units.sort("document_key", "chunk_index").select("id", "text")
+    entities, relationships = build_noun_graph(
+        extractions, normalize_edge_weights=settings.nlp.normalize_edge_weights, text_units=ordered_units
+    )
+    progress.step()
+    before = (entities.height, relationships.height)
+    try:
+        entities, relationships = prune_graph(entities, relationships, settings.nlp.prune)
+    except UserError as exc:
+        # A small corpus can lose every node to the frequency rules; an unpruned graph is more
+        # useful to a newcomer than a failed run.
+        warn(f"{exc} Using the unpruned noun-phrase graph instead.", context.log)
+    progress.step()
+    metadata = {
+        "nodes_before_pruning": before[0],
+        "edges_before_pruning": before[1],
+    }
+    return entities, relationships, schemas.empty_frame(schemas.COVARIATES), metadata
+
+
+def _purge_removed_documents(context: AssetExecutionContext, settings) -> dict[str, int]:
+    """Rows of documents whose partition was deleted (by the sensor or schedule) are removed here.
+
+    The inputs of this step were already loaded for the current partitions only, so the graph
+    never sees those rows; this keeps the per-document tables and LanceDB in step with it.
+    """
+    keep = context.instance.get_dynamic_partitions(PARTITIONS_NAME)
+    return keep_only_documents(settings.database_path, settings.lancedb_path, keep)

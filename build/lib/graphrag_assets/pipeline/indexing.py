@@ -1,0 +1,170 @@
+"""Incremental indexing of a project through its Dagster instance (the CLI's ``index``).
+
+1. compare the input folder with what the index holds (:mod:`graphrag_assets.project.state`);
+2. register new document partitions, forget deleted ones and delete every row derived from them;
+3. run the per-document job: one range run for all new documents, one range run per contiguous
+   group of changed documents;
+4. run the corpus job (entities onwards) when anything changed or the corpus graph is stale —
+   unless a document run failed, so the graph is never built from half-updated documents.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import polars as pl
+from dagster import DagsterInstance, Definitions
+
+from graphrag_assets.core.progress import warn
+from graphrag_assets.core.settings import Settings
+from graphrag_assets.index.changes import ChangeSet
+from graphrag_assets.llm.usage import usage_by_purpose
+from graphrag_assets.pipeline.definitions import build_definitions
+from graphrag_assets.pipeline.instance import open_instance, refuse_while_runs_are_active
+from graphrag_assets.pipeline.partitions import CORPUS_JOB, DOCUMENTS_JOB, PARTITIONS_NAME, contiguous_groups, plan_partitions
+from graphrag_assets.pipeline.runner import run_job
+from graphrag_assets.project.locks import index_lock
+from graphrag_assets.project.state import check_input, corpus_is_stale, document_state, failed_extractions
+from graphrag_assets.storage.documents import delete_documents, refresh_file_stats
+from graphrag_assets.storage.tables import read_table
+
+Announce = Callable[[str], None]
+
+
+@dataclass
+class IndexReport:
+    changes: ChangeSet
+    runs: list[dict[str, Any]] = field(default_factory=list)
+    deleted_rows: dict[str, int] = field(default_factory=dict)
+    seconds: float = 0.0
+    method: str = ""
+    failed_documents: list[str] = field(default_factory=list)
+    vanished: list[str] = field(default_factory=list)  # new files deleted before their run read them
+    usage: dict[str, dict[str, int]] = field(default_factory=dict)
+
+    @property
+    def success(self) -> bool:
+        return all(run["success"] for run in self.runs)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "method": self.method,
+            "new": [key for key in self.changes.new if key not in self.vanished],
+            "vanished": self.vanished,
+            "changed": self.changes.changed,
+            "deleted": self.changes.deleted,
+            "unchanged": len(self.changes.unchanged),
+            "runs": self.runs,
+            "deleted_rows": self.deleted_rows,
+            "failed_documents": self.failed_documents,
+            "usage": self.usage,
+            "seconds": round(self.seconds, 3),
+            "success": self.success,
+        }
+
+
+@dataclass(frozen=True)
+class IndexOptions:
+    """What the user asked of this update besides "bring the index up to date".
+
+    ``overrides``: settings given on the command line (e.g. the method); ``force_corpus``: rebuild
+    the corpus-wide assets even when nothing changed; ``allow_empty_input``: accept a missing or
+    empty input folder, removing every document from the index.
+    """
+
+    overrides: dict[str, Any] | None = None
+    force_corpus: bool = False
+    allow_empty_input: bool = False
+
+
+def index_project(settings: Settings, options: IndexOptions | None = None, announce: Announce = lambda message: None) -> IndexReport:
+    """Bring the index up to date with the input folder; returns what was done.
+
+    Holds the project's index lock for the whole update and refuses to start while a Dagster run
+    of this project is in progress, so two writers never interleave. Refuses, before writing
+    anything, an input folder that is missing or empty (unless ``allow_empty_input``). Runs left
+    STARTED by a process that died are marked failed first, and an update that was killed part-way
+    is finished (its model calls were cached).
+    """
+    options = options or IndexOptions()
+    started = time.monotonic()
+    check_input(settings, document_state(settings), allow_empty=options.allow_empty_input)
+    instance = open_instance(settings)
+    with index_lock(settings) as interrupted:
+        if interrupted:
+            announce(f"the update started at {interrupted.get('started_at')} (pid {interrupted.get('pid')}) was stopped before it finished; finishing it")
+        dead = refuse_while_runs_are_active(instance)
+        if dead:
+            announce(f"marked {len(dead)} run(s) failed whose process is gone: {', '.join(run[:8] for run in dead)}")
+        defs = build_definitions(settings.root, overrides=options.overrides)
+        report = _index(settings, instance, defs, announce, options.force_corpus)
+        report.seconds = time.monotonic() - started
+        report.usage = usage_by_purpose(settings.database_path, [run["run_id"] for run in report.runs])
+        return report
+
+
+def _index(settings: Settings, instance: DagsterInstance, defs: Definitions, announce: Announce, force_corpus: bool) -> IndexReport:
+    changes = document_state(settings).changes
+    report = IndexReport(changes=changes, method=settings.resolved_method)
+    announce(changes.summary())
+    for entry in changes.passed_over:
+        warn(entry)
+    refresh_file_stats(settings.database_path, _touched_files(settings, changes))
+
+    registered = list(instance.get_dynamic_partitions(PARTITIONS_NAME))
+    plan = plan_partitions(changes, registered)
+    gone = sorted(set(changes.deleted) | set(plan.forget))
+    if gone:
+        report.deleted_rows = delete_documents(settings.database_path, settings.lancedb_path, gone)
+        for key in plan.forget:
+            instance.delete_dynamic_partition(PARTITIONS_NAME, key)
+    document_runs: list[dict[str, Any]] = []
+    if plan.add:
+        instance.add_dynamic_partitions(PARTITIONS_NAME, plan.add)
+        announce(f"indexing {len(plan.add)} new document file(s)")
+        document_runs.append(run_job(defs, instance, DOCUMENTS_JOB, plan.add).as_dict())
+    for group in contiguous_groups(plan.rerun, registered):
+        announce(f"re-indexing {len(group)} changed document file(s)" if len(group) > 1 else f"re-indexing {group[0]}")
+        document_runs.append(run_job(defs, instance, DOCUMENTS_JOB, group).as_dict())
+    report.runs.extend(document_runs)
+    # A range run stores the documents that worked; a document whose extraction failed gets one
+    # more try on its own, which marks its partition as failed in Dagster if it fails again.
+    for key in failed_extractions(settings, changes.new + changes.changed):
+        if any(run["success"] and len(run["partitions"]) > 1 and key in run["partitions"] for run in document_runs):
+            announce(f"retrying {key} on its own (its extraction failed)")
+            report.runs.append(run_job(defs, instance, DOCUMENTS_JOB, [key]).as_dict())
+    report.failed_documents = failed_extractions(settings, changes.new + changes.changed)
+    report.vanished = _vanished(settings, changes.new)
+    broken = [run for run in document_runs if not run["success"]]
+    if broken:
+        announce(f"{len(broken)} document run(s) failed; the corpus graph is left as it was until they succeed")
+    elif changes.any or force_corpus or corpus_is_stale(settings, read_table(settings.database_path, "source_files")):
+        announce("updating the corpus-wide graph")
+        report.runs.append(run_job(defs, instance, CORPUS_JOB).as_dict())
+    return report
+
+
+def _vanished(settings: Settings, new: list[str]) -> list[str]:
+    """New documents whose file was gone by the time their run read it."""
+    source_files = read_table(settings.database_path, "source_files", read_only=True)
+    if source_files is None or not new:
+        return []
+    missing = source_files.filter(pl.col("status") == "missing")["document_key"].to_list()
+    return sorted(set(new) & set(missing))
+
+
+def _touched_files(settings: Settings, changes: ChangeSet) -> list[dict[str, Any]]:
+    """Size and modification time of files that were hashed but had not changed.
+
+    Stored so that a touched file (a fresh clone, a copy without timestamps) is not hashed on
+    every check.
+    """
+    rows = []
+    for key in changes.unchanged:
+        if key in changes.hashes:
+            stat = (settings.input_dir / changes.paths[key]).stat()
+            rows.append({"document_key": key, "size": stat.st_size, "mtime_ns": stat.st_mtime_ns})
+    return rows

@@ -1,0 +1,46 @@
+"""The Dagster ``query_job``: ask a question from the launchpad; the answer and the context it
+was built from are recorded as run metadata. (The CLI calls the query functions directly: a
+Dagster run per query would bloat the event log.)"""
+
+from typing import Literal, Optional
+
+from dagster import Config, MetadataValue, OpExecutionContext, Out, Output, job, op
+
+from graphrag_assets.pipeline.resources import GraphRAGProject
+from graphrag_assets.project.querying import answer_question
+from graphrag_assets.query.request import QueryOptions
+
+
+class QueryConfig(Config):
+    question: str
+    method: Literal["local", "global", "drift", "basic"] = "global"
+    community_level: Optional[int] = None
+    dynamic_selection: Optional[bool] = None
+    response_type: Optional[str] = None
+
+
+@op(out=Out(dict, io_manager_key="query_io_manager", description="The answer, its context records and usage (QueryResult.to_dict()); kept in memory, recorded as metadata."))
+def answer_query(context: OpExecutionContext, config: QueryConfig, project: GraphRAGProject):
+    options = QueryOptions(config.method, config.community_level, config.dynamic_selection, config.response_type)
+    result = answer_question(project.settings, config.question, options)
+    data = result.to_dict()
+    context.log.info(result.answer)
+    records = data["context_records"]
+    yield Output(
+        data,
+        metadata={
+            "question": MetadataValue.text(config.question),
+            "method": config.method,
+            "answer": MetadataValue.md(result.answer),
+            "llm_used": result.llm_used,
+            "context_records": MetadataValue.json(records),
+            "context": MetadataValue.md(f"```\n{result.context_text[:20000]}\n```"),
+            "usage": MetadataValue.json(data["usage"]),
+            "warnings": MetadataValue.json(result.warnings),
+        },
+    )
+
+
+@job(description="Answer one question about the index (configure the question and method in the launchpad).")
+def query_job():
+    answer_query()

@@ -1,0 +1,99 @@
+"""Running the pipeline through the project's Dagster instance (used by the CLI).
+
+Runs go through the project's instance (:mod:`graphrag_assets.pipeline.instance`) so they show up
+in the Dagster UI exactly as if they had been launched there; execution is in-process, one job at
+a time.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from dagster import DagsterInstance, Definitions
+from dagster._core.storage.defs_state.base import set_defs_state_storage
+from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
+
+from graphrag_assets.core.processes import ProcessId
+from graphrag_assets.pipeline.instance import PROCESS_TAG
+
+
+log = logging.getLogger(__name__)
+
+@dataclass
+class RunOutcome:
+    job: str
+    run_id: str
+    success: bool
+    partitions: list[str] = field(default_factory=list)
+    error: str | None = None
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "job": self.job,
+            "run_id": self.run_id,
+            "success": self.success,
+            "partitions": self.partitions,
+            "error": self.error,
+        }
+
+
+def _first_error(result) -> str | None:
+    """The root cause of the first step failure, as one line (Dagster wraps it in its own errors)."""
+    for event in result.all_events:
+        if event.is_step_failure and event.event_specific_data is not None:
+            error = getattr(event.event_specific_data, "error", None)
+            while error is not None and error.cause is not None:
+                error = error.cause
+            if error is not None:
+                lines = [line for line in (error.message or "").strip().splitlines() if line.strip()]
+                return _without_class_name(lines[0], error.cls_name) if lines else error.cls_name
+    return None
+
+
+def _without_class_name(line: str, cls_name: str | None) -> str:
+    """The message of our own errors (one sentence for the user) without "package.ClassName: ";
+    a short class name is kept for anything else, since it says what kind of bug it is."""
+    head, sep, rest = line.partition(": ")
+    if not sep or not cls_name or head.rsplit(".", 1)[-1] != cls_name:
+        return line
+    return rest if head.startswith(("graphrag_assets.", "dagster.")) else f"{cls_name}: {rest}"
+
+
+def run_job(
+    defs: Definitions,
+    instance: DagsterInstance,
+    job_name: str,
+    partition_keys: Sequence[str] | None = None,
+    tags: dict[str, str] | None = None,
+    console_log_level: str = "CRITICAL",
+) -> RunOutcome:
+    """Execute a job in this process; a list of partitions runs as one range run.
+
+    The keys must be contiguous in the dynamic partition order (new documents are added together,
+    so they are); a single key runs as a single-partition run.
+    """
+    # Make this instance the "current" one for Dagster's definitions-state lookup while we resolve
+    # and run: a context created elsewhere in the process (e.g. a sensor evaluation context that
+    # was never closed) may otherwise point it at an instance that no longer exists.
+    with set_defs_state_storage(instance.defs_state_storage):
+        return _run_job(defs, instance, job_name, partition_keys, tags, console_log_level)
+
+
+def _run_job(defs, instance, job_name, partition_keys, tags, console_log_level) -> RunOutcome:
+    job = defs.resolve_job_def(job_name)
+    run_tags = {**(tags or {}), PROCESS_TAG: ProcessId.current().as_tag()}
+    partition_key = None
+    keys = list(partition_keys or [])
+    if len(keys) == 1:
+        partition_key = keys[0]
+    elif keys:
+        run_tags[ASSET_PARTITION_RANGE_START_TAG] = keys[0]
+        run_tags[ASSET_PARTITION_RANGE_END_TAG] = keys[-1]
+    run_config = {"loggers": {"console": {"config": {"log_level": console_log_level}}}}
+    result = job.execute_in_process(
+        run_config=run_config, instance=instance, partition_key=partition_key, tags=run_tags, raise_on_error=False
+    )
+    return RunOutcome(job_name, result.run_id, result.success, keys, None if result.success else _first_error(result))
+

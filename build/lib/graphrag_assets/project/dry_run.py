@@ -1,0 +1,124 @@
+"""``graphrag-assets index --dry-run``: what the next run would cost, without calling the model.
+
+The new and changed documents are read and chunked in memory and their extraction and embedding
+requests are built exactly as a real run would build them; each is looked up in the response
+cache and only misses are counted (prompt tokens exactly, completion tokens estimated). Summaries
+and reports depend on what extraction finds, so they can only be bounded: we report what the last
+corpus run needed and what it would cost to redo everything.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import Any
+
+import polars as pl
+
+from graphrag_assets.core import schemas
+from graphrag_assets.core.settings import Settings
+from graphrag_assets.index.chunking import chunk_documents
+from graphrag_assets.index.documents import read_file_documents
+from graphrag_assets.index.embedding_texts import text_unit_texts
+from graphrag_assets.index.graph_extraction import extract_graph_records, extraction_plan
+from graphrag_assets.index.input_files import discover_input_files
+from graphrag_assets.index.methods import method_steps
+from graphrag_assets.llm.factory import ModelSet
+from graphrag_assets.llm.usage import UsageMeter, last_corpus_run_usage
+from graphrag_assets.project.state import document_state
+
+# The corpus-wide assets that call the chat model (their last run is shown for reference).
+CORPUS_MODEL_ASSETS = ("graph", "community_reports")
+
+
+@dataclass
+class DryRunEstimate:
+    method: str
+    new: list[str]
+    changed: list[str]
+    deleted: list[str]
+    text_units: int = 0
+    usage: dict[str, dict[str, Any]] = field(default_factory=dict)
+    last_corpus_run: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "method": self.method,
+            "new": self.new,
+            "changed": self.changed,
+            "deleted": self.deleted,
+            "text_units_to_process": self.text_units,
+            "per_document_stage": self.usage,
+            "last_corpus_run": self.last_corpus_run,
+        }
+
+    def render(self) -> str:
+        lines = [
+            f"dry run ({self.method} method): {len(self.new)} new, {len(self.changed)} changed, {len(self.deleted)} deleted document file(s); "
+            f"{self.text_units} text unit(s) to process",
+        ]
+        if self.method == "nlp":
+            lines.append("the nlp method makes no model calls.")
+        if self.usage:
+            lines.append("per-document stage (exact: each request is checked against the cache):")
+            for purpose, u in self.usage.items():
+                cost = f", ~${u['cost_usd']:.4f}" if u.get("cost_usd") else ""
+                lines.append(
+                    f"  {purpose:<22} {u['calls']:>6} call(s) to make, {u['cached']:>6} cached; "
+                    f"~{u['prompt_tokens']:,} prompt + ~{u['completion_tokens']:,} completion tokens{cost}"
+                )
+        elif self.method != "nlp":
+            lines.append("per-document stage: nothing to do")
+        if self.method != "nlp":
+            if self.last_corpus_run:
+                lines.append("corpus stage (depends on what extraction finds; only summaries and reports whose inputs change are called).")
+                lines.append("The last corpus run for reference:")
+                for purpose, u in self.last_corpus_run.items():
+                    lines.append(f"  {purpose:<22} {u['calls']:>6} made, {u['cached']:>6} cached")
+            else:
+                lines.append("corpus stage: not built yet; expect one summary call per entity or relationship with several descriptions and one report call per community.")
+        return "\n".join(lines)
+
+
+def estimate_next_run(settings: Settings) -> DryRunEstimate:
+    changes = document_state(settings).changes
+    estimate = DryRunEstimate(settings.resolved_method, changes.new, changes.changed, changes.deleted)
+    units = _chunks(settings, changes.new + changes.changed)
+    estimate.text_units = units.height
+    meter = UsageMeter()
+    with ModelSet(settings, meter, dry_run=True) as models:
+        asyncio.run(_simulate(settings, units, models))
+    estimate.usage = _usage(meter)
+    estimate.last_corpus_run = last_corpus_run_usage(settings.database_path, CORPUS_MODEL_ASSETS)
+    return estimate
+
+
+def _chunks(settings: Settings, keys: list[str]) -> pl.DataFrame:
+    files = {f.key: f for f in discover_input_files(settings.input_dir, settings.input.file_types)}
+    frames = [read_file_documents(settings.input_dir, files[k].path, k, settings.input).frame for k in keys if k in files]
+    documents = pl.concat(frames) if frames else schemas.empty_frame(schemas.DOCUMENTS)
+    return chunk_documents(documents, settings.chunking.size, settings.chunking.overlap, settings.chunking.encoding)
+
+
+async def _simulate(settings: Settings, units: pl.DataFrame, models: ModelSet) -> None:
+    """Build every request of the per-document stage as a real run would; the models only count."""
+    if units.is_empty():
+        return
+    if method_steps(settings.resolved_method).extraction == "model":
+        plan = extraction_plan(settings.extraction, settings.root)
+        await extract_graph_records(models.chat, units.select("id", "text", "document_key"), plan)
+    if not settings.llm.use_local_embedder:
+        await models.embedder.embed(text_unit_texts(units)["text"].to_list(), purpose="embed_text_units")
+
+
+def _usage(meter: UsageMeter) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    for (purpose, _model), counts in sorted(meter.snapshot().items()):
+        out[purpose] = {
+            "calls": counts.requests,
+            "cached": counts.cache_hits,
+            "prompt_tokens": counts.prompt_tokens + counts.embedding_tokens,
+            "completion_tokens": counts.completion_tokens,
+            "cost_usd": round(counts.cost_usd, 6),
+        }
+    return out

@@ -1,0 +1,77 @@
+"""Fingerprints of the settings that shape each stage's output.
+
+A document partition is re-run when its file changed *or* when the settings its rows were made
+with changed (another method, chunk size, entity types, prompt file, model). The fingerprint is
+stored with the document's ``source_files`` row, so ``index`` and the sensor notice either.
+"""
+
+from __future__ import annotations
+
+import json
+
+from graphrag_assets.core.ids import stable_hash
+from graphrag_assets.core.settings import Settings
+from graphrag_assets.index.community_reports import report_options
+from graphrag_assets.index.methods import method_steps
+from graphrag_assets.prompts.templates import load_prompt
+
+# Bumped when a release changes how documents are read or chunked (e.g. line endings, cut
+# characters at chunk edges), so existing indexes re-ingest their documents on the next run.
+DOCUMENT_PIPELINE_VERSION = 2
+
+
+def _prompt_version(name: str, override: str | None, settings: Settings) -> str:
+    return load_prompt(name, override, settings.root).version
+
+
+def document_fingerprint(settings: Settings) -> str:
+    """Hash of every setting that per-document assets (ingest, extraction, embeddings) depend on."""
+    method = settings.resolved_method
+    steps = method_steps(method)
+    parts: dict[str, object] = {
+        "pipeline": DOCUMENT_PIPELINE_VERSION,
+        "input": settings.input.model_dump(exclude={"dir"}),
+        "chunking": settings.chunking.model_dump(),
+        "method": method,
+        "embeddings": "local" if settings.llm.use_local_embedder else settings.llm.embedding_model,
+        "local_dimension": settings.embeddings.local_dimension if settings.llm.use_local_embedder else None,
+    }
+    if steps.extraction == "model":
+        extraction = settings.extraction
+        parts["extraction"] = {
+            "entity_types": extraction.entity_types,
+            "max_gleanings": extraction.max_gleanings,
+            "prompt": _prompt_version("extract_graph", extraction.prompt, settings),
+            "claims": extraction.claims.model_dump(exclude={"prompt"}),
+            "claims_prompt": _prompt_version("extract_claims", extraction.claims.prompt, settings) if extraction.claims.enabled else None,
+            "model": settings.llm.chat_model,
+        }
+    else:
+        parts["nlp"] = {"max_word_length": settings.nlp.max_word_length}
+    return stable_hash(json.dumps(parts, sort_keys=True, default=str))[:16]
+
+
+def corpus_fingerprint(settings: Settings) -> str:
+    """Hash of every setting the corpus-wide assets depend on (graph, communities, reports, embeddings).
+
+    Stored in ``corpus_manifest``; when it differs, the corpus graph is stale even if no document
+    changed (a new cluster size, pruning rule, report prompt or model).
+    """
+    method = settings.resolved_method
+    steps = method_steps(method)
+    parts: dict[str, object] = {
+        "method": method,
+        "communities": settings.communities.model_dump(),
+        "embeddings": "local" if settings.llm.use_local_embedder else settings.llm.embedding_model,
+        "local_dimension": settings.embeddings.local_dimension if settings.llm.use_local_embedder else None,
+    }
+    if steps.graph == "summarized":
+        parts["summarize"] = settings.summarize.model_dump(exclude={"prompt"})
+        parts["summarize_prompt"] = _prompt_version("summarize_descriptions", settings.summarize.prompt, settings)
+    else:
+        parts["nlp"] = settings.nlp.model_dump()
+    if steps.model_reports:
+        parts["reports"] = settings.reports.model_dump(exclude={"prompt", "text_prompt"})
+        parts["reports_prompt"] = report_options(settings).template.version
+        parts["chat_model"] = settings.llm.chat_model
+    return stable_hash(json.dumps(parts, sort_keys=True, default=str))[:16]

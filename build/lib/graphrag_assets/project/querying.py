@@ -1,0 +1,43 @@
+"""Answering a question about a project's index (used by the CLI and by the Dagster query job).
+
+Models follow the settings: the chat model when an endpoint is configured and the method is not
+``nlp`` (otherwise answers are extractive), the same embedder the index was built with.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+from graphrag_assets.core.settings import Settings
+from graphrag_assets.core.tokens import token_counter
+from graphrag_assets.llm.factory import ModelSet
+from graphrag_assets.llm.usage import UsageMeter
+from graphrag_assets.project.query_data import load_query_data
+from graphrag_assets.query.engine import load_query_prompts, run_query
+from graphrag_assets.query.request import QueryOptions, SearchRequest
+from graphrag_assets.query.types import QueryResult
+
+
+def uses_llm(settings: Settings) -> bool:
+    return settings.resolved_method != "nlp" and settings.llm.endpoint_configured
+
+
+def answer_question(
+    settings: Settings, question: str, options: QueryOptions, on_token: Callable[[str], None] | None = None
+) -> QueryResult:
+    """The answer to ``question`` over the project's index, with what it was built from."""
+    data = load_query_data(settings)
+    with ModelSet(settings, UsageMeter()) as models:
+        request = SearchRequest(
+            question,
+            data,
+            settings.query,
+            chat_model=models.chat if uses_llm(settings) else None,
+            embedder=models.embedder,
+            options=options,
+            prompts=load_query_prompts(settings.query.prompts, settings.root),
+            on_token=on_token,
+            count=token_counter(settings.chunking.encoding),
+        )
+        return asyncio.run(run_query(request))

@@ -1,0 +1,93 @@
+"""What the index holds and what is out of date (``graphrag-assets status``).
+
+Reads the database read-only and the input folder, with the same change detection as ``index``
+and the sensor (:mod:`graphrag_assets.project.state`); works while the UI or a run is going on.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import polars as pl
+
+from graphrag_assets.core.settings import Settings
+from graphrag_assets.project.fingerprints import corpus_fingerprint
+from graphrag_assets.project.locks import index_lock_held, interrupted_update
+from graphrag_assets.project.state import corpus_staleness, document_state
+from graphrag_assets.storage.corpus import staged_tables
+from graphrag_assets.storage.database import connect, table_exists
+
+PIPELINE_TABLES = (
+    "source_files",
+    "documents",
+    "text_units",
+    "graph_extractions",
+    "entities",
+    "relationships",
+    "covariates",
+    "communities",
+    "community_reports",
+    "text_unit_embeddings",
+    "entity_embeddings",
+    "community_report_embeddings",
+    "corpus_manifest",
+    "corpus_build",
+    "llm_cache",
+    "llm_usage",
+)
+
+
+def _read(conn, table: str) -> pl.DataFrame | None:
+    return conn.sql(f'select * from "{table}"').pl() if table_exists(conn, table) else None
+
+
+def _paths_on_disk(on_disk: dict[str, str], source_files: pl.DataFrame | None) -> dict[str, str]:
+    """Each document's file name as it is (or was) on disk: partition keys are sanitized."""
+    stored = {} if source_files is None else dict(source_files.select("document_key", "path").drop_nulls().iter_rows())
+    return {**stored, **on_disk}
+
+
+def project_status(settings: Settings) -> dict[str, Any]:
+    report: dict[str, Any] = {
+        "root": str(settings.root),
+        "method": settings.resolved_method,
+        "database": str(settings.database_path),
+        "input_dir": str(settings.input_dir),
+        "tables": {},
+    }
+    manifest: pl.DataFrame | None = None
+    extraction_status: pl.DataFrame | None = None
+    if settings.database_path.exists():
+        with connect(settings.database_path, read_only=True) as conn:
+            for table in PIPELINE_TABLES:
+                if table_exists(conn, table):
+                    report["tables"][table] = int(conn.execute(f'select count(*) from "{table}"').fetchall()[0][0])
+            manifest = _read(conn, "corpus_manifest")
+            extraction_status = _read(conn, "extraction_status")
+    state = document_state(settings)
+    changes, source_files = state.changes, state.source_files
+    documents: dict[str, Any] = {
+        "new": changes.new,
+        "changed": changes.changed,
+        "deleted": changes.deleted,
+        "unchanged": len(changes.unchanged),
+        "reconfigured": changes.reconfigured,
+        "skipped": [],
+        "failed": [],
+        "paths": _paths_on_disk(changes.paths, source_files),
+        "passed_over": changes.passed_over,
+    }
+    if source_files is not None:
+        documents["skipped"] = (
+            source_files.filter(pl.col("status") != "ingested").select("document_key", "message").to_dicts()
+        )
+    if extraction_status is not None:
+        documents["failed"] = (
+            extraction_status.filter(pl.col("status") == "failed").select("document_key", "error").sort("document_key").to_dicts()
+        )
+    report["documents"] = documents
+    unfinished = staged_tables(settings.database_path, read_only=True)
+    report["corpus"] = corpus_staleness(source_files, manifest, corpus_fingerprint(settings), unfinished)
+    report["corpus"]["update_running"] = index_lock_held(settings)
+    report["interrupted_update"] = interrupted_update(settings)
+    return report

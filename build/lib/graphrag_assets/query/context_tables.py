@@ -1,0 +1,150 @@
+"""Rendering context tables within token budgets.
+
+A context section looks like this (the layout Microsoft GraphRAG's prompts and users know)::
+
+    -----Entities-----
+    id|entity|description|number of relationships
+    3|SCROOGE|A miser who ...|12
+
+Cells are written as they are (trimmed), so a report's markdown keeps its lines; ``None`` is an
+empty cell and floats are written without trailing zeros. A table is filled row by row until the
+next row would exceed the budget: whole rows only, and the first row that does not fit ends the
+section (later, smaller rows are not squeezed in, so what is kept is always a prefix of the
+ranking). A row may offer a shorter form to use when it does not fit whole. Tokens are counted per line (header line, column line, each row with its newline);
+this is what the budget is measured in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from graphrag_assets.query.types import TokenCounter
+
+SECTION_SEPARATOR = "\n\n"
+
+
+def format_cell(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return f"{value:g}" if value == value else ""
+    return str(value).strip()
+
+
+def format_row(values: Sequence[Any]) -> str:
+    return "|".join(format_cell(v) for v in values)
+
+
+def section_header(name: str) -> str:
+    return f"-----{name}-----"
+
+
+@dataclass
+class BudgetedTable:
+    """A rendered table and which of the offered rows it holds (a prefix of them)."""
+
+    name: str
+    text: str = ""  # "" when not even one row fitted
+    rows_used: int = 0
+    tokens: int = 0
+    rows_offered: int = 0
+    shortened: list[int] = field(default_factory=list)  # rows written in their shorter form
+
+    @property
+    def cut(self) -> int:
+        """How many offered rows the budget left out."""
+        return self.rows_offered - self.rows_used
+
+
+def fill_table(
+    name: str,
+    columns: Sequence[str],
+    rows: Sequence[Sequence[Any]],
+    budget: int,
+    count: TokenCounter,
+    shorter: Sequence[Sequence[Any] | None] | None = None,
+) -> BudgetedTable:
+    """Render ``rows`` under a ``-----name-----`` header, keeping the longest prefix within ``budget``.
+
+    ``shorter`` optionally gives, per row, a shorter version used when the row itself does not fit
+    (a report's summary instead of its full text); the table stops at the first row for which
+    neither fits.
+    """
+    table = BudgetedTable(name=name, rows_offered=len(rows))
+    head = _head(name, columns)
+    used = count(head + "\n")
+    lines = [head]
+    for index, row in enumerate(rows):
+        line = format_row(row)
+        size = count(line + "\n")
+        if used + size > budget and shorter is not None and shorter[index] is not None:
+            line = format_row(shorter[index])
+            size = count(line + "\n")
+            table.shortened.append(index)
+        if used + size > budget:
+            if table.shortened and table.shortened[-1] == index:
+                table.shortened.pop()
+            break
+        lines.append(line)
+        used += size
+        table.rows_used += 1
+    if table.rows_used:
+        table.text = "\n".join(lines)
+        table.tokens = used
+    return table
+
+
+@dataclass
+class TableBatches:
+    """Rows packed into consecutive groups whose tables each fit a budget."""
+
+    row_indexes: list[list[int]] = field(default_factory=list)  # offered-row positions per batch
+    too_large: list[int] = field(default_factory=list)  # rows that do not fit even alone
+
+
+def pack_batches(
+    name: str,
+    columns: Sequence[str],
+    rows: Sequence[Sequence[Any]],
+    budget: int,
+    count: TokenCounter,
+) -> TableBatches:
+    """Group rows, in order, so that each group's table is at most ``budget`` tokens (header included).
+
+    Only the row sizes matter, so a group may be re-ordered before :func:`render_table` without
+    changing its size. A row that cannot fit even in an empty table is left out and reported in
+    ``too_large``.
+    """
+    batches = TableBatches()
+    head_size = count(_head(name, columns) + "\n")
+    current: list[int] = []
+    used = head_size
+    for index, row in enumerate(rows):
+        size = count(format_row(row) + "\n")
+        if head_size + size > budget:
+            batches.too_large.append(index)
+            continue
+        if used + size > budget:
+            batches.row_indexes.append(current)
+            current, used = [], head_size
+        current.append(index)
+        used += size
+    if current:
+        batches.row_indexes.append(current)
+    return batches
+
+
+def render_table(name: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    """A table with all its rows (no budget)."""
+    return "\n".join([_head(name, columns), *(format_row(r) for r in rows)])
+
+
+def _head(name: str, columns: Sequence[str]) -> str:
+    return f"{section_header(name)}\n{format_row(columns)}"
+
+
+def join_sections(sections: Sequence[str]) -> str:
+    """Non-empty sections separated by a blank line."""
+    return SECTION_SEPARATOR.join(s for s in sections if s)

@@ -1,0 +1,53 @@
+"""One entry point for the four query methods, used by the CLI, the Dagster query job and the
+benchmarks.
+
+:func:`run_query` validates a :class:`~graphrag_assets.query.request.SearchRequest` and hands it
+to the method's engine. With ``chat_model=None`` every method answers without an LLM (see each
+engine); the result then has ``llm_used=False`` and its answer says so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+from graphrag_assets.core.errors import UserError
+from graphrag_assets.core.tokens import token_counter
+from graphrag_assets.prompts.templates import PromptTemplate, load_prompt
+from graphrag_assets.query.basic_search import basic_search
+from graphrag_assets.query.drift_search import drift_search
+from graphrag_assets.query.global_search import global_search
+from graphrag_assets.query.local_search import local_search
+from graphrag_assets.query.request import SearchRequest
+from graphrag_assets.query.types import QUERY_PROMPT_PLACEHOLDERS, QueryResult
+
+ENGINES = {"local": local_search, "global": global_search, "drift": drift_search, "basic": basic_search}
+
+
+def load_query_prompts(overrides: Mapping[str, str | Path] | None, root: Path | None = None) -> dict[str, PromptTemplate]:
+    """The user's replacement prompts, by prompt name (paths relative to ``root``), checked now."""
+    prompts: dict[str, PromptTemplate] = {}
+    for name, path in (overrides or {}).items():
+        if name not in QUERY_PROMPT_PLACEHOLDERS:
+            known = ", ".join(sorted(QUERY_PROMPT_PLACEHOLDERS))
+            raise UserError(f"there is no query prompt named {name!r}; query prompts are: {known}.")
+        prompts[name] = load_prompt(name, path, root, required=QUERY_PROMPT_PLACEHOLDERS[name])
+    return prompts
+
+
+async def run_query(request: SearchRequest) -> QueryResult:
+    """Answer ``request.question`` with ``request.options.method`` over ``request.data``."""
+    options = request.options
+    options.validate()
+    if not request.question or not request.question.strip():
+        raise UserError("the question is empty; pass the question to ask as text.")
+    count = request.count or token_counter()
+    size, limit = count(request.question), request.settings.max_question_tokens
+    if size > limit:
+        raise UserError(
+            f"the question is {size:,} tokens long and the limit is {limit:,} (query.max_question_tokens); "
+            "shorten it, or raise the limit in graphrag.yaml."
+        )
+    if request.embedder is None and options.method != "global":
+        raise UserError(f"{options.method} search needs an embedding model to match the question; configure llm.embeddings.")
+    return await ENGINES[options.method](request.asking(request.question.strip()))

@@ -1,0 +1,379 @@
+"""Local search: answer from the neighbourhood of the entities a question is about.
+
+Steps (reference §7.1, with quirk Q7 fixed):
+
+1. The question, followed by the previous user questions of the conversation (most recent first,
+   at most ``conversation_history_max_turns``), is embedded and matched against the entity
+   descriptions. We ask the index for 2 × ``top_k_entities`` hits only to skip ids missing from
+   the entity table, and keep exactly ``top_k_entities`` (Microsoft keeps all 2 × k).
+2. Candidates are ranked:
+
+   - **Reports** of the communities the mapped entities belong to (all levels up to the requested
+     community level, each community once): by how many mapped entities it holds, then report rank,
+     then community number. A report whose full text does not fit what is left of the report
+     budget is given by its summary instead: with Microsoft's 15% of 12000 tokens the best-ranked
+     report alone often does not fit (on Microsoft's own Christmas Carol index not one of 13
+     candidate reports made it into the context, cf. issue #1391).
+   - **Relationships**: those with both ends among the mapped entities, by combined degree; then
+     those with one end mapped, by how many mapped entities their outside end links to, then
+     combined degree; the second group is capped at ``top_k_relationships`` × mapped entities
+     (as Microsoft does, the cap applies to it only). Ties go to the lower human_readable_id.
+   - **Claims** about a mapped entity, in entity order.
+   - **Sources** (text units): per mapped entity in order, its text units (first mention wins),
+     those linked to more of that entity's relationships first.
+
+3. The budget ``max_context_tokens`` (less the conversation history section) is split: text units
+   ``text_unit_prop``, reports ``community_prop``, the rest for entities, then relationships, then
+   claims, each filling what the previous left. Each table keeps whole rows and stops at the first
+   row that does not fit (:mod:`graphrag_assets.query.context_tables`).
+
+Relationships, claims and sources are chosen for all mapped entities, even those the entity
+table had no room for (as Microsoft does): DRIFT's follow-ups give the entity section no budget
+at all (90% sources, 10% reports) and still need the sources of the mapped entities.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import polars as pl
+
+from graphrag_assets.core.ids import short_id
+from graphrag_assets.core.settings import LocalSearchSettings
+from graphrag_assets.llm.local_embedder import LocalEmbedder
+from graphrag_assets.llm.types import Message
+from graphrag_assets.query.context_tables import BudgetedTable, fill_table, format_row, join_sections, section_header
+from graphrag_assets.query.extractive import extractive_answer
+from graphrag_assets.query.request import SearchRequest
+from graphrag_assets.query.types import (
+    ContextRecord,
+    ContextRecords,
+    ModelCalls,
+    QueryData,
+    QueryResult,
+    TokenCounter,
+    query_prompt,
+)
+
+PURPOSE = "query_local"
+ENTITY_OVERSAMPLING = 2
+HISTORY_SHARE = 0.2  # at most this share of the budget goes to the conversation history section
+EXTRACTIVE_SENTENCES = 5
+
+REPORT_COLUMNS = ("id", "title", "content")
+ENTITY_COLUMNS = ("id", "entity", "description", "number of relationships")
+RELATIONSHIP_COLUMNS = ("id", "source", "target", "description", "weight")
+CLAIM_COLUMNS = ("id", "entity", "object", "type", "status", "start date", "end date", "description")
+SOURCE_COLUMNS = ("id", "text")
+
+
+@dataclass
+class LocalContext:
+    """The context of one local search and what went into it."""
+
+    text: str
+    records: ContextRecords
+    mapped_entities: list[str]  # titles, in mapping order
+    tables: dict[str, BudgetedTable] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+    def table_summary(self) -> dict[str, dict[str, int]]:
+        return {
+            name: {"offered": t.rows_offered, "used": t.rows_used, "shortened": len(t.shortened), "tokens": t.tokens}
+            for name, t in self.tables.items()
+        }
+
+
+# --- ranking (pure) ------------------------------------------------------------------------------
+
+
+def user_turns(history: Sequence[Mapping[str, str]] | None, max_turns: int) -> list[str]:
+    """The last ``max_turns`` user messages of a conversation, oldest first."""
+    if not history or max_turns <= 0:
+        return []
+    turns = [str(m.get("content", "")).strip() for m in history if m.get("role") == "user"]
+    return [t for t in turns if t][-max_turns:]
+
+
+def embedding_text(question: str, previous_questions: Sequence[str]) -> str:
+    """The question followed by the previous user questions, most recent first."""
+    return "\n".join([question, *reversed(previous_questions)])
+
+
+def map_entities(hits: Sequence[tuple[str, float]], entities: pl.DataFrame, k: int) -> pl.DataFrame:
+    """The first ``k`` hits found in the entity table, in hit order (unknown ids are skipped)."""
+    order = {}
+    for entity_id, _ in hits:
+        order.setdefault(entity_id, len(order))
+    found = entities.filter(pl.col("id").is_in(list(order)))
+    found = found.with_columns(pl.col("id").replace_strict(order, return_dtype=pl.Int64).alias("_order"))
+    return found.sort("_order").head(k).drop("_order")
+
+
+def rank_reports(
+    entity_ids: Sequence[str],
+    communities: pl.DataFrame,
+    reports: pl.DataFrame,
+    community_level: int | None,
+) -> pl.DataFrame:
+    """Reports of the entities' communities, most matched entities first, then by rank."""
+    if not entity_ids or communities.is_empty() or reports.is_empty():
+        return reports.head(0)
+    members = communities.select("community", "level", "entity_ids")
+    if community_level is not None:
+        members = members.filter(pl.col("level") <= community_level)
+    counts = (
+        members.explode("entity_ids")
+        .filter(pl.col("entity_ids").is_in(list(entity_ids)))
+        .group_by("community")
+        .agg(pl.col("entity_ids").n_unique().alias("_matches"))
+    )
+    ranked = reports.join(counts, on="community", how="inner")
+    return ranked.sort(
+        ["_matches", "rank", "community"], descending=[True, True, False], nulls_last=True
+    ).drop("_matches")
+
+
+def rank_relationships(titles: Sequence[str], relationships: pl.DataFrame, top_k: int) -> pl.DataFrame:
+    """In-network relationships, then capped out-of-network ones (see the module docstring)."""
+    if not titles:
+        return relationships.head(0)
+    selected = list(titles)
+    src_in, dst_in = pl.col("source").is_in(selected), pl.col("target").is_in(selected)
+    touching = relationships.filter(src_in | dst_in)
+    inside = touching.filter(src_in & dst_in).sort(
+        ["combined_degree", "human_readable_id"], descending=[True, False], nulls_last=True
+    )
+    outside = touching.filter(src_in ^ dst_in).with_columns(
+        pl.when(src_in).then(pl.col("target")).otherwise(pl.col("source")).alias("_outside"),
+        pl.when(src_in).then(pl.col("source")).otherwise(pl.col("target")).alias("_inside"),
+    )
+    outside = outside.with_columns(pl.col("_inside").n_unique().over("_outside").alias("_links"))
+    outside = outside.sort(
+        ["_links", "combined_degree", "human_readable_id"], descending=[True, True, False], nulls_last=True
+    ).drop("_outside", "_inside", "_links")
+    return pl.concat([inside, outside.head(top_k * len(selected))], how="vertical")
+
+
+def rank_claims(titles: Sequence[str], covariates: pl.DataFrame) -> pl.DataFrame:
+    """Claims whose subject is a selected entity, in entity order then by human_readable_id."""
+    if not titles or covariates.is_empty():
+        return covariates.head(0)
+    order = {title: i for i, title in enumerate(titles)}
+    claims = covariates.filter(pl.col("subject_id").is_in(list(order)))
+    claims = claims.with_columns(pl.col("subject_id").replace_strict(order, return_dtype=pl.Int64).alias("_order"))
+    return claims.sort(["_order", "human_readable_id"], nulls_last=True).drop("_order")
+
+
+def rank_text_units(entities: pl.DataFrame, relationships: pl.DataFrame, text_units: pl.DataFrame) -> pl.DataFrame:
+    """Text units of the entities: entity order, then relationship links of that entity, then position."""
+    known = set(text_units["id"].to_list()) if not text_units.is_empty() else set()
+    titles = entities["title"].to_list()
+    links_by_title: dict[str, dict[str, int]] = {title: {} for title in titles}
+    touching = relationships.filter(pl.col("source").is_in(titles) | pl.col("target").is_in(titles))
+    for source, target, units in touching.select("source", "target", "text_unit_ids").iter_rows():
+        for title in {source, target} & links_by_title.keys():
+            for unit in set(units or ()):
+                links_by_title[title][unit] = links_by_title[title].get(unit, 0) + 1
+    ranked: list[tuple[int, int, int, str]] = []
+    seen: set[str] = set()
+    for entity_order, (title, units) in enumerate(entities.select("title", "text_unit_ids").iter_rows()):
+        for position, unit in enumerate(units or ()):
+            if unit in seen or unit not in known:
+                continue
+            seen.add(unit)
+            ranked.append((entity_order, -links_by_title[title].get(unit, 0), position, unit))
+    ranked.sort()
+    order = {unit: i for i, (*_, unit) in enumerate(ranked)}
+    rows = text_units.filter(pl.col("id").is_in(list(order)))
+    rows = rows.with_columns(pl.col("id").replace_strict(order, return_dtype=pl.Int64).alias("_order"))
+    return rows.sort("_order").drop("_order")
+
+
+# --- records -------------------------------------------------------------------------------------
+
+
+def report_records(reports: pl.DataFrame) -> list[ContextRecord]:
+    return [
+        ContextRecord(r["id"], r["human_readable_id"], str(r["human_readable_id"]), r["title"] or "")
+        for r in reports.iter_rows(named=True)
+    ]
+
+
+def entity_records(entities: pl.DataFrame) -> list[ContextRecord]:
+    return [
+        ContextRecord(r["id"], r["human_readable_id"], str(r["human_readable_id"]), r["title"] or "")
+        for r in entities.iter_rows(named=True)
+    ]
+
+
+def relationship_records(relationships: pl.DataFrame) -> list[ContextRecord]:
+    return [
+        ContextRecord(r["id"], r["human_readable_id"], str(r["human_readable_id"]), f"{r['source']} -> {r['target']}")
+        for r in relationships.iter_rows(named=True)
+    ]
+
+
+def claim_records(claims: pl.DataFrame) -> list[ContextRecord]:
+    return [
+        ContextRecord(r["id"], r["human_readable_id"], str(r["human_readable_id"]), f"{r['type'] or 'CLAIM'}: {r['subject_id']}")
+        for r in claims.iter_rows(named=True)
+    ]
+
+
+def source_records(text_units: pl.DataFrame, documents: pl.DataFrame) -> list[ContextRecord]:
+    """Text units as cited records; a source is named by its file, and by its row's title as well
+    for tabular files (a CSV or JSON file holds many documents)."""
+    titles = {}
+    if not documents.is_empty():
+        for doc_id, title, path in documents.select("id", "title", "path").iter_rows():
+            named_by_file = not path or title == path.rsplit("/", 1)[-1]
+            titles[doc_id] = (path or title) if named_by_file else f"{path}: {title}"
+    return [
+        ContextRecord(r["id"], r["human_readable_id"], short_id(r["id"]), titles.get(r["document_id"]) or "")
+        for r in text_units.iter_rows(named=True)
+    ]
+
+
+# --- context -------------------------------------------------------------------------------------
+
+
+def history_section(previous_questions: Sequence[str], budget: int, count: TokenCounter) -> tuple[str, int]:
+    """The conversation history table: the most recent questions that fit, shown oldest first."""
+    head = f"{section_header('Conversation History')}\n{format_row(('turn', 'content'))}"
+    used = count(head + "\n")
+    kept: list[str] = []
+    for question in reversed(previous_questions):
+        line = format_row(("user", question))
+        size = count(line + "\n")
+        if used + size > budget:
+            break
+        kept.insert(0, line)
+        used += size
+    if not kept:
+        return "", 0
+    return "\n".join([head, *kept]), used
+
+
+async def build_local_context(
+    request: SearchRequest, calls: ModelCalls, settings: LocalSearchSettings, purpose: str = PURPOSE
+) -> LocalContext:
+    """Map the question to entities and fill the context budget (see the module docstring).
+
+    ``settings`` is passed apart from the request because DRIFT's follow-ups use other budget
+    shares than a local search.
+    """
+    question, data, community_level = request.question, request.data, request.options.community_level
+    count = calls.count
+    previous = user_turns(request.options.conversation_history, settings.conversation_history_max_turns)
+    history_text, history_tokens = history_section(previous, int(settings.max_context_tokens * HISTORY_SHARE), count)
+
+    vector = await calls.embed(embedding_text(question, previous), purpose)
+    k = settings.top_k_entities
+    hits = data.entity_description.search(vector, k * ENTITY_OVERSAMPLING)
+    mapped = map_entities(hits, data.entities, k)
+    warnings: list[str] = []
+    if mapped.is_empty():
+        warnings.append("no entity matched the question (is the entity_description index empty?)")
+
+    available = settings.max_context_tokens - history_tokens
+    community_budget = math.floor(available * settings.community_prop)
+    text_budget = math.floor(available * settings.text_unit_prop)
+    local_budget = available - community_budget - text_budget
+
+    reports = rank_reports(mapped["id"].to_list(), data.communities, data.community_reports, community_level)
+    report_table = fill_table(
+        "Reports", REPORT_COLUMNS, reports.select("human_readable_id", "title", "full_content").rows(),
+        community_budget, count, shorter=reports.select("human_readable_id", "title", "summary").rows(),
+    )
+    entity_table = fill_table(
+        "Entities", ENTITY_COLUMNS, mapped.select("human_readable_id", "title", "description", "degree").rows(),
+        local_budget, count,
+    )
+    titles = mapped["title"].to_list()
+    relationships = rank_relationships(titles, data.relationships, settings.top_k_relationships)
+    relationship_table = fill_table(
+        "Relationships", RELATIONSHIP_COLUMNS,
+        relationships.select("human_readable_id", "source", "target", "description", "weight").rows(),
+        local_budget - entity_table.tokens, count,
+    )
+    claims = rank_claims(titles, data.covariates)
+    claim_table = fill_table(
+        "Claims", CLAIM_COLUMNS,
+        claims.select(
+            "human_readable_id", "subject_id", "object_id", "type", "status", "start_date", "end_date", "description"
+        ).rows(),
+        local_budget - entity_table.tokens - relationship_table.tokens, count,
+    )
+    units = rank_text_units(mapped, data.relationships, data.text_units)
+    source_table = fill_table(
+        "Sources", SOURCE_COLUMNS, [(short_id(i), t) for i, t in units.select("id", "text").iter_rows()],
+        text_budget, count,
+    )
+
+    records = ContextRecords(
+        reports=report_records(reports.head(report_table.rows_used)),
+        entities=entity_records(mapped.head(entity_table.rows_used)),
+        relationships=relationship_records(relationships.head(relationship_table.rows_used)),
+        claims=claim_records(claims.head(claim_table.rows_used)),
+        sources=source_records(units.head(source_table.rows_used), data.documents),
+    )
+    tables = {t.name: t for t in (report_table, entity_table, relationship_table, claim_table, source_table)}
+    text = join_sections(
+        [history_text, report_table.text, entity_table.text, relationship_table.text, claim_table.text, source_table.text]
+    )
+    return LocalContext(text, records, mapped["title"].to_list(), tables, warnings)
+
+
+# --- search --------------------------------------------------------------------------------------
+
+
+def extractive_sources(data: QueryData, records: ContextRecords) -> list[tuple[str, str]]:
+    """(citation label, text) of the sources, then the reports, of a context, for the no-LLM answer."""
+    texts = dict(data.text_units.filter(pl.col("id").is_in(records.ids("sources"))).select("id", "text").iter_rows())
+    reports = dict(
+        data.community_reports.filter(pl.col("id").is_in(records.ids("reports"))).select("id", "full_content").iter_rows()
+    )
+    pairs = [(f"Sources ({r.citation})", texts[r.id]) for r in records.sources if texts.get(r.id)]
+    pairs += [(f"Reports ({r.citation})", reports[r.id]) for r in records.reports if reports.get(r.id)]
+    return pairs
+
+
+def no_llm_answer(question: str, data: QueryData, records: ContextRecords, calls: ModelCalls) -> str:
+    """The extractive answer used when no chat model is configured (it says that no model was used).
+
+    Sentences are ranked with the offline hashing embedder whatever embedder the query used: the
+    ranking only compares sentences with the question, so it needs no stored vectors, and it costs
+    no calls to an embedding server.
+    """
+    embedder = calls.embedder if isinstance(calls.embedder, LocalEmbedder) else LocalEmbedder()
+    return extractive_answer(question, extractive_sources(data, records), embedder, max_sentences=EXTRACTIVE_SENTENCES)
+
+
+async def local_search(request: SearchRequest) -> QueryResult:
+    """Answer the question from the local context of its entities (no-LLM: an extractive answer)."""
+    calls = request.model_calls()
+    context = await build_local_context(request, calls, request.settings.local)
+    if calls.llm_available:
+        prompt = query_prompt("local_search", request.prompts)
+        messages: list[Message] = [
+            {"role": "system", "content": prompt.format(context_data=context.text, response_type=request.response_type)},
+            {"role": "user", "content": request.question},
+        ]
+        answer = await calls.answer(messages, purpose=PURPOSE, prompt_version=prompt.version)
+    else:
+        answer = no_llm_answer(request.question, request.data, context.records, calls)
+        if request.on_token is not None:
+            request.on_token(answer)
+    return QueryResult(
+        answer=answer,
+        method="local",
+        context_records=context.records,
+        context_text=context.text,
+        usage=calls.finish(),
+        llm_used=calls.llm_available,
+        warnings=context.warnings,
+        details={"mapped_entities": context.mapped_entities, "tables": context.table_summary()},
+    )

@@ -1,0 +1,83 @@
+"""What a search is asked to do: one object for every engine.
+
+The four engines used to take the question, the index, two models, the settings and up to ten
+keyword options each, and every caller (CLI, Dagster query job, benchmarks, the MS-parity runner)
+spelled them out again. A :class:`SearchRequest` holds all of it; :class:`QueryOptions` is the
+part a user chooses per question (the CLI flags, the query job's config), so it can be built
+once at the edge and passed through unchanged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+
+from graphrag_assets.core.errors import UserError
+from graphrag_assets.core.settings import QuerySettings
+from graphrag_assets.llm.types import ChatModel, EmbeddingModel
+from graphrag_assets.query.types import ModelCalls, PromptOverrides, QueryData, TokenCallback, TokenCounter
+
+METHODS: tuple[str, ...] = ("local", "global", "drift", "basic")
+
+
+@dataclass(frozen=True)
+class QueryOptions:
+    """The per-question choices; ``None`` means "as in the settings".
+
+    - ``community_level``: local/DRIFT use communities and reports at levels ≤ it (default: all);
+      global uses it as its level (default ``query.global.community_level``).
+    - ``dynamic_selection`` / ``roll_up``: global search only (see :mod:`.global_search`).
+    - ``conversation_history``: previous ``{"role", "content"}`` messages; local search only.
+    """
+
+    method: str = "global"
+    community_level: int | None = None
+    dynamic_selection: bool | None = None
+    response_type: str | None = None
+    conversation_history: Sequence[Mapping[str, str]] = ()
+    roll_up: bool = True
+
+    def validate(self) -> None:
+        """Refuse requests no engine can serve, with one sentence each."""
+        if self.method not in METHODS:
+            raise UserError(f"unknown query method {self.method!r}; choose one of: {', '.join(METHODS)}.")
+        if self.community_level is not None and self.community_level < 0:
+            raise UserError(f"community level must be 0 or more, not {self.community_level}.")
+        if self.conversation_history and self.method != "local":
+            raise UserError("a conversation history is only used by local search; drop it or use --method local.")
+
+
+@dataclass(frozen=True)
+class SearchRequest:
+    """A question, the index to answer it from, the models, the settings and the callbacks.
+
+    ``chat_model=None`` asks for an answer without a language model (each engine says how);
+    ``prompts`` holds the user's replacement prompts by name (see ``engine.load_query_prompts``);
+    ``on_token`` receives the final answer's text as it streams; ``count`` counts tokens for the
+    context budgets (default: cl100k_base).
+    """
+
+    question: str
+    data: QueryData
+    settings: QuerySettings = field(default_factory=QuerySettings)
+    chat_model: ChatModel | None = None
+    embedder: EmbeddingModel | None = None
+    options: QueryOptions = field(default_factory=QueryOptions)
+    prompts: PromptOverrides = field(default_factory=dict)
+    on_token: TokenCallback | None = None
+    count: TokenCounter | None = None
+
+    @property
+    def response_type(self) -> str:
+        return self.options.response_type or self.settings.response_type
+
+    def model_calls(self) -> ModelCalls:
+        """A fresh usage-counting wrapper around this request's models (one per search)."""
+        return ModelCalls(self.chat_model, self.embedder, on_token=self.on_token, count=self.count)
+
+    def asking(self, question: str) -> "SearchRequest":
+        """The same request for another question (DRIFT's follow-ups)."""
+        return replace(self, question=question)
+
+    def without_chat_model(self) -> "SearchRequest":
+        return replace(self, chat_model=None)

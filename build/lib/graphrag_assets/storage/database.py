@@ -1,0 +1,72 @@
+"""DuckDB connections.
+
+DuckDB lets one process write a database file, or several processes read it. Every connection
+here is short-lived (opened for one read or one write, then closed) so that an indexing run never
+holds the file while it waits on a model, and readers (CLI, query job) retry briefly while a run
+is writing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import duckdb
+
+from graphrag_assets.core.errors import UserError
+
+LOCK_WAIT_SECONDS = 30.0
+
+
+def _is_lock_error(exc: Exception) -> bool:
+    text = str(exc).lower()
+    return "lock" in text or "conflicting" in text or "being used by another process" in text
+
+
+@contextlib.contextmanager
+def connect(
+    path: str | Path,
+    *,
+    read_only: bool = False,
+    wait_seconds: float = LOCK_WAIT_SECONDS,
+    config: dict[str, object] | None = None,
+) -> Iterator[duckdb.DuckDBPyConnection]:
+    """Open the database file, retrying with backoff while another process holds its lock.
+
+    ``config`` holds DuckDB settings applied when the connection opens (e.g. no file access).
+    """
+    path = Path(path)
+    if read_only and not path.exists():
+        raise UserError(f"no index database at {path}; run 'graphrag-assets index' first.")
+    if not read_only:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    deadline = time.monotonic() + wait_seconds
+    delay = 0.05
+    while True:
+        try:
+            conn = duckdb.connect(str(path), read_only=read_only, config=config or {})
+            break
+        except duckdb.IOException as exc:
+            if not _is_lock_error(exc) or time.monotonic() >= deadline:
+                if _is_lock_error(exc):
+                    raise UserError(
+                        f"the index database {path} is locked by another process (an indexing run?); "
+                        f"wait for it to finish and try again."
+                    ) from None
+                raise
+            time.sleep(delay)
+            delay = min(delay * 2, 1.0)
+    try:
+        yield conn
+    finally:
+        conn.close()
+
+
+def table_exists(conn: duckdb.DuckDBPyConnection, table: str) -> bool:
+    row = conn.execute(
+        "select count(*) from information_schema.tables where table_schema = 'main' and table_name = ?",
+        [table],
+    ).fetchall()[0]
+    return bool(row and row[0])

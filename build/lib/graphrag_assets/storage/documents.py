@@ -1,0 +1,108 @@
+"""Per-document bookkeeping in the project database: which step wrote which document, and forgetting
+a document everywhere.
+
+Every per-document table is written a partition at a time. After a write, :func:`record_document_step`
+notes in ``document_steps`` which version of each document (content hash and settings
+fingerprint, copied from its ``source_files`` row) the step's rows were made from. A document is
+complete when every step holds the version ``source_files`` holds now; a run that stopped part
+way (a failed step, a killed process) leaves an older version or none, so the document is done
+again. This lives in our own table rather than in Dagster's partition statuses so that
+``status``, the dry run and the sensor read it without Dagster, and a crash between writing rows
+and recording them errs on the side of redoing work.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import polars as pl
+
+from graphrag_assets.core.schemas import PER_DOCUMENT_TABLES
+from graphrag_assets.storage.database import connect, table_exists
+from graphrag_assets.storage.tables import delete_partitions, purge_partitions_except, quote
+from graphrag_assets.storage.vectors import TEXT_UNIT_TABLE, delete_scopes, delete_scopes_except
+
+STEPS_TABLE = "document_steps"
+SOURCE_TABLE = "source_files"
+# The per-document steps that must hold a document's current version for it to be complete.
+REQUIRED_STEPS = tuple(table for table in PER_DOCUMENT_TABLES if table != SOURCE_TABLE)
+
+
+def record_document_step(path: str | Path, step: str, keys: Sequence[str]) -> None:
+    """Note that ``step`` was written for ``keys`` from their current ``source_files`` rows.
+
+    Tables that are not steps of the document pipeline (or a database without ``source_files``)
+    are left alone, so the IO manager can call this for every partitioned write.
+    """
+    if step not in REQUIRED_STEPS or not keys:
+        return
+    with connect(path) as conn:
+        if not table_exists(conn, SOURCE_TABLE):
+            return
+        conn.register("_keys", pl.DataFrame({"key": list(keys)}, schema={"key": pl.String}).to_arrow())
+        conn.execute("begin transaction")
+        try:
+            conn.execute(
+                f"create table if not exists {quote(STEPS_TABLE)} "
+                "(document_key varchar, step varchar, content_hash varchar, settings_fingerprint varchar)"
+            )
+            conn.execute(
+                f"delete from {quote(STEPS_TABLE)} where step = ? and document_key in (select key from _keys)", [step]
+            )
+            conn.execute(
+                f"insert into {quote(STEPS_TABLE)} select document_key, ?, content_hash, settings_fingerprint "
+                f"from {quote(SOURCE_TABLE)} where document_key in (select key from _keys)",
+                [step],
+            )
+            conn.execute("commit")
+        except Exception:
+            conn.execute("rollback")
+            raise
+        finally:
+            conn.unregister("_keys")
+
+
+def complete_documents(source_files: pl.DataFrame | None, steps: pl.DataFrame | None) -> set[str]:
+    """Documents whose every required step was written from their current version."""
+    if source_files is None or steps is None or source_files.is_empty():
+        return set()
+    current = source_files.select("document_key", "content_hash", "settings_fingerprint")
+    matching = steps.filter(pl.col("step").is_in(REQUIRED_STEPS)).join(
+        current, on=["document_key", "content_hash", "settings_fingerprint"], how="inner", nulls_equal=True
+    )
+    done = matching.group_by("document_key").agg(pl.col("step").n_unique().alias("steps"))
+    return set(done.filter(pl.col("steps") == len(REQUIRED_STEPS))["document_key"].to_list())
+
+
+def delete_documents(database: Path, lancedb: Path, keys: Sequence[str]) -> dict[str, int]:
+    """Delete every row derived from these documents (tables and text-unit vectors); counts per table."""
+    deleted = delete_partitions(database, (*PER_DOCUMENT_TABLES, STEPS_TABLE), "document_key", keys)
+    vectors = delete_scopes(lancedb, TEXT_UNIT_TABLE, "document_key", keys)
+    if vectors:
+        deleted[f"lancedb:{TEXT_UNIT_TABLE}"] = vectors
+    return deleted
+
+
+def keep_only_documents(database: Path, lancedb: Path, keep: Sequence[str]) -> dict[str, int]:
+    """Delete every row derived from documents not in ``keep``; counts per table."""
+    deleted = purge_partitions_except(database, (*PER_DOCUMENT_TABLES, STEPS_TABLE), "document_key", keep)
+    vectors = delete_scopes_except(lancedb, TEXT_UNIT_TABLE, "document_key", keep)
+    if vectors:
+        deleted[f"lancedb:{TEXT_UNIT_TABLE}"] = vectors
+    return deleted
+
+
+def refresh_file_stats(database: Path, rows: Sequence[dict[str, object]]) -> None:
+    """Store new ``size`` and ``mtime_ns`` for files whose content was hashed and found unchanged."""
+    if not rows or not Path(database).exists():
+        return
+    with connect(database) as conn:
+        if not table_exists(conn, SOURCE_TABLE):
+            return
+        conn.register("_touched", pl.DataFrame(list(rows)).to_arrow())
+        conn.execute(
+            f"update {quote(SOURCE_TABLE)} set size = t.size, mtime_ns = t.mtime_ns from _touched t "
+            f"where {quote(SOURCE_TABLE)}.document_key = t.document_key"
+        )
+        conn.unregister("_touched")

@@ -1,0 +1,204 @@
+"""LanceDB tables of embeddings: publishing (incremental merge) and similarity search.
+
+DuckDB holds the embeddings as the system of record; LanceDB is the search index, named like
+Microsoft GraphRAG's (``text_unit_text``, ``entity_description``, ``community_full_content``) so
+its tools find them. Publishing merges by id: rows whose text changed are updated, new rows are
+inserted and rows whose source is gone (within the published scope) are deleted; nothing is
+rewritten wholesale. ``lancedb`` is imported lazily because importing it takes ~2 s.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from graphrag_assets.core.errors import UserError
+
+TEXT_UNIT_TABLE = "text_unit_text"
+ENTITY_TABLE = "entity_description"
+REPORT_TABLE = "community_full_content"
+
+
+@dataclass(frozen=True)
+class PublishResult:
+    inserted: int
+    updated: int
+    deleted: int
+    rows: int
+    version: int = 0  # the table's version after the merge (0: the table does not exist)
+
+
+def _connect(path: Path):
+    import lancedb
+
+    path.mkdir(parents=True, exist_ok=True)
+    return lancedb.connect(str(path))
+
+
+def _table_names(db) -> set[str]:
+    listed = db.list_tables()
+    return set(getattr(listed, "tables", listed))
+
+
+def _open(path: Path, table: str):
+    """The LanceDB table, or None when the database or the table does not exist."""
+    if not path.exists():
+        return None
+    db = _connect(path)
+    return db.open_table(table) if table in _table_names(db) else None
+
+
+def _arrow(frame: pl.DataFrame):
+    """id, vector (fixed-size float32 list), text_hash and scope column as an Arrow table."""
+    return frame.with_columns(pl.col("vector").cast(pl.Array(pl.Float32, _dimension(frame)))).to_arrow()
+
+
+def _dimension(frame: pl.DataFrame) -> int:
+    dtype = frame.schema["vector"]
+    if isinstance(dtype, pl.Array):
+        return dtype.size
+    first = frame.get_column("vector").drop_nulls().head(1).to_list()
+    return len(first[0]) if first else 0
+
+
+def _quote_list(values: Sequence[str]) -> str:
+    return ", ".join("'" + v.replace("'", "''") + "'" for v in values)
+
+
+def publish(
+    path: Path,
+    table: str,
+    frame: pl.DataFrame,
+    *,
+    scope_column: str | None = None,
+    scope_keys: Sequence[str] | None = None,
+) -> PublishResult:
+    """Merge ``frame`` (id, vector, text_hash[, scope column]) into a LanceDB table.
+
+    With ``scope_column``/``scope_keys`` only rows of those scopes (e.g. document partitions) are
+    candidates for deletion; without them every row missing from ``frame`` is deleted. A change of
+    vector dimension (another embedding model) recreates the table.
+    """
+    db = _connect(path)
+    names = _table_names(db)
+    if frame.is_empty() and table not in names:
+        return PublishResult(0, 0, 0, 0)
+    if table in names:
+        existing = db.open_table(table)
+        field = existing.schema.field("vector")
+        existing_dim = getattr(field.type, "list_size", None)
+        if not frame.is_empty() and existing_dim != _dimension(frame):
+            db.drop_table(table)
+            names.discard(table)
+    if table not in names:
+        if frame.is_empty():
+            return PublishResult(0, 0, 0, 0)
+        created = db.create_table(table, data=_arrow(frame))
+        return PublishResult(frame.height, 0, 0, created.count_rows(), created.version)
+    existing = db.open_table(table)
+    if frame.is_empty():
+        where = None if scope_column is None else f"{scope_column} IN ({_quote_list(scope_keys or [])})"
+        if scope_column is not None and not scope_keys:
+            return PublishResult(0, 0, 0, existing.count_rows(), existing.version)
+        before = existing.count_rows()
+        existing.delete(where or "true")
+        return PublishResult(0, 0, before - existing.count_rows(), existing.count_rows(), existing.version)
+    merge = (
+        existing.merge_insert("id")
+        .when_matched_update_all(where="target.text_hash != source.text_hash")
+        .when_not_matched_insert_all()
+    )
+    if scope_column is None:
+        merge = merge.when_not_matched_by_source_delete()
+    elif scope_keys:
+        merge = merge.when_not_matched_by_source_delete(f"{scope_column} IN ({_quote_list(scope_keys)})")
+    result = merge.execute(_arrow(frame))
+    return PublishResult(
+        result.num_inserted_rows, result.num_updated_rows, result.num_deleted_rows, existing.count_rows(), existing.version
+    )
+
+
+def compact(path: Path, tables: Sequence[str]) -> dict[str, int]:
+    """Compact these tables and delete every older version; returns each table's new version.
+
+    LanceDB keeps every version of a table (time travel), so vectors of deleted documents stay
+    readable in old versions until they are cleaned up; this is what makes a deletion final.
+    """
+    versions: dict[str, int] = {}
+    for table in tables:
+        existing = _open(path, table)
+        if existing is None:
+            continue
+        with warnings.catch_warnings():
+            # LanceDB warns that readers of an older version fail; ours fall back to the latest one,
+            # which has the same content (see LanceVectorIndex).
+            warnings.filterwarnings("ignore", message=r"optimize\(cleanup_older_than=0\)")
+            existing.optimize(cleanup_older_than=timedelta(0), delete_unverified=True)
+        versions[table] = existing.version
+    return versions
+
+
+def delete_scopes(path: Path, table: str, scope_column: str, scope_keys: Sequence[str]) -> int:
+    """Delete the rows of some scopes (documents that were removed); returns rows deleted."""
+    existing = _open(path, table) if scope_keys else None
+    if existing is None:
+        return 0
+    before = existing.count_rows()
+    existing.delete(f"{scope_column} IN ({_quote_list(scope_keys)})")
+    return before - existing.count_rows()
+
+
+def delete_scopes_except(path: Path, table: str, scope_column: str, keep: Sequence[str]) -> int:
+    """Delete the rows of every scope not in ``keep``; returns rows deleted."""
+    existing = _open(path, table)
+    if existing is None:
+        return 0
+    before = existing.count_rows()
+    existing.delete(f"{scope_column} NOT IN ({_quote_list(keep)})" if keep else "true")
+    return before - existing.count_rows()
+
+
+def table_ids(path: Path, table: str) -> list[str]:
+    """All ids in a LanceDB table (for consistency checks)."""
+    existing = _open(path, table)
+    return [] if existing is None else sorted(existing.to_arrow().column("id").to_pylist())
+
+
+class LanceVectorIndex:
+    """Cosine-similarity search over one LanceDB table (implements the query VectorIndex protocol).
+
+    ``version`` pins the table at the version the published corpus build recorded, so a corpus run
+    that merged new vectors but did not commit its tables is not seen. A version that is gone was
+    compacted away after a newer commit with the same content, so the latest version is used.
+    """
+
+    def __init__(self, path: Path, table: str, version: int | None = None) -> None:
+        self._name = table
+        self._table = _open(path, table)
+        if self._table is not None and version is not None and version != self._table.version:
+            try:
+                self._table.checkout(version)
+            except ValueError:
+                self._table.checkout_latest()
+
+    def search(self, vector: Sequence[float], k: int) -> list[tuple[str, float]]:
+        if self._table is None or k <= 0:
+            return []
+        query = np.asarray(vector, dtype=np.float32)
+        stored = getattr(self._table.schema.field("vector").type, "list_size", None)
+        if stored is not None and query.shape != (stored,):
+            raise UserError(
+                f"the index's '{self._name}' vectors have {stored} dimensions but the query embedder gives "
+                f"{query.shape[-1] if query.ndim else 0}; query with the embedding settings the index was built with "
+                f"(llm.embeddings, llm.embedding_model, OPENAI_API_KEY / OPENAI_BASE_URL)."
+            )
+        hits = self._table.search(query).distance_type("cosine").limit(k).to_arrow()
+        ids = hits.column("id").to_pylist()
+        distances = hits.column("_distance").to_pylist()
+        return [(i, 1.0 - float(d)) for i, d in zip(ids, distances)]

@@ -1,0 +1,107 @@
+"""Shared fixtures: temporary projects built from the bundled sample corpus."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+pytest_plugins = ["graphrag_assets_tests.openai_fixtures"]
+
+REPO = Path(__file__).resolve().parents[1]
+SAMPLE_INPUT = REPO / "data" / "input"
+
+
+def make_project(root: Path, with_sample: bool = True) -> Path:
+    """A project folder with the project files and (optionally) a copy of the sample corpus."""
+    from graphrag_assets.project.init_files import write_project_files
+
+    write_project_files(root)
+    if with_sample:
+        shutil.rmtree(root / "data" / "input")
+        shutil.copytree(SAMPLE_INPUT, root / "data" / "input")
+    return root
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    return make_project(tmp_path / "project")
+
+
+@pytest.fixture
+def offline_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No model endpoint configured, whatever the developer's shell has."""
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "GRAPHRAG_ROOT"):
+        monkeypatch.delenv(name, raising=False)
+
+
+RESPONDER = "graphrag_assets_tests.graphrag_responder:respond"
+
+
+def llm_settings_yaml(base_url: str, extra: str = "") -> str:
+    """graphrag.yaml pointing a project at a scripted server (the file wins over the shell's env)."""
+    return (
+        "method: standard\n"
+        "llm:\n"
+        f"  base_url: {base_url}\n"
+        "  api_key: sk-test-not-secret\n"
+        "  embeddings: openai\n"
+        "  max_retries: 2\n"
+        "  retry_base_delay: 0.01\n"
+        "  retry_max_delay: 0.05\n"
+        "  request_timeout: 20\n" + extra
+    )
+
+
+def make_llm_project(root: Path, base_url: str, with_sample: bool = True, extra: str = "") -> Path:
+    make_project(root, with_sample=with_sample)
+    (root / "graphrag.yaml").write_text(llm_settings_yaml(base_url, extra), encoding="utf-8")
+    return root
+
+
+@pytest.fixture(scope="session")
+def graphrag_server():
+    """A scripted server answering our prompts like a model would (session-wide)."""
+    from graphrag_assets_tests.openai_fixtures import ScriptedOpenAIServer
+
+    server = ScriptedOpenAIServer.start(responder=RESPONDER)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def standard_index(graphrag_server, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The sample corpus indexed once with the standard (LLM) method through the scripted server.
+
+    Tests must not modify it; copy it (``copy_project``) to change things.
+    """
+    from graphrag_assets.pipeline.indexing import index_project
+    from graphrag_assets.core.settings import load_settings
+
+    root = make_llm_project(tmp_path_factory.mktemp("standard") / "project", graphrag_server.base_url)
+    report = index_project(load_settings(root))
+    assert report.success, report.as_dict()
+    return root
+
+
+@pytest.fixture(scope="session")
+def nlp_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The sample corpus indexed once offline (nlp method, local embedder)."""
+    from graphrag_assets.pipeline.indexing import index_project
+    from graphrag_assets.core.settings import load_settings
+
+    root = make_project(tmp_path_factory.mktemp("nlp") / "project")
+    (root / "graphrag.yaml").write_text("method: nlp\nllm:\n  embeddings: local\n", encoding="utf-8")
+    report = index_project(load_settings(root, environ={}))
+    assert report.success, report.as_dict()
+    return root
+
+
+def query_db(root: Path, sql: str) -> list[tuple]:
+    import duckdb
+
+    with duckdb.connect(str(root / "data" / "graphrag.duckdb"), read_only=True) as conn:
+        return conn.sql(sql).fetchall()

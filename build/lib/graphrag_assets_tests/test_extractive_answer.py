@@ -1,0 +1,81 @@
+"""Extractive answers: the right sentences, cited, under a plain no-LLM notice."""
+
+from __future__ import annotations
+
+from graphrag_assets.llm.local_embedder import LocalEmbedder
+from graphrag_assets.query.extractive import HEADER, NO_MATCH, extractive_answer, keywords, stem
+
+SOURCES = [
+    ("Sources (3f9a2c1b)", "The market in the square sells fish and bread every morning. Prices rose this week."),
+    (
+        "Sources (0a1b2c3d)",
+        "The lighthouse on the northern cape is old. Tomas, the lighthouse keeper, runs the light every night. "
+        "He lives alone.",
+    ),
+    ("Reports (12)", "# Harbour community\n\nThe harbour master, Ines, keeps the fishing fleet in order."),
+]
+
+
+def answer(question: str, max_sentences: int = 5, sources=SOURCES) -> str:
+    return extractive_answer(question, sources, LocalEmbedder(), max_sentences=max_sentences)
+
+
+def test_picks_the_right_sentence_and_cites_it() -> None:
+    assert answer("Who runs the lighthouse?", max_sentences=1) == (
+        f"{HEADER}\n\nTomas, the lighthouse keeper, runs the light every night. [Data: Sources (0a1b2c3d)]"
+    )
+
+
+def test_first_line_says_no_language_model_was_used() -> None:
+    text = answer("What does the market sell?")
+    assert text.splitlines()[0] == (
+        "(Extractive answer: no language model was used; these are the most relevant passages.)"
+    )
+    assert text.splitlines()[2] == (
+        "The market in the square sells fish and bread every morning. [Data: Sources (3f9a2c1b)]"
+    )
+
+
+def test_reports_are_cited_with_their_own_label() -> None:
+    text = answer("Who is the harbour master?", max_sentences=1)
+    assert text.endswith("The harbour master, Ines, keeps the fishing fleet in order. [Data: Reports (12)]")
+
+
+def test_ranked_by_relevance_and_bounded() -> None:
+    text = answer("lighthouse keeper", max_sentences=2)
+    body = text.split("\n\n")[1:]
+    assert body == [
+        "Tomas, the lighthouse keeper, runs the light every night. [Data: Sources (0a1b2c3d)]",
+        "The lighthouse on the northern cape is old. [Data: Sources (0a1b2c3d)]",
+    ]
+
+
+def test_unrelated_question_finds_nothing() -> None:
+    assert answer("quantum chromodynamics") == f"{HEADER}\n\n{NO_MATCH}"
+    assert answer("anything", sources=[]) == f"{HEADER}\n\n{NO_MATCH}"
+
+
+def test_duplicate_sentences_are_shown_once() -> None:
+    doubled = SOURCES + [("Sources (ffffffff)", "Tomas, the lighthouse keeper, runs the light every night.")]
+    text = answer("Who runs the lighthouse?", sources=doubled)
+    assert text.count("Tomas, the lighthouse keeper") == 1
+    assert "[Data: Sources (ffffffff)]" not in text
+
+
+def test_deterministic() -> None:
+    assert answer("Who keeps the fleet?") == answer("Who keeps the fleet?")
+
+
+def test_keywords_are_stemmed_content_words() -> None:
+    assert stem("keepers") == "keeper" and stem("runs") == "run" and stem("tomas's") == stem("tomas")
+    assert keywords("Who runs the lighthouse?") == {"run", "lighthouse"}
+
+
+def test_headings_and_existing_citations_are_not_quoted_as_answers() -> None:
+    from graphrag_assets.llm.local_embedder import LocalEmbedder
+    from graphrag_assets.query.extractive import extractive_answer
+
+    report = "# SØREN HOLM and the lighthouse\n\nSøren Holm keeps the lighthouse. [Data: Sources (abc12345)]\n\n## Søren Holm at sea\n\nHe relayed a mayday."
+    answer = extractive_answer("Who is Søren Holm?", [("Reports (3)", report)], LocalEmbedder(), max_sentences=3)
+    assert "# " not in answer and "abc12345" not in answer
+    assert "Søren Holm keeps the lighthouse. [Data: Reports (3)]" in answer

@@ -1,0 +1,172 @@
+"""Extractive community reports on a tiny hand-made community."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import polars as pl
+
+from graphrag_assets.core.ids import entity_id, relationship_id, short_id, stable_uuid
+from graphrag_assets.index.extractive_reports import extractive_reports, rating
+from graphrag_assets.core.schemas import COMMUNITY_REPORTS
+
+U1 = "11111111-aaaa-4aaa-8aaa-aaaaaaaaaaaa"
+U2 = "22222222-bbbb-4bbb-8bbb-bbbbbbbbbbbb"
+U3 = "33333333-cccc-4ccc-8ccc-cccccccccccc"
+
+TEXT_UNITS = pl.DataFrame(
+    {
+        "id": [U1, U2, U3],
+        "text": [
+            "It was a cold day. Scrooge sat in the counting-house. Marley had been dead for years.",
+            "Then Scrooge and Marley shared the counting-house with Fred. Fred laughed at Scrooge.",
+            "A different story about Belle.",
+        ],
+    }
+)
+
+DEGREES = {"SCROOGE": 3, "MARLEY": 2, "COUNTING-HOUSE": 2, "FRED": 1, "BELLE": 0}
+UNITS_OF = {"SCROOGE": [U1, U2], "MARLEY": [U1, U2], "COUNTING-HOUSE": [U1, U2], "FRED": [U2], "BELLE": [U3]}
+
+ENTITIES = pl.DataFrame(
+    {
+        "id": [entity_id(t) for t in DEGREES],
+        "title": list(DEGREES),
+        "degree": list(DEGREES.values()),
+        "text_unit_ids": [UNITS_OF[t] for t in DEGREES],
+    }
+)
+EDGES = [("MARLEY", "SCROOGE"), ("COUNTING-HOUSE", "SCROOGE"), ("COUNTING-HOUSE", "MARLEY"), ("FRED", "SCROOGE")]
+RELATIONSHIPS = pl.DataFrame(
+    {"id": [relationship_id(s, t) for s, t in EDGES], "source": [s for s, _ in EDGES], "target": [t for _, t in EDGES]}
+)
+
+
+def community(number: int, titles: list[str], units: list[str], level: int = 0, parent: int = -1) -> dict:
+    return {
+        "id": f"community-{number}",
+        "human_readable_id": number,
+        "community": number,
+        "level": level,
+        "parent": parent,
+        "children": [],
+        "title": f"Community {number}",
+        "entity_ids": [entity_id(t) for t in titles],
+        "relationship_ids": [relationship_id(s, t) for s, t in EDGES if s in titles and t in titles],
+        "text_unit_ids": units,
+        "period": "2026-01-01",
+        "size": len(titles),
+    }
+
+
+COMMUNITIES = pl.DataFrame(
+    [
+        community(0, ["SCROOGE", "MARLEY", "COUNTING-HOUSE", "FRED"], [U1, U2]),
+        community(1, ["BELLE"], []),
+    ]
+)
+
+
+def reports(max_findings: int = 5) -> pl.DataFrame:
+    return extractive_reports(COMMUNITIES, ENTITIES, RELATIONSHIPS, TEXT_UNITS, max_findings=max_findings)
+
+
+def test_schema_and_copied_columns() -> None:
+    result = reports()
+    assert result.schema == pl.Schema(COMMUNITY_REPORTS)
+    assert result.select("community", "human_readable_id", "level", "parent", "children", "period", "size").rows() == [
+        (0, 0, 0, -1, [], "2026-01-01", 4),
+        (1, 1, 0, -1, [], "2026-01-01", 1),
+    ]
+    assert set(result["generation"]) == {"extractive"}
+    assert result["substituted_reports"].to_list() == [0, 0]
+
+
+def test_title_from_top_entities_by_degree() -> None:
+    # MARLEY and COUNTING-HOUSE tie on degree 2: alphabetical order decides
+    assert reports()["title"].to_list() == ["SCROOGE, COUNTING-HOUSE and MARLEY", "BELLE"]
+
+
+def test_findings_are_the_most_central_sentences_with_real_citations() -> None:
+    row = reports().row(0, named=True)
+    # score = Σ (1 + degree): "Then Scrooge and Marley shared the counting-house with Fred." =
+    # 4+3+3+2 = 12, "Scrooge sat in the counting-house." = 4+3 = 7, "Fred laughed at Scrooge." =
+    # 2+4 = 6, "Marley had been dead for years." = 3; "It was a cold day." mentions nobody.
+    assert [f["explanation"] for f in row["findings"]] == [
+        f"Then Scrooge and Marley shared the counting-house with Fred. [Data: Sources ({short_id(U2)})]",
+        f"Scrooge sat in the counting-house. [Data: Sources ({short_id(U1)})]",
+        f"Fred laughed at Scrooge. [Data: Sources ({short_id(U2)})]",
+        f"Marley had been dead for years. [Data: Sources ({short_id(U1)})]",
+    ]
+    assert row["findings"][0]["summary"] == "Then Scrooge and Marley shared the counting-house with Fred."
+    cited = set(re.findall(r"\[Data: Sources \(([0-9a-f]+)\)\]", row["full_content"]))
+    assert cited and cited <= {short_id(u) for u in TEXT_UNITS["id"]}
+    assert len(reports(max_findings=2).row(0, named=True)["findings"]) == 2
+
+
+def test_summary_names_size_links_and_units() -> None:
+    summary = reports()["summary"][0]
+    assert summary.startswith(
+        "A community of 4 noun phrases around SCROOGE, COUNTING-HOUSE and MARLEY, "
+        "linked by 4 co-occurrence relationships in 2 text units."
+    )
+
+
+def test_full_content_json_and_id() -> None:
+    for row in reports().iter_rows(named=True):
+        assert row["full_content"].startswith(f"# {row['title']}\n\n{row['summary']}")
+        for finding in row["findings"]:
+            assert f"## {finding['summary']}\n\n{finding['explanation']}" in row["full_content"]
+        content = json.loads(row["full_content_json"])
+        assert content["extractive"] is True
+        assert content["title"] == row["title"]
+        assert content["rating"] == row["rank"]
+        assert content["findings"] == row["findings"]
+        assert "no language model" in row["rating_explanation"]
+        assert row["id"] == stable_uuid(row["full_content"])
+
+
+def test_community_without_units_uses_its_entities_units() -> None:
+    belle = reports().row(1, named=True)
+    assert [f["explanation"] for f in belle["findings"]] == [
+        f"A different story about Belle. [Data: Sources ({short_id(U3)})]"
+    ]
+
+
+def test_rating_formula_and_monotonicity() -> None:
+    assert rating(5, 3.0) == 2.7
+    assert rating(30, 20.0) == 8.6
+    assert rating(0, 0.0) == 0.0
+    sizes = [rating(size, 4.0) for size in range(1, 200, 7)]
+    degrees = [rating(10, degree / 2) for degree in range(0, 200, 7)]
+    assert sizes == sorted(sizes) and degrees == sorted(degrees)
+    assert all(0.0 <= value <= 10.0 for value in sizes + degrees)
+    ranks = reports()["rank"].to_list()
+    assert ranks[0] > ranks[1]  # 4 entities, mean degree 2 vs 1 entity, degree 0
+
+
+def test_deterministic() -> None:
+    assert reports().equals(reports())
+
+
+def test_no_communities_gives_an_empty_table() -> None:
+    empty = extractive_reports(COMMUNITIES.clear(), ENTITIES, RELATIONSHIPS, TEXT_UNITS)
+    assert empty.is_empty()
+    assert empty.schema == pl.Schema(COMMUNITY_REPORTS)
+
+
+def test_ties_go_to_the_earlier_unit_and_sentence() -> None:
+    marley = pl.DataFrame([community(7, ["MARLEY"], [U2, U1])])
+    row = extractive_reports(marley, ENTITIES, RELATIONSHIPS, TEXT_UNITS).row(0, named=True)
+    # both sentences score 3 (only MARLEY is in this community); U1 comes first in text_units
+    assert [f["explanation"] for f in row["findings"]] == [
+        f"Marley had been dead for years. [Data: Sources ({short_id(U1)})]",
+        f"Then Scrooge and Marley shared the counting-house with Fred. [Data: Sources ({short_id(U2)})]",
+    ]
+
+
+def test_unknown_entity_ids_are_ignored() -> None:
+    extra = COMMUNITIES.with_columns(pl.col("entity_ids").list.concat(pl.lit(["unknown-entity"])))
+    result = extractive_reports(extra, ENTITIES, RELATIONSHIPS, TEXT_UNITS)
+    assert result["title"].to_list() == reports()["title"].to_list()
