@@ -51,7 +51,9 @@ class DuckDBPolarsIOManager(ConfigurableIOManager):
             write_staged(self.database, table, obj)
         else:
             write_table(self.database, table, obj)
-        context.add_output_metadata({"table": MetadataValue.text(table), "dagster/row_count": obj.height})
+        # A partitioned output's row count is given per partition by the asset (a range run writes many).
+        row_count = {} if context.has_asset_partitions else {"dagster/row_count": obj.height}
+        context.add_output_metadata({"table": MetadataValue.text(table), **row_count})
 
     def load_input(self, context: InputContext) -> pl.DataFrame:
         upstream = context.upstream_output

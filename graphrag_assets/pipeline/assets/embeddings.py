@@ -10,6 +10,7 @@ only new or changed texts cost anything.
 import polars as pl
 from dagster import AssetExecutionContext, AssetIn, MetadataValue, asset
 
+from graphrag_assets.pipeline.assets.metadata import describe_partitions
 from graphrag_assets.pipeline.assets.model_session import ModelSession
 from graphrag_assets.pipeline.partitions import DOCUMENT_PARTITIONS, PARTITION_METADATA, SINGLE_RUN, STAGED_METADATA
 from graphrag_assets.index.embedding_texts import embed_frame, entity_texts, report_texts, text_unit_texts
@@ -32,11 +33,12 @@ def _embed(context: AssetExecutionContext, settings, texts: pl.DataFrame, purpos
     return frame, session.metadata()
 
 
+def _dimension(frame: pl.DataFrame) -> int:
+    return frame.schema["vector"].size if isinstance(frame.schema.get("vector"), pl.Array) else 0
+
+
 def _publish_metadata(result: vectors.PublishResult, frame: pl.DataFrame) -> dict:
-    dimension = frame.schema["vector"].size if isinstance(frame.schema.get("vector"), pl.Array) else 0
     return {
-        "rows": frame.height,
-        "dimension": dimension,
         "lancedb/inserted": result.inserted,
         "lancedb/updated": result.updated,
         "lancedb/deleted": result.deleted,
@@ -61,7 +63,10 @@ def text_unit_embeddings(context: AssetExecutionContext, project: GraphRAGProjec
         settings.lancedb_path, vectors.TEXT_UNIT_TABLE, frame.select("id", "vector", "text_hash", "document_key"),
         scope_column="document_key", scope_keys=keys,
     )
-    context.add_output_metadata({**usage, **_publish_metadata(result, frame)})
+    describe_partitions(
+        context, "text_unit_embeddings", frame, lambda rows: {"rows": rows.height, "dimension": _dimension(frame)},
+        run_wide={**usage, **_publish_metadata(result, frame)},
+    )
     return frame
 
 
@@ -88,7 +93,6 @@ def community_report_embeddings(context: AssetExecutionContext, project: GraphRA
 def _corpus_embeddings(context: AssetExecutionContext, settings, texts: pl.DataFrame, purpose: str) -> pl.DataFrame:
     """Embed a corpus-wide table's texts (merged into LanceDB when the build is published)."""
     frame, usage = _embed(context, settings, texts, purpose)
-    dimension = frame.schema["vector"].size if isinstance(frame.schema.get("vector"), pl.Array) else 0
     model = MetadataValue.text(frame["model"][0] if frame.height else "")
-    context.add_output_metadata({**usage, "rows": frame.height, "dimension": dimension, "model": model})
+    context.add_output_metadata({**usage, "rows": frame.height, "dimension": _dimension(frame), "model": model})
     return frame
