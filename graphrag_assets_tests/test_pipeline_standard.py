@@ -195,3 +195,18 @@ def test_dry_run_counts_the_calls_of_the_next_run_without_making_any(copy_of_ind
     report = index_project(load_settings(copy_of_index))
     assert report.usage["extract_graph"]["calls"] == estimate.usage["extract_graph"]["calls"]
     assert estimate_next_run(load_settings(copy_of_index)).usage == {}
+
+
+def test_cli_runs_are_listed_under_their_jobs_like_runs_launched_from_the_ui(standard_index: Path) -> None:
+    """The UI lists a job's runs with its name and the code location's repository label."""
+    from dagster import RunsFilter
+
+    from graphrag_assets.pipeline.instance import open_instance
+
+    instance = open_instance(load_settings(standard_index))
+    label = {".dagster/repository": "__repository__@graphrag_assets"}
+    for job in ("document_job", "corpus_job"):
+        runs = instance.get_runs(RunsFilter(job_name=job, tags=label))
+        assert runs and runs[0].tags["graphrag/trigger"] == "graphrag-assets index", job
+    workspace = (standard_index / "workspace.yaml").read_text(encoding="utf-8")
+    assert "location_name: graphrag_assets" in workspace

@@ -201,6 +201,7 @@ def import_command(source_dir: Path, fmt: str, force: bool, root: Path | None, a
         click.echo(f"warning: {warning}")
 
 
+DEFINITIONS_MODULE = "graphrag_assets.pipeline.definitions"
 DEV_SUPERSEDED_WARNING = "ignore:Function `dev_command` is superseded"
 
 
@@ -216,7 +217,10 @@ def dev(root: Path | None, port: int) -> None:
     env = {**os.environ, "DAGSTER_HOME": str(settings.root), "GRAPHRAG_ROOT": str(settings.root), "PYTHONWARNINGS": quiet}
     if not (settings.root / "dagster.yaml").exists():
         raise UserError(f"{settings.root} has no dagster.yaml; run 'graphrag-assets init --root {settings.root}' first.")
-    cmd = [sys.executable, "-m", "dagster", "dev", "-m", "graphrag_assets.pipeline.definitions", "-p", str(port)]
+    # workspace.yaml names the code location as the CLI's runs are tagged, so they are listed under
+    # their jobs (a project without one loads the module, whose location is named after it).
+    location = ["-w", "workspace.yaml"] if (settings.root / "workspace.yaml").exists() else ["-m", DEFINITIONS_MODULE]
+    cmd = [sys.executable, "-m", "dagster", "dev", *location, "-p", str(port)]
     sys.exit(subprocess.call(cmd, cwd=settings.root, env=env))
 
 

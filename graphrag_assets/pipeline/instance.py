@@ -45,6 +45,10 @@ ACTIVE_RUN_MAX_AGE_HOURS = 12
 PENDING = [DagsterRunStatus.QUEUED, DagsterRunStatus.NOT_STARTED, DagsterRunStatus.STARTING, DagsterRunStatus.STARTED]
 # The process that executes a run in-process (the CLI's index): "host:pid:start".
 PROCESS_TAG = "graphrag/process"
+# What started a run: the sensor, the schedule or the CLI.
+TRIGGER_TAG = "graphrag/trigger"
+# The code location's name in workspace.yaml and pyproject's [tool.dagster].
+LOCATION_NAME = "graphrag_assets"
 
 
 def fail_dead_runs(instance: DagsterInstance) -> list[str]:

@@ -13,10 +13,11 @@ from dataclasses import dataclass, field
 
 from dagster import DagsterInstance, Definitions
 from dagster._core.storage.defs_state.base import set_defs_state_storage
-from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
+from dagster._core.definitions.repository_definition.valid_definitions import SINGLETON_REPOSITORY_NAME
+from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG, REPOSITORY_LABEL_TAG
 
 from graphrag_assets.core.processes import ProcessId
-from graphrag_assets.pipeline.instance import PROCESS_TAG
+from graphrag_assets.pipeline.instance import LOCATION_NAME, PROCESS_TAG, TRIGGER_TAG
 
 
 log = logging.getLogger(__name__)
@@ -83,7 +84,14 @@ def run_job(
 
 def _run_job(defs, instance, job_name, partition_keys, tags, console_log_level) -> RunOutcome:
     job = defs.resolve_job_def(job_name)
-    run_tags = {**(tags or {}), PROCESS_TAG: ProcessId.current().as_tag()}
+    # The UI lists a job's runs by the repository label runs launched from the UI carry; without
+    # it the CLI's runs would be missing from the job's page and the timeline.
+    run_tags = {
+        REPOSITORY_LABEL_TAG: f"{SINGLETON_REPOSITORY_NAME}@{LOCATION_NAME}",
+        TRIGGER_TAG: "graphrag-assets index",
+        **(tags or {}),
+        PROCESS_TAG: ProcessId.current().as_tag(),
+    }
     partition_key = None
     keys = list(partition_keys or [])
     if len(keys) == 1:
