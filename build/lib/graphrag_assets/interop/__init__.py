@@ -1,1 +1,0 @@
-"""Export and import formats (see :mod:`graphrag_assets.interop.commands`)."""
