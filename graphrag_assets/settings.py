@@ -230,6 +230,7 @@ class DriftSearchSettings(_Section):
 
 class BasicSearchSettings(_Section):
     k: int = Field(10, ge=1)
+    mode: Literal["hybrid", "vector"] = "hybrid"  # hybrid: vector and full-text hits fused by reciprocal rank
     max_context_tokens: int = Field(12000, ge=500)
 
 

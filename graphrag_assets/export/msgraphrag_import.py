@@ -280,6 +280,7 @@ def _index_exists(settings: Settings) -> bool:
 def import_msgraphrag(settings: Settings, source_dir: Path, *, force: bool = False):
     """Load the MS GraphRAG v3 index in ``source_dir`` into the project (tables and vectors)."""
     from graphrag_assets.export import ImportResult
+    from graphrag_assets.index.embedding_texts import with_text
     from graphrag_assets.storage import vectors as lance
     from graphrag_assets.storage.tables import write_table
 
@@ -331,7 +332,8 @@ def import_msgraphrag(settings: Settings, source_dir: Path, *, force: bool = Fal
         columns = ["id", "document_key"] if name == "text_unit_embeddings" else ["id"]
         stored = frame.select(*columns, "text_hash", "vector", "model")
         write_table(settings.database_path, name, stored)
-        published = lance.publish(settings.lancedb_path, LANCEDB_TABLES[name], stored.drop("model"))
+        published_rows = with_text(stored.drop("model"), texts[name]) if name == "text_unit_embeddings" else stored.drop("model")
+        published = lance.publish(settings.lancedb_path, LANCEDB_TABLES[name], published_rows)
         result.rows[name] = stored.height
         result.rows[f"lancedb/{LANCEDB_TABLES[name]}"] = published.rows
     return result

@@ -24,7 +24,7 @@ TEXT_COLUMNS_SKIPPED = {"documents": ["text"]}  # the documents' full text is ne
 def load_query_data(settings: Settings):
     """A :class:`~graphrag_assets.query.types.QueryData` for the project (LanceDB opened lazily)."""
     from graphrag_assets.query.types import QueryData
-    from graphrag_assets.storage.vectors import ENTITY_TABLE, REPORT_TABLE, TEXT_UNIT_TABLE, LanceVectorIndex
+    from graphrag_assets.storage.vectors import ENTITY_TABLE, REPORT_TABLE, TEXT_UNIT_TABLE, LanceVectorIndex, lexical_index
 
     frames: dict[str, pl.DataFrame] = {}
     with connect(settings.database_path, read_only=True) as conn:
@@ -45,4 +45,5 @@ def load_query_data(settings: Settings):
         entity_description=LanceVectorIndex(lance, ENTITY_TABLE),
         text_unit_text=LanceVectorIndex(lance, TEXT_UNIT_TABLE),
         community_full_content=LanceVectorIndex(lance, REPORT_TABLE),
+        text_unit_lexical=lexical_index(lance, TEXT_UNIT_TABLE),
     )
