@@ -123,6 +123,9 @@ class QueryData:
     text_unit_text: VectorIndex = field(default_factory=empty_index)  # ids: text unit ids
     community_full_content: VectorIndex = field(default_factory=empty_index)  # ids: report ids
     text_unit_lexical: LexicalIndex | None = None  # ids: text unit ids; None: the index has no full-text index
+    # Structures derived from the frames above (the local-ranking graph), built on first use and
+    # reused by every query in the process; not copied by dataclasses.replace.
+    derived: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 
 
 # --- output --------------------------------------------------------------------------------------

@@ -1,0 +1,275 @@
+"""Local-search ranking by personalized PageRank over entities and text units (``ranking: graph``).
+
+Microsoft GraphRAG's local search orders its context by the entities the question maps to: their
+text units in mapping order, their relationships by degree. Nothing in that order measures how
+well a text unit fits the question, and on LiHua-World's chat logs it found a gold chat log in the
+top 10 for 38% of the questions where plain vector search found one for 76%. This module ranks the
+same candidates by a random walk with restart, after HippoRAG 2:
+
+**The graph** (built once per loaded index and cached on the :class:`QueryData`): one vertex per
+entity and per text unit. An undirected edge per relationship, weighted by the relationship's
+weight divided by the mean positive weight, so that the tiny PMI weights of the nlp method and the
+summed strengths of the standard method both sit on the scale of the mention edges (relationships
+without a positive weight or with an end missing from the entity table are left out); and an edge
+of weight 1 between an entity and each text unit it is mentioned in.
+
+**The restart distribution**, per question:
+
+- seed entities (:func:`graphrag_assets.query.entity_filter.seed_entities`), each with its
+  similarity divided by the number of text units mentioning it — a phrase found everywhere says
+  little about where to look — normalized to sum 1;
+- the best text units by vector or hybrid search (:mod:`graphrag_assets.query.hybrid_search`),
+  their scores divided by the best one and multiplied by ``passage_weight`` (HippoRAG 2 adds
+  min-max normalized dense passage scores times 0.05; with fused hybrid scores, whose ratios mean
+  something, dividing by the best found more gold chat logs on LiHua-World: hit@10 92.1% against
+  88.6% with min-max, and 76.4% against 77.2% with vector hits alone).
+
+**The walk**: igraph's PRPACK personalized PageRank with damping ``ppr_damping`` (HippoRAG 2 uses
+0.5). A vertex without edges sends its walker back to the restart distribution.
+
+**The candidates**: the ``top_k_entities`` best entities; the relationships touching them by the
+sum of their two ends' scores, at most ``top_k_relationships`` per entity; the reports of the
+communities (levels up to the requested one) holding one of them, by the summed score of all
+their members, then report rank; the text units by score.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import igraph as ig
+import numpy as np
+import polars as pl
+
+from graphrag_assets.query.entity_filter import seed_entities
+from graphrag_assets.query.hybrid_search import text_unit_hits
+from graphrag_assets.query.types import QueryData
+from graphrag_assets.settings import LocalSearchSettings
+
+CACHE_KEY = "ranking_graph"
+PASSAGE_CANDIDATES = 10  # text units that receive restart mass (measured on LiHua-World: 20 did worse)
+SOURCE_CANDIDATES = 200  # text units offered to the Sources table (its token budget keeps a prefix)
+
+
+@dataclass(frozen=True)
+class RankingGraph:
+    """The walk's graph and the lookups to read its scores; vertices: entities, then text units."""
+
+    graph: ig.Graph  # edge attribute "weight"
+    entity_ids: list[str]  # vertex i (i < len) is the entity of row i of the entity table
+    entity_titles: list[str]
+    unit_ids: list[str]  # vertex len(entity_ids) + j is text unit j
+    entity_vertex: dict[str, int]
+    unit_vertex: dict[str, int]
+    mentions: np.ndarray  # per entity vertex: text units mentioning it (at least 1)
+    member_community: np.ndarray  # community row of each (community, member) pair
+    member_vertex: np.ndarray  # entity vertex of each pair
+    built_from: tuple[pl.DataFrame, ...]  # the frames it describes (the cache is valid while they are the data's)
+
+    @property
+    def entity_count(self) -> int:
+        return len(self.entity_ids)
+
+
+@dataclass
+class RankedCandidates:
+    """What local search may put in its context, best first, per table (claims follow the entities)."""
+
+    entities: pl.DataFrame
+    reports: pl.DataFrame
+    relationships: pl.DataFrame
+    text_units: pl.DataFrame
+
+
+@dataclass(frozen=True)
+class GraphQuery:
+    """The question as the ranking needs it: its text (full-text search, seed filter), its vector,
+    and the entities vector search found for it (id, similarity), best first."""
+
+    text: str
+    vector: Sequence[float]
+    entity_hits: Sequence[tuple[str, float]]
+
+
+# --- the graph (built once) ----------------------------------------------------------------------
+
+
+def _sources(data: QueryData) -> tuple[pl.DataFrame, ...]:
+    return (data.entities, data.relationships, data.text_units, data.communities)
+
+
+def build_ranking_graph(
+    entities: pl.DataFrame, relationships: pl.DataFrame, text_units: pl.DataFrame, communities: pl.DataFrame
+) -> RankingGraph:
+    """The graph described in the module docstring, and community membership by vertex."""
+    entity_ids = entities["id"].to_list()
+    titles = entities["title"].fill_null("").to_list()
+    unit_ids = text_units["id"].to_list()
+    n_entities = len(entity_ids)
+    title_vertex = pl.DataFrame({"title": titles, "_v": np.arange(n_entities)}).unique("title", keep="first")
+    unit_vertex = pl.DataFrame({"unit": unit_ids, "_u": np.arange(n_entities, n_entities + len(unit_ids))})
+
+    links = (
+        relationships.select("source", "target", "weight")
+        .join(title_vertex.rename({"title": "source", "_v": "_a"}), on="source")
+        .join(title_vertex.rename({"title": "target", "_v": "_b"}), on="target")
+        .filter(pl.col("weight") > 0)
+    )
+    link_weights = links["weight"].to_numpy().astype(np.float64)
+    if link_weights.size:
+        link_weights = link_weights / link_weights.mean()
+    mentioned = (
+        entities.select(pl.int_range(pl.len()).alias("_v"), pl.col("text_unit_ids").alias("unit"))
+        .explode("unit")
+        .join(unit_vertex, on="unit")
+        .unique(["_v", "_u"], keep="first", maintain_order=True)
+    )
+    edges = np.concatenate(
+        [links.select("_a", "_b").to_numpy().reshape(-1, 2), mentioned.select("_v", "_u").to_numpy().reshape(-1, 2)]
+    )
+    graph = ig.Graph(n=n_entities + len(unit_ids), edges=edges.tolist(), directed=False)
+    graph.es["weight"] = np.concatenate([link_weights, np.ones(mentioned.height)]).tolist()
+    mentions = np.maximum(np.bincount(mentioned["_v"].to_numpy(), minlength=n_entities), 1)
+
+    entity_vertex = {entity_id: i for i, entity_id in enumerate(entity_ids)}
+    members = (
+        communities.select(pl.int_range(pl.len()).alias("_c"), pl.col("entity_ids").alias("id"))
+        .explode("id")
+        .join(pl.DataFrame({"id": entity_ids, "_v": np.arange(n_entities)}), on="id")
+    )
+    return RankingGraph(
+        graph=graph,
+        entity_ids=entity_ids,
+        entity_titles=titles,
+        unit_ids=unit_ids,
+        entity_vertex=entity_vertex,
+        unit_vertex={unit: n_entities + j for j, unit in enumerate(unit_ids)},
+        mentions=mentions,
+        member_community=members["_c"].to_numpy(),
+        member_vertex=members["_v"].to_numpy(),
+        built_from=(entities, relationships, text_units, communities),
+    )
+
+
+def ranking_graph(data: QueryData) -> RankingGraph:
+    """The graph of ``data``, built on first use and kept on it for every later query."""
+    cached = data.derived.get(CACHE_KEY)
+    sources = _sources(data)
+    if cached is None or any(a is not b for a, b in zip(cached.built_from, sources)):
+        cached = build_ranking_graph(*sources)
+        data.derived[CACHE_KEY] = cached
+    return cached
+
+
+def personalized_pagerank(graph: RankingGraph, reset: np.ndarray, damping: float) -> np.ndarray:
+    """Stationary scores of the walk that follows an edge with probability ``damping`` (by weight)
+    and otherwise restarts by ``reset``; all zeros when ``reset`` has no mass."""
+    if graph.graph.vcount() == 0 or float(reset.sum()) <= 0:
+        return np.zeros(graph.graph.vcount())
+    scores = graph.graph.personalized_pagerank(
+        directed=False, damping=damping, reset=reset.tolist(), weights="weight", implementation="prpack"
+    )
+    return np.asarray(scores, dtype=np.float64)
+
+
+# --- one question --------------------------------------------------------------------------------
+
+
+def relative_to_best(scores: Sequence[float]) -> np.ndarray:
+    """Scores divided by the best one, negative ones as 0; all 0 when none is positive."""
+    values = np.maximum(np.asarray(scores, dtype=np.float64), 0.0)
+    best = float(values.max()) if values.size else 0.0
+    return values / best if best > 0 else np.zeros_like(values)
+
+
+def restart_distribution(
+    graph: RankingGraph, seeds: Sequence[tuple[str, float]], passages: Sequence[tuple[str, float]], passage_weight: float
+) -> np.ndarray:
+    """Seed mass (score / mentions, summing to 1) plus ``passage_weight`` × passage score / best score."""
+    reset = np.zeros(graph.graph.vcount())
+    for entity_id, score in seeds:
+        vertex = graph.entity_vertex.get(entity_id)
+        if vertex is not None:
+            reset[vertex] += max(score, 0.0) / graph.mentions[vertex]
+    total = reset.sum()
+    if total > 0:
+        reset /= total
+    known = [(graph.unit_vertex[unit], score) for unit, score in passages if unit in graph.unit_vertex]
+    if known:
+        vertices, scores = zip(*known)
+        np.add.at(reset, list(vertices), passage_weight * relative_to_best(scores))
+    return reset
+
+
+def _top(scores: np.ndarray, n: int) -> np.ndarray:
+    """Indexes of the ``n`` highest positive scores, best first (ties: lower index first)."""
+    order = np.argsort(-scores, kind="stable")[:n]
+    return order[scores[order] > 0]
+
+
+def _rows_in_order(frame: pl.DataFrame, ids: Sequence[str]) -> pl.DataFrame:
+    order = {item: i for i, item in enumerate(ids)}
+    rows = frame.filter(pl.col("id").is_in(list(order)))
+    return rows.with_columns(pl.col("id").replace_strict(order, return_dtype=pl.Int64).alias("_order")).sort("_order").drop("_order")
+
+
+def rank_relationships_by_score(
+    titles: Sequence[str], relationships: pl.DataFrame, title_scores: pl.DataFrame, cap: int
+) -> pl.DataFrame:
+    """Relationships touching ``titles`` by the sum of their ends' scores (ties: lower human_readable_id)."""
+    touching = relationships.filter(pl.col("source").is_in(titles) | pl.col("target").is_in(titles))
+    scored = (
+        touching.join(title_scores.rename({"title": "source", "_score": "_s"}), on="source", how="left")
+        .join(title_scores.rename({"title": "target", "_score": "_t"}), on="target", how="left")
+        .with_columns((pl.col("_s").fill_null(0.0) + pl.col("_t").fill_null(0.0)).alias("_score"))
+    )
+    return scored.sort(["_score", "human_readable_id"], descending=[True, False], nulls_last=True).head(cap).drop(
+        "_s", "_t", "_score"
+    )
+
+
+def rank_reports_by_score(
+    graph: RankingGraph, scores: np.ndarray, selected: np.ndarray, data: QueryData, community_level: int | None
+) -> pl.DataFrame:
+    """Reports of communities holding a selected entity, by their members' summed score, then rank."""
+    n_communities = data.communities.height
+    if n_communities == 0 or data.community_reports.is_empty():
+        return data.community_reports.head(0)
+    member_scores = np.bincount(graph.member_community, weights=scores[graph.member_vertex], minlength=n_communities)
+    chosen = np.zeros(graph.entity_count, dtype=bool)
+    chosen[selected] = True
+    holds = np.bincount(graph.member_community, weights=chosen[graph.member_vertex], minlength=n_communities) > 0
+    candidates = data.communities.select("community", "level").with_columns(
+        pl.Series("_score", member_scores), pl.Series("_holds", holds)
+    ).filter(pl.col("_holds"))
+    if community_level is not None:
+        candidates = candidates.filter(pl.col("level") <= community_level)
+    ranked = data.community_reports.join(candidates.select("community", "_score"), on="community", how="inner")
+    return ranked.sort(["_score", "rank", "community"], descending=[True, True, False], nulls_last=True).drop("_score")
+
+
+def rank_by_graph(
+    query: GraphQuery, data: QueryData, settings: LocalSearchSettings, community_level: int | None
+) -> RankedCandidates:
+    """The local-search candidates ordered by the walk (see the module docstring)."""
+    graph = ranking_graph(data)
+    seeds = seed_entities(query.text, query.entity_hits, data.entities)
+    passages = text_unit_hits(data, query.vector, query.text, PASSAGE_CANDIDATES, "hybrid").hits
+    reset = restart_distribution(graph, seeds, passages, settings.passage_weight)
+    scores = personalized_pagerank(graph, reset, settings.ppr_damping)
+
+    entity_scores = scores[: graph.entity_count]
+    selected = _top(entity_scores, settings.top_k_entities)
+    entities = _rows_in_order(data.entities, [graph.entity_ids[i] for i in selected])
+    titles = [graph.entity_titles[i] for i in selected]
+    title_scores = pl.DataFrame({"title": graph.entity_titles, "_score": entity_scores}).unique("title", keep="first")
+    units = _top(scores[graph.entity_count :], SOURCE_CANDIDATES)
+    return RankedCandidates(
+        entities=entities,
+        reports=rank_reports_by_score(graph, scores, selected, data, community_level),
+        relationships=rank_relationships_by_score(
+            titles, data.relationships, title_scores, settings.top_k_relationships * len(titles)
+        ),
+        text_units=_rows_in_order(data.text_units, [graph.unit_ids[j] for j in units]),
+    )
