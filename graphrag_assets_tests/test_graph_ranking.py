@@ -131,14 +131,40 @@ def test_two_vertices_match_the_closed_form(damping):
 def test_graph_edges_and_scores_equal_a_power_iteration():
     f = frames()
     graph = build_ranking_graph(f["entities"], f["relationships"], f["text_units"], f["communities"])
-    assert graph.graph.vcount() == 8 and graph.graph.ecount() == 5
+    assert graph.vertex_count == 8 and len(graph.edge_source) == 2 * 5  # each edge both ways
     weights = np.zeros((8, 8))
-    for edge in graph.graph.es:
-        a, b = edge.tuple
-        weights[a, b] = weights[b, a] = edge["weight"]
+    np.add.at(weights, (graph.edge_source, graph.edge_target), graph.edge_weight)
     assert weights == pytest.approx(ADJACENCY)
     reset = np.array([1.0, 0.0, 0.0, 0.0, 0.0, 0.3, 0.0, 0.2])
     assert personalized_pagerank(graph, reset, 0.5) == pytest.approx(power_iteration(ADJACENCY, reset, 0.5), abs=1e-9)
+
+
+def test_scores_equal_igraph_prpack_on_a_random_weighted_graph():
+    import igraph as ig
+
+    rng = np.random.default_rng(7)
+    n_entities, n_units = 40, 20
+    titles = [f"E{i}" for i in range(n_entities)]
+    units = [f"t{j}" for j in range(n_units)]
+    pairs = {tuple(sorted(p)) for p in rng.integers(0, n_entities - 3, (120, 2)).tolist() if p[0] != p[1]}  # 3 isolated
+    entities = conform(pl.DataFrame({
+        "id": titles, "title": titles,
+        "text_unit_ids": [[units[j] for j in rng.choice(n_units, 2, replace=False)] if i < n_entities - 3 else [] for i in range(n_entities)],
+    }), ENTITIES)
+    relationships = conform(pl.DataFrame({
+        "source": [titles[a] for a, _ in pairs], "target": [titles[b] for _, b in pairs],
+        "weight": rng.random(len(pairs)) * 5 + 0.1,
+    }), RELATIONSHIPS)
+    graph = build_ranking_graph(entities, relationships, conform(pl.DataFrame({"id": units}), TEXT_UNITS), frames()["communities"].head(0))
+    half = len(graph.edge_source) // 2
+    reference = ig.Graph(n=graph.vertex_count, edges=np.column_stack([graph.edge_source[:half], graph.edge_target[:half]]).tolist())
+    reset = np.zeros(graph.vertex_count)
+    reset[[0, 5, n_entities - 1, n_entities + 3]] = [0.5, 0.2, 0.2, 0.1]  # one seed is isolated
+    for damping in (0.5, 0.85):
+        expected = reference.personalized_pagerank(
+            directed=False, damping=damping, reset=reset.tolist(), weights=graph.edge_weight[:half].tolist(), implementation="prpack"
+        )
+        assert personalized_pagerank(graph, reset, damping) == pytest.approx(expected, abs=1e-9)
 
 
 def test_an_isolated_vertex_sends_its_walker_back_to_the_restart_distribution():
