@@ -72,10 +72,8 @@ class RankingGraph:
     edge_weight: np.ndarray
     step_probability: np.ndarray  # per directed edge: its weight / the total weight leaving its source
     isolated: np.ndarray  # per vertex: has no edge
-    entity_ids: list[str]  # vertex i (i < len) is the entity of row i of the entity table
-    entity_titles: list[str]
-    unit_ids: list[str]  # vertex len(entity_ids) + j is text unit j
-    entity_vertex: dict[str, int]
+    entity_titles: list[str]  # vertex i (i < entity_count) is the entity of row i of the entity table
+    entity_vertex: dict[str, int]  # vertex entity_count + j is row j of the text units
     unit_vertex: dict[str, int]
     mentions: np.ndarray  # per entity vertex: text units mentioning it (at least 1)
     member_community: np.ndarray  # community row of each (community, member) pair
@@ -84,7 +82,7 @@ class RankingGraph:
 
     @property
     def entity_count(self) -> int:
-        return len(self.entity_ids)
+        return len(self.entity_titles)
 
 
 @dataclass
@@ -164,9 +162,7 @@ def build_ranking_graph(
         edge_weight=directed_weights,
         step_probability=directed_weights / np.where(strength > 0, strength, 1.0)[source],
         isolated=strength == 0,
-        entity_ids=entity_ids,
         entity_titles=titles,
-        unit_ids=unit_ids,
         entity_vertex=entity_vertex,
         unit_vertex={unit: n_entities + j for j, unit in enumerate(unit_ids)},
         mentions=mentions,
@@ -240,12 +236,6 @@ def _top(scores: np.ndarray, n: int) -> np.ndarray:
     return order[scores[order] > 0]
 
 
-def _rows_in_order(frame: pl.DataFrame, ids: Sequence[str]) -> pl.DataFrame:
-    order = {item: i for i, item in enumerate(ids)}
-    rows = frame.filter(pl.col("id").is_in(list(order)))
-    return rows.with_columns(pl.col("id").replace_strict(order, return_dtype=pl.Int64).alias("_order")).sort("_order").drop("_order")
-
-
 def rank_relationships_by_score(
     titles: Sequence[str], relationships: pl.DataFrame, title_scores: pl.DataFrame, cap: int
 ) -> pl.DataFrame:
@@ -292,16 +282,15 @@ def rank_by_graph(
     scores = personalized_pagerank(graph, reset, settings.ppr_damping)
 
     entity_scores = scores[: graph.entity_count]
-    selected = _top(entity_scores, settings.top_k_entities)
-    entities = _rows_in_order(data.entities, [graph.entity_ids[i] for i in selected])
+    selected = _top(entity_scores, settings.top_k_entities)  # vertex i is row i of the entity table
     titles = [graph.entity_titles[i] for i in selected]
     title_scores = pl.DataFrame({"title": graph.entity_titles, "_score": entity_scores}).unique("title", keep="first")
-    units = _top(scores[graph.entity_count :], SOURCE_CANDIDATES)
+    units = _top(scores[graph.entity_count :], SOURCE_CANDIDATES)  # and unit j row j of the text units
     return RankedCandidates(
-        entities=entities,
+        entities=data.entities[selected],
         reports=rank_reports_by_score(graph, scores, selected, data, community_level),
         relationships=rank_relationships_by_score(
             titles, data.relationships, title_scores, settings.top_k_relationships * len(titles)
         ),
-        text_units=_rows_in_order(data.text_units, [graph.unit_ids[j] for j in units]),
+        text_units=data.text_units[units],
     )
