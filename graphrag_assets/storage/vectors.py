@@ -132,8 +132,8 @@ def publish(
 def _index_text(table) -> None:
     """Create the full-text index of a table's ``text`` column, or fold new rows into it.
 
-    LanceDB searches rows the index does not cover yet by scanning them, so this keeps searches
-    fast, not correct; ``optimize`` adds new rows to the index without rebuilding it.
+    Rows the index does not cover yet are still found (LanceDB scans them), so this is about
+    speed, not correctness; ``optimize`` adds new rows to the index without rebuilding it.
     """
     if TEXT_COLUMN not in table.schema.names:
         return
