@@ -95,4 +95,7 @@ def test_offline_index_answers_without_a_model_and_says_so(nlp_index: Path, monk
         assert "[Data:" in result["answer"]
     basic = json_output(run_cli("query", QUESTION, "--method", "basic", "--root", str(nlp_index), "--json"))
     sources = basic["context_records"]["sources"]
-    assert sources and any("Søren Holm" in row[0] for row in query_db(nlp_index, "select text from text_units where id = '%s'" % sources[0]["id"]))
+    # the best source is about one of the question's two subjects (hybrid search puts a unit naming
+    # Storm Odile first, vectors alone one naming Søren Holm)
+    (best,) = query_db(nlp_index, "select text from text_units where id = '%s'" % sources[0]["id"])
+    assert "Søren Holm" in best[0] or "Storm Odile" in best[0]

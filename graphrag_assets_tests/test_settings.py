@@ -19,6 +19,7 @@ def test_defaults_without_file_are_offline(tmp_path: Path) -> None:
     assert settings.database_path == tmp_path.resolve() / "data" / "graphrag.duckdb"
     assert settings.extraction.entity_types == ["organization", "person", "geo", "event"]
     assert settings.communities.seed == 0xDEADBEEF
+    assert settings.query.local.ranking == "graph" and settings.query.basic.mode == "hybrid"
 
 
 def test_standard_openai_variables_select_the_standard_method(tmp_path: Path) -> None:
@@ -57,6 +58,8 @@ def test_overrides_apply_on_top_of_the_file(tmp_path: Path) -> None:
         ("llm:\n  base_url: localhost:8000\n", "'llm.base_url': must start with http:// or https://"),
         ("llm:\n  api_key: ${NOPE}\n", "'llm.api_key' refers to ${NOPE}, which is not set"),
         ("query:\n  global:\n    community_level: -1\n", "'query.global.community_level'"),
+        ("query:\n  local:\n    ranking: pagerank\n", "'query.local.ranking': Input should be 'graph' or 'msgraphrag'"),
+        ("query:\n  basic:\n    mode: bm25\n", "'query.basic.mode': Input should be 'hybrid' or 'vector'"),
         ("chunking:\n  size: 100\n  overlap: 200\n", "overlap (200) must be smaller than size (100)"),
         ("- a\n", "must hold a mapping"),
         ("input:\n  file_types: [.pdf]\n", "unsupported file type(s) ['.pdf']"),

@@ -211,6 +211,11 @@ class LocalSearchSettings(_Section):
     text_unit_prop: float = Field(0.5, ge=0, le=1)
     community_prop: float = Field(0.15, ge=0, le=1)
     conversation_history_max_turns: int = Field(5, ge=0)
+    # graph: personalized PageRank from the question's entities and passages (query/graph_ranking.py);
+    # msgraphrag: Microsoft GraphRAG's order (mapped entities, then their relationships and text units).
+    ranking: Literal["graph", "msgraphrag"] = "graph"
+    ppr_damping: float = Field(0.5, gt=0, lt=1)  # probability of following an edge rather than resetting
+    passage_weight: float = Field(0.05, ge=0)  # reset mass of the best-matching passage, relative to all seed entities
 
     @model_validator(mode="after")
     def _props(self) -> "LocalSearchSettings":
@@ -239,6 +244,7 @@ class DriftSearchSettings(_Section):
 
 class BasicSearchSettings(_Section):
     k: int = Field(10, ge=1)
+    mode: Literal["hybrid", "vector"] = "hybrid"  # hybrid: vector and full-text hits fused by reciprocal rank
     max_context_tokens: int = Field(12000, ge=500)
 
 

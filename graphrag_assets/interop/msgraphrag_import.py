@@ -38,7 +38,7 @@ import polars as pl
 from graphrag_assets.core import schemas
 from graphrag_assets.core.errors import UserError
 from graphrag_assets.core.settings import Settings
-from graphrag_assets.index.embedding_texts import embed_frame, entity_texts, report_texts, text_hashes, text_unit_texts
+from graphrag_assets.index.embedding_texts import embed_frame, entity_texts, report_texts, text_hashes, text_unit_texts, with_text
 from graphrag_assets.interop.common import ImportResult
 from graphrag_assets.llm.factory import build_embedding_model
 from graphrag_assets.llm.usage import UsageMeter
@@ -333,7 +333,8 @@ def import_msgraphrag(settings: Settings, source_dir: Path, *, force: bool = Fal
         columns = ["id", "document_key"] if name == "text_unit_embeddings" else ["id"]
         stored = frame.select(*columns, "text_hash", "vector", "model")
         write_staged(settings.database_path, name, stored)
-        published = lance.publish(settings.lancedb_path, LANCEDB_TABLES[name], stored.drop("model"))
+        published_rows = with_text(stored.drop("model"), texts[name]) if name == "text_unit_embeddings" else stored.drop("model")
+        published = lance.publish(settings.lancedb_path, LANCEDB_TABLES[name], published_rows)
         versions[LANCEDB_TABLES[name]] = published.version
         result.rows[name] = stored.height
         result.rows[f"lancedb/{LANCEDB_TABLES[name]}"] = published.rows

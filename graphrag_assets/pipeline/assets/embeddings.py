@@ -13,7 +13,7 @@ from dagster import AssetExecutionContext, AssetIn, MetadataValue, asset
 from graphrag_assets.pipeline.assets.metadata import describe_partitions
 from graphrag_assets.pipeline.assets.model_session import ModelSession
 from graphrag_assets.pipeline.partitions import DOCUMENT_PARTITIONS, PARTITION_METADATA, SINGLE_RUN, STAGED_METADATA
-from graphrag_assets.index.embedding_texts import embed_frame, entity_texts, report_texts, text_unit_texts
+from graphrag_assets.index.embedding_texts import embed_frame, entity_texts, report_texts, text_unit_texts, with_text
 from graphrag_assets.core.progress import Counter
 from graphrag_assets.pipeline.resources import GraphRAGProject
 from graphrag_assets.storage import vectors
@@ -60,7 +60,7 @@ def text_unit_embeddings(context: AssetExecutionContext, project: GraphRAGProjec
     texts = text_unit_texts(text_units.filter(pl.col("document_key").is_in(keys)))
     frame, usage = _embed(context, settings, texts, "embed_text_units", keys[0] if len(keys) == 1 else None)
     result = vectors.publish(
-        settings.lancedb_path, vectors.TEXT_UNIT_TABLE, frame.select("id", "vector", "text_hash", "document_key"),
+        settings.lancedb_path, vectors.TEXT_UNIT_TABLE, with_text(frame.select("id", "vector", "text_hash", "document_key"), texts),
         scope_column="document_key", scope_keys=keys,
     )
     describe_partitions(
