@@ -206,7 +206,7 @@ def query(
 @main.command(name="export")
 @click.argument("out_dir", type=click.Path(path_type=Path))
 @click.option("--format", "fmt", type=click.Choice(list(EXPORT_FORMATS)), default="msgraphrag", show_default=True,
-              help="msgraphrag: Microsoft GraphRAG v3 parquet (+ LanceDB) that its query API reads; graphml: one graph file; neo4j: CSV files for neo4j-admin import and a Cypher script; cypher: Cypher statements for FalkorDB and Neo4j, with retrieval queries.")
+              help="msgraphrag: Microsoft GraphRAG v3 parquet (+ LanceDB) that its query API reads; graphml: one graph file; neo4j: CSV files for neo4j-admin import and a Cypher script; cypher: Cypher statements for FalkorDB and Neo4j, with retrieval queries; html: one self-contained page to look at the communities and their entity graphs.")
 @click.option("--load", "load", metavar="URL", default=None,
               help="With --format cypher: also load the graph into falkordb://HOST:PORT[/GRAPH] or bolt://HOST:PORT[/DATABASE] (--force replaces a graph already there).")
 @click.option("--force", is_flag=True, help="Write into a folder that is not empty (replacing this format's files).")

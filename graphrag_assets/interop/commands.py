@@ -1,5 +1,5 @@
 """Moving an index in and out: Microsoft GraphRAG v3 parquet, GraphML, Neo4j import files, Cypher
-(optionally loaded into FalkorDB or Neo4j).
+(optionally loaded into FalkorDB or Neo4j) and a self-contained HTML picture of the graph.
 
 Two entry points for the CLI:
 
@@ -20,11 +20,12 @@ from graphrag_assets.interop.common import ExportResult, ImportResult
 from graphrag_assets.interop.cypher import export_cypher
 from graphrag_assets.interop.cypher_load import load_graph, parse_target
 from graphrag_assets.interop.graphml import export_graphml
+from graphrag_assets.interop.html_export import export_html
 from graphrag_assets.interop.msgraphrag import export_msgraphrag
 from graphrag_assets.interop.msgraphrag_import import import_msgraphrag
 from graphrag_assets.interop.neo4j import export_neo4j
 
-EXPORT_FORMATS = ("msgraphrag", "graphml", "neo4j", "cypher")
+EXPORT_FORMATS = ("msgraphrag", "graphml", "neo4j", "cypher", "html")
 IMPORT_FORMATS = ("msgraphrag",)
 
 
@@ -49,6 +50,8 @@ def export_index(
         if graph_target is not None:
             result.loaded = load_graph(graph_target, graph.schema, graph.statements, force=force).as_dict()
         return result
+    if fmt == "html":
+        return export_html(settings, target, force=force)
     if fmt == "msgraphrag":
         return export_msgraphrag(settings, target, force=force)
     if fmt == "graphml":
