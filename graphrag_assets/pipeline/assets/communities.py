@@ -15,7 +15,7 @@ from dagster import (
     multi_asset,
 )
 
-from graphrag_assets.pipeline.assets.metadata import preview
+from graphrag_assets.pipeline.assets.metadata import largest_communities, preview
 from graphrag_assets.index.community_checks import check_hierarchy
 from graphrag_assets.index.communities import build_communities_from_settings
 from graphrag_assets.pipeline.resources import GraphRAGProject
@@ -52,6 +52,7 @@ def communities(context: AssetExecutionContext, project: GraphRAGProject, entiti
             "unsplittable_oversized": report.unsplit_oversized_count,
             "backend": settings.communities.backend,
             "preview": preview(table.select("community", "level", "parent", "size", "children")),
+            "largest_communities": largest_communities(table, entities),
         },
     )
     yield AssetCheckResult(check_name="strict_hierarchy", passed=report.ok, metadata={"problems": MetadataValue.json(report.problems)})
