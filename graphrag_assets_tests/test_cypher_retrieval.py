@@ -5,7 +5,9 @@ For a few questions, local search runs as the CLI runs it (scripted model, Lance
 entities it mapped are given to the Cypher queries, whose rows must equal the full rankings of
 ``rank_reports``, ``rank_relationships`` and ``rank_text_units`` (the Microsoft-style ranking), and
 whose first rows must be the records the answer's context kept. Global search's map input must
-equal ``reports_at_level`` with ``occurrence_weights`` at every level.
+equal ``reports_at_level`` with ``occurrence_weights`` at every level. On Microsoft's own index
+(when ../shared is there) the same holds once the relationships whose end is no entity, which the
+graph cannot hold, are left out of the engine's input.
 """
 
 from __future__ import annotations
@@ -16,13 +18,14 @@ import polars as pl
 import pytest
 
 from graphrag_assets.core.settings import load_settings
-from graphrag_assets.interop.commands import export_index
+from graphrag_assets.interop.commands import export_index, import_index
 from graphrag_assets.interop.cypher import query_text
 from graphrag_assets.project.query_data import load_query_data
 from graphrag_assets.project.querying import answer_question
 from graphrag_assets.query.global_search import occurrence_weights, reports_at_level
 from graphrag_assets.query.local_search import rank_relationships, rank_reports, rank_text_units
 from graphrag_assets.query.request import QueryOptions
+from graphrag_assets_tests.shared_data import MS_VERBS_DATA, require
 from graphrag_assets_tests.test_cypher_export import cypher_rows
 
 QUESTIONS = (
@@ -105,3 +108,45 @@ def test_global_map_input_matches_global_search(graph_and_data) -> None:
         assert ids(rows) == reports["id"].to_list(), level
         assert [r["occurrence_weight"] for r in rows] == pytest.approx([round(weights[c], 4) for c in reports["community"]])
         assert [r["full_content"] for r in rows] == reports["full_content"].to_list()
+
+
+# --- Microsoft's own index of A Christmas Carol (4 levels, 122 communities), when ../shared is there
+
+
+@pytest.fixture(scope="module")
+def carol(falkordb_server, tmp_path_factory: pytest.TempPathFactory):
+    require(MS_VERBS_DATA)
+    root = tmp_path_factory.mktemp("carol") / "project"
+    root.mkdir()
+    settings = load_settings(root, environ={})
+    import_index(settings, "msgraphrag", MS_VERBS_DATA)
+    result = export_index(settings, "cypher", root / "cypher", load=f"{falkordb_server.url}/carol")
+    return result, falkordb_server.client().select_graph("carol"), load_query_data(settings)
+
+
+def test_queries_on_microsofts_index_differ_only_by_relationships_to_missing_entities(carol) -> None:
+    result, graph, data = carol
+    # MS's index has relationships whose end is no entity; the graph cannot hold them (and says so)
+    titles = set(data.entities["title"].to_list())
+    linked = data.relationships.filter(pl.col("source").is_in(titles) & pl.col("target").is_in(titles))
+    dangling = data.relationships.height - linked.height
+    assert dangling > 0 and result.warnings == [f"{dangling} relationship(s) name an entity that does not exist and were left out."]
+    by_degree = data.entities.sort(["degree", "human_readable_id"], descending=[True, False])["id"].to_list()
+    for start in (0, 20, 100, len(by_degree) - 10):
+        entity_ids = by_degree[start : start + 10]
+        mapped = data.entities.filter(pl.col("id").is_in(entity_ids)).with_columns(
+            pl.col("id").replace_strict({e: i for i, e in enumerate(entity_ids)}, return_dtype=pl.Int64).alias("_o")
+        ).sort("_o").drop("_o")
+        for level in (None, 1):
+            reports = cypher_rows(graph, query_text("local_reports.cypher"), {"entity_ids": entity_ids, "community_level": level})
+            assert ids(reports) == rank_reports(entity_ids, data.communities, data.community_reports, level)["id"].to_list()
+        params = {"entity_ids": entity_ids, "top_k_relationships": 3}
+        relationships = ids(cypher_rows(graph, query_text("local_relationships_inside.cypher"), params)) + ids(
+            cypher_rows(graph, query_text("local_relationships_outside.cypher"), params)
+        )
+        assert relationships == rank_relationships(mapped["title"].to_list(), linked, 3)["id"].to_list()
+        units = cypher_rows(graph, query_text("local_text_units.cypher"), params)
+        assert ids(units) == rank_text_units(mapped, linked, data.text_units)["id"].to_list()
+    for level in range(4):
+        reports = reports_at_level(data.communities, data.community_reports, level)
+        assert ids(cypher_rows(graph, query_text("global_map_input.cypher"), {"community_level": level})) == reports["id"].to_list()
