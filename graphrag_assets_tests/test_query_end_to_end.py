@@ -77,6 +77,14 @@ def test_query_job_records_answer_and_context_as_metadata(standard_index: Path) 
     assert "[Data:" in metadata["answer"].value and metadata["context_records"].value["reports"]
 
 
+def test_query_job_runs_with_its_default_launchpad_config(nlp_index: Path) -> None:
+    defs = build_definitions(nlp_index)
+    result = defs.resolve_job_def("query_job").execute_in_process(instance=open_instance(load_settings(nlp_index)))
+    assert result.success
+    output = result.output_for_node("answer_query")
+    assert output["method"] == "global" and output["answer"]
+
+
 def test_offline_index_answers_without_a_model_and_says_so(nlp_index: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
         monkeypatch.delenv(name, raising=False)

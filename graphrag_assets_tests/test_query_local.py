@@ -496,6 +496,9 @@ def test_run_query_validates_requests():
         asyncio.run(run_query(request("q", data, None, None, settings, method="local")))
     with pytest.raises(UserError, match="no query prompt named"):
         load_query_prompts({"nope": "x.txt"})
+    long = "why " * 3000
+    with pytest.raises(UserError, match=r"the question is 3,000 tokens long and the limit is 2,000 \(query.max_question_tokens\)"):
+        asyncio.run(run_query(request(long, data, None, ScriptedEmbedder(), settings, method="drift")))
 
 
 def test_run_query_with_a_user_prompt_file(tmp_path):

@@ -102,3 +102,26 @@ def test_an_invalid_api_key_value_is_never_echoed(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as caught:
         load_settings(tmp_path, environ={})
     assert "6861968581092068104" not in str(caught.value) and "5f3a9c" not in str(caught.value)
+
+
+def test_an_unknown_tokenizer_encoding_is_an_error(tmp_path: Path) -> None:
+    write(tmp_path, "chunking:\n  encoding: cl100k_bsae\n")
+    with pytest.raises(ConfigError, match=r"'chunking.encoding': unknown tokenizer encoding 'cl100k_bsae'; use one of: cl100k_base, "):
+        load_settings(tmp_path, environ={})
+
+
+def test_the_default_encoding_loads_without_the_network_or_a_notice() -> None:
+    """A fresh process counts tokens with cl100k_base from the bundled copy: no download attempt."""
+    import subprocess
+    import sys
+
+    code = (
+        "import socket\n"
+        "def refuse(*a, **k): raise AssertionError('network used')\n"
+        "socket.socket.connect = refuse\n"
+        "from graphrag_assets.core.tokens import count_tokens\n"
+        "print(count_tokens('Søren Holm keeps the Kestrel Point light.'))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "13" and done.stderr == ""

@@ -21,6 +21,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from graphrag_assets.core.errors import ConfigError
+from graphrag_assets.core.tokens import known_encodings
 
 SETTINGS_FILE = "graphrag.yaml"
 DEFAULT_ENTITY_TYPES = ["organization", "person", "geo", "event"]
@@ -129,6 +130,14 @@ class ChunkingSettings(_Section):
     overlap: int = Field(100, ge=0)
     encoding: str = "cl100k_base"
 
+    @field_validator("encoding")
+    @classmethod
+    def _known_encoding(cls, value: str) -> str:
+        known = known_encodings()
+        if value not in known:
+            raise ValueError(f"unknown tokenizer encoding {value!r}; use one of: {', '.join(known)}")
+        return value
+
     @model_validator(mode="after")
     def _overlap_below_size(self) -> "ChunkingSettings":
         if self.overlap >= self.size:
@@ -235,6 +244,7 @@ class BasicSearchSettings(_Section):
 
 class QuerySettings(_Section):
     response_type: str = "Multiple Paragraphs"
+    max_question_tokens: int = Field(2000, ge=16)  # a longer question is refused, not sent into every call
     prompts: dict[str, str] = Field(default_factory=dict)  # prompt name (e.g. local_search) -> your file
     local: LocalSearchSettings = Field(default_factory=LocalSearchSettings)
     global_: GlobalSearchSettings = Field(default_factory=GlobalSearchSettings, alias="global")

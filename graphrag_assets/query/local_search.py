@@ -224,7 +224,13 @@ def claim_records(claims: pl.DataFrame) -> list[ContextRecord]:
 
 
 def source_records(text_units: pl.DataFrame, documents: pl.DataFrame) -> list[ContextRecord]:
-    titles = dict(documents.select("id", "title").iter_rows()) if not documents.is_empty() else {}
+    """Text units as cited records; a source is named by its file, and by its row's title as well
+    for tabular files (a CSV or JSON file holds many documents)."""
+    titles = {}
+    if not documents.is_empty():
+        for doc_id, title, path in documents.select("id", "title", "path").iter_rows():
+            named_by_file = not path or title == path.rsplit("/", 1)[-1]
+            titles[doc_id] = (path or title) if named_by_file else f"{path}: {title}"
     return [
         ContextRecord(r["id"], r["human_readable_id"], short_id(r["id"]), titles.get(r["document_id"]) or "")
         for r in text_units.iter_rows(named=True)

@@ -9,8 +9,10 @@ rewritten wholesale. ``lancedb`` is imported lazily because importing it takes ~
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 
 import numpy as np
@@ -29,6 +31,7 @@ class PublishResult:
     updated: int
     deleted: int
     rows: int
+    version: int = 0  # the table's version after the merge (0: the table does not exist)
 
 
 def _connect(path: Path):
@@ -97,15 +100,15 @@ def publish(
         if frame.is_empty():
             return PublishResult(0, 0, 0, 0)
         created = db.create_table(table, data=_arrow(frame))
-        return PublishResult(frame.height, 0, 0, created.count_rows())
+        return PublishResult(frame.height, 0, 0, created.count_rows(), created.version)
     existing = db.open_table(table)
     if frame.is_empty():
         where = None if scope_column is None else f"{scope_column} IN ({_quote_list(scope_keys or [])})"
         if scope_column is not None and not scope_keys:
-            return PublishResult(0, 0, 0, existing.count_rows())
+            return PublishResult(0, 0, 0, existing.count_rows(), existing.version)
         before = existing.count_rows()
         existing.delete(where or "true")
-        return PublishResult(0, 0, before - existing.count_rows(), existing.count_rows())
+        return PublishResult(0, 0, before - existing.count_rows(), existing.count_rows(), existing.version)
     merge = (
         existing.merge_insert("id")
         .when_matched_update_all(where="target.text_hash != source.text_hash")
@@ -116,7 +119,29 @@ def publish(
     elif scope_keys:
         merge = merge.when_not_matched_by_source_delete(f"{scope_column} IN ({_quote_list(scope_keys)})")
     result = merge.execute(_arrow(frame))
-    return PublishResult(result.num_inserted_rows, result.num_updated_rows, result.num_deleted_rows, existing.count_rows())
+    return PublishResult(
+        result.num_inserted_rows, result.num_updated_rows, result.num_deleted_rows, existing.count_rows(), existing.version
+    )
+
+
+def compact(path: Path, tables: Sequence[str]) -> dict[str, int]:
+    """Compact these tables and delete every older version; returns each table's new version.
+
+    LanceDB keeps every version of a table (time travel), so vectors of deleted documents stay
+    readable in old versions until they are cleaned up; this is what makes a deletion final.
+    """
+    versions: dict[str, int] = {}
+    for table in tables:
+        existing = _open(path, table)
+        if existing is None:
+            continue
+        with warnings.catch_warnings():
+            # LanceDB warns that readers of an older version fail; ours fall back to the latest one,
+            # which has the same content (see LanceVectorIndex).
+            warnings.filterwarnings("ignore", message=r"optimize\(cleanup_older_than=0\)")
+            existing.optimize(cleanup_older_than=timedelta(0), delete_unverified=True)
+        versions[table] = existing.version
+    return versions
 
 
 def delete_scopes(path: Path, table: str, scope_column: str, scope_keys: Sequence[str]) -> int:
@@ -146,11 +171,21 @@ def table_ids(path: Path, table: str) -> list[str]:
 
 
 class LanceVectorIndex:
-    """Cosine-similarity search over one LanceDB table (implements the query VectorIndex protocol)."""
+    """Cosine-similarity search over one LanceDB table (implements the query VectorIndex protocol).
 
-    def __init__(self, path: Path, table: str) -> None:
+    ``version`` pins the table at the version the published corpus build recorded, so a corpus run
+    that merged new vectors but did not commit its tables is not seen. A version that is gone was
+    compacted away after a newer commit with the same content, so the latest version is used.
+    """
+
+    def __init__(self, path: Path, table: str, version: int | None = None) -> None:
         self._name = table
         self._table = _open(path, table)
+        if self._table is not None and version is not None and version != self._table.version:
+            try:
+                self._table.checkout(version)
+            except ValueError:
+                self._table.checkout_latest()
 
     def search(self, vector: Sequence[float], k: int) -> list[tuple[str, float]]:
         if self._table is None or k <= 0:

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+from typing import Any
+
 import polars as pl
-from dagster import MetadataValue
+from dagster import AssetExecutionContext, MetadataValue
+
+PARTITION_COLUMN = "document_key"
 
 
 def _cell(value: object) -> str:
@@ -20,6 +25,29 @@ def preview(frame: pl.DataFrame, rows: int = 5) -> MetadataValue:
     for row in head.iter_rows():
         lines.append("| " + " | ".join(_cell(v) for v in row) + " |")
     return MetadataValue.md("\n".join(lines))
+
+
+def describe_partitions(
+    context: AssetExecutionContext,
+    asset: str,
+    frame: pl.DataFrame,
+    describe: Callable[[pl.DataFrame], Mapping[str, Any]],
+    run_wide: Mapping[str, Any] | None = None,
+) -> None:
+    """Give each document partition of ``asset`` metadata about its own rows.
+
+    A range run materializes many partitions with one output; metadata attached to the output
+    would be copied to every partition (so a file with 3 text units would show the range's 13).
+    ``run_wide`` figures that belong to the run as a whole (model usage of a shared pool) are
+    added under ``run/`` so nobody reads them as the partition's own.
+    """
+    keys = list(context.partition_keys)
+    shared = {f"run/{name}": value for name, value in (run_wide or {}).items()}
+    if len(keys) > 1:
+        shared["run/documents"] = len(keys)
+    for key in keys:
+        rows = frame.filter(pl.col(PARTITION_COLUMN) == key) if PARTITION_COLUMN in frame.columns else frame.head(0)
+        context.add_asset_metadata({**describe(rows), "dagster/row_count": rows.height, **shared}, asset_key=asset, partition_key=key)
 
 
 TOP_MEMBERS = 5

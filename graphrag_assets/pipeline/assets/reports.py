@@ -16,12 +16,14 @@ from graphrag_assets.index.extractive_reports import extractive_reports
 from graphrag_assets.pipeline.assets.metadata import largest_communities, preview
 from graphrag_assets.pipeline.assets.model_session import ModelSession
 from graphrag_assets.core.progress import Counter, warn
+from graphrag_assets.pipeline.partitions import STAGED_METADATA
 from graphrag_assets.pipeline.resources import GraphRAGProject
 
 
 @asset(
     ins={"communities": AssetIn(), "entities": AssetIn(), "relationships": AssetIn(), "covariates": AssetIn(), "text_units": AssetIn()},
     group_name="reports",
+    metadata=STAGED_METADATA,
     description="A report per community (MS GraphRAG v3 columns): title, summary, rating, findings and markdown full_content; 'generation' says llm or extractive.",
 )
 def community_reports(
