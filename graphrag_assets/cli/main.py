@@ -20,7 +20,7 @@ from graphrag_assets.cli.progress import live_progress
 from graphrag_assets.cli.show import show
 from graphrag_assets.core.errors import UserError
 from graphrag_assets.core.processes import seconds_since_start
-from graphrag_assets.interop.commands import export_index, import_index
+from graphrag_assets.interop.commands import EXPORT_FORMATS, export_index, import_index
 from graphrag_assets.project.dry_run import estimate_next_run
 from graphrag_assets.project.init_files import write_project_files
 from graphrag_assets.project.querying import answer_question
@@ -159,21 +159,26 @@ def query(
 
 @main.command(name="export")
 @click.argument("out_dir", type=click.Path(path_type=Path))
-@click.option("--format", "fmt", type=click.Choice(["msgraphrag", "graphml", "neo4j"]), default="msgraphrag", show_default=True,
-              help="msgraphrag: Microsoft GraphRAG v3 parquet (+ LanceDB) that its query API reads; graphml: one graph file; neo4j: CSV files for neo4j-admin import and a Cypher script.")
+@click.option("--format", "fmt", type=click.Choice(list(EXPORT_FORMATS)), default="msgraphrag", show_default=True,
+              help="msgraphrag: Microsoft GraphRAG v3 parquet (+ LanceDB) that its query API reads; graphml: one graph file; neo4j: CSV files for neo4j-admin import and a Cypher script; cypher: Cypher statements for FalkorDB and Neo4j, with retrieval queries; html: one self-contained page to look at the communities and their entity graphs.")
+@click.option("--load", "load", metavar="URL", default=None,
+              help="With --format cypher: also load the graph into falkordb://HOST:PORT[/GRAPH] or bolt://HOST:PORT[/DATABASE] (--force replaces a graph already there).")
 @click.option("--force", is_flag=True, help="Write into a folder that is not empty (replacing this format's files).")
 @ROOT_OPTION
 @JSON_OPTION
 @guard
-def export_command(out_dir: Path, fmt: str, force: bool, root: Path | None, as_json: bool) -> None:
+def export_command(out_dir: Path, fmt: str, load: str | None, force: bool, root: Path | None, as_json: bool) -> None:
     """Export the index for other tools."""
-    result = export_index(project_settings(root), fmt, out_dir.resolve(), force=force)
+    result = export_index(project_settings(root), fmt, out_dir.resolve(), force=force, load=load)
     if as_json:
         print_json(result.as_dict())
         return
     click.echo(f"exported {fmt} to {result.out_dir}:")
     for name in result.files:
         click.echo(f"  {name}")
+    if result.loaded:
+        loaded = result.loaded
+        click.echo(f"loaded into {loaded['target']}: {loaded['nodes']:,} nodes, {loaded['relationships']:,} relationships")
     for warning in result.warnings:
         click.echo(f"warning: {warning}")
 

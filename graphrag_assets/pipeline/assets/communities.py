@@ -16,7 +16,7 @@ from dagster import (
 )
 
 from graphrag_assets.core.progress import Counter
-from graphrag_assets.pipeline.assets.metadata import preview
+from graphrag_assets.pipeline.assets.metadata import largest_communities, preview
 from graphrag_assets.index.community_checks import check_hierarchy
 from graphrag_assets.index.communities import build_communities_from_settings
 from graphrag_assets.pipeline.partitions import STAGED_METADATA
@@ -61,6 +61,7 @@ def communities(context: AssetExecutionContext, project: GraphRAGProject, entiti
             "unsplittable_oversized": report.unsplit_oversized_count,
             "backend": settings.communities.backend,
             "preview": preview(table.select("community", "level", "parent", "size", "children")),
+            "largest_communities": largest_communities(table, entities),
         },
     )
     yield AssetCheckResult(check_name="strict_hierarchy", passed=report.ok, metadata={"problems": MetadataValue.json(report.problems)})

@@ -48,3 +48,30 @@ def describe_partitions(
     for key in keys:
         rows = frame.filter(pl.col(PARTITION_COLUMN) == key) if PARTITION_COLUMN in frame.columns else frame.head(0)
         context.add_asset_metadata({**describe(rows), "dagster/row_count": rows.height, **shared}, asset_key=asset, partition_key=key)
+
+
+TOP_MEMBERS = 5
+
+
+def largest_communities(
+    communities: pl.DataFrame, entities: pl.DataFrame, reports: pl.DataFrame | None = None, rows: int = 10
+) -> MetadataValue:
+    """A markdown table of the largest communities: level, parent, size, their best-connected
+    members and, once the reports exist, each report's rank and title."""
+    largest = communities.sort(["size", "level", "community"], descending=[True, False, False]).head(rows)
+    members = (
+        largest.select("community", pl.col("entity_ids").alias("id"))
+        .explode("id")
+        .join(entities.select("id", "title", "degree"), on="id", how="inner")
+        .sort(["degree", "title"], descending=[True, False])
+        .group_by("community", maintain_order=True)
+        .agg(pl.col("title").head(TOP_MEMBERS).str.join(", ").alias("top entities"))
+    )
+    table = largest.join(members, on="community", how="left", maintain_order="left")
+    columns = ["community", "level", "parent", "size", "top entities"]
+    if reports is not None:
+        table = table.join(
+            reports.select("community", "rank", pl.col("title").alias("report")), on="community", how="left", maintain_order="left"
+        )
+        columns = ["community", "level", "size", "rank", "report", "top entities"]
+    return preview(table.select(columns), rows=rows)
