@@ -39,7 +39,13 @@ EMBED_PURPOSE = "embed_resolution"
 EMBEDDING_TEXT_CHARS = 2000
 
 # profiles: one row per merged entity
-PROFILES = {"title": pl.String, "type": pl.String, "frequency": pl.Int64, "descriptions": pl.List(pl.String)}
+PROFILES = {
+    "title": pl.String,
+    "type": pl.String,
+    "frequency": pl.Int64,
+    "descriptions": pl.List(pl.String),
+    "text_unit_ids": pl.List(pl.String),
+}
 
 
 @dataclass(frozen=True)
@@ -148,16 +154,23 @@ def embedding_texts(profiles: pl.DataFrame) -> list[str]:
 def merged_profiles(merged_entities: pl.DataFrame) -> pl.DataFrame:
     """Profiles from ``graph_merge.MERGED_ENTITIES`` (the standard method's merged records)."""
     return merged_entities.select(
-        "title", pl.col("type").fill_null(""), pl.col("frequency").fill_null(0), pl.col("descriptions").fill_null([])
+        "title",
+        pl.col("type").fill_null(""),
+        pl.col("frequency").fill_null(0),
+        pl.col("descriptions").fill_null([]),
+        pl.col("text_unit_ids").fill_null([]),
     ).cast(PROFILES)
 
 
 def noun_phrase_profiles(records: pl.DataFrame, phrase_type: str) -> pl.DataFrame:
-    """Profiles of noun phrases: title, the given type, text units mentioning it, no descriptions."""
+    """Profiles of noun phrases: title, the given type, the text units mentioning it, no descriptions."""
     phrases = records.filter((pl.col("record_type") == "noun_phrase") & pl.col("title").is_not_null() & (pl.col("title") != ""))
     return (
         phrases.group_by("title")
-        .agg(pl.col("text_unit_id").n_unique().cast(pl.Int64).alias("frequency"))
+        .agg(
+            pl.col("text_unit_id").n_unique().cast(pl.Int64).alias("frequency"),
+            pl.col("text_unit_id").drop_nulls().unique().sort().alias("text_unit_ids"),
+        )
         .with_columns(pl.lit(phrase_type).alias("type"), pl.lit([], dtype=pl.List(pl.String)).alias("descriptions"))
         .select(list(PROFILES))
         .sort("title")

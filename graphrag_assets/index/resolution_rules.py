@@ -19,10 +19,12 @@ is a fixed confidence per rule, for ordering and reading, not a calibrated proba
    that lead to one full name form one verdict with it. A name with a female honorific is left
    out: "MRS. CRATCHIT" is, by the usual convention, the wife of the Cratchit, not "BOB CRATCHIT".
 3. **Initials** (0.9): the names agree word by word except where one has an initial that starts
-   the other's word ("U.S. COPYRIGHT LAW" / "UNITED STATES COPYRIGHT LAW"), or a person's name
-   lacks a middle initial ("MICHAEL S. HART" / "MICHAEL HART"); the match must be unique.
-4. **Acronym** (0.9): a one-word name equals the initials of exactly one longer name ("IRS" /
-   "INTERNAL REVENUE SERVICE"), or appears in brackets after it.
+   the other's word, a name-like one ("U.S. COPYRIGHT LAW" / "UNITED STATES COPYRIGHT LAW"), or
+   a person's name lacks a middle initial ("MICHAEL S. HART" / "MICHAEL HART"); the match must be
+   unique.
+4. **Acronym** (0.9): a one-word name equals the initials of exactly one longer name made of
+   name-like words ("IRS" / "INTERNAL REVENUE SERVICE", not "UT" / "USUAL TIME"), or appears in
+   brackets after it.
 
 Possessives, "of" phrases and conjunctions ("MARLEY'S GHOST", "GHOST OF JACOB MARLEY", "SCROOGE
 AND MARLEY") name something else and never take part in rules 2–4.
@@ -89,20 +91,37 @@ class NameEvidence:
 def rule_verdicts(profiles: pl.DataFrame, candidates: pl.DataFrame, evidence: NameEvidence) -> pl.DataFrame:
     """Verdicts (``resolution_frames.VERDICTS``) the rules give on the candidate pairs.
 
-    ``profiles`` needs ``title`` and ``type``; ``candidates`` ``left`` and ``right``.
+    ``profiles`` needs ``title``, ``type`` and ``text_unit_ids``; ``candidates`` ``left`` and ``right``.
     """
     types = {t: (k or "").upper() for t, k in profiles.select("title", "type").iter_rows()}
     pairs = [(a, b) for a, b in candidates.select("left", "right").iter_rows() if a in types and b in types]
     forms = {t: parse_name(t) for pair in pairs for t in pair}
-    rows = _same_name(pairs, forms, types, evidence)
+    wanted = set(forms)
+    units_of = {t: frozenset(u or ()) for t, u in profiles.select("title", "text_unit_ids").iter_rows() if t in wanted}
+    corpus = _Corpus(forms, types, units_of, evidence)
+    rows = _same_name(pairs, corpus)
     units = _units(forms, rows)
-    rows += _full_names(pairs, forms, types, units, evidence)
-    rows += _initials(pairs, forms, types)
-    rows += _acronyms(pairs, forms, types)
+    rows += _full_names(pairs, corpus, units)
+    rows += _initials(pairs, corpus)
+    rows += _acronyms(pairs, corpus)
     return verdict_frame(rows)
 
 
-def _same_name(pairs: list[tuple[str, str]], forms: dict[str, NameForm], types: dict[str, str], evidence: NameEvidence) -> list[Row]:
+@dataclass(frozen=True)
+class _Corpus:
+    """What the rules know about the titles they judge."""
+
+    forms: dict[str, NameForm]
+    types: dict[str, str]
+    text_units: dict[str, frozenset[str]]
+    evidence: NameEvidence
+
+    def names(self, words: Iterable[str]) -> bool:
+        return all(self.evidence.name_like(w) for w in words)
+
+
+def _same_name(pairs: list[tuple[str, str]], corpus: _Corpus) -> list[Row]:
+    forms, types, evidence = corpus.forms, corpus.types, corpus.evidence
     genders: dict[tuple[str, str], set[str]] = defaultdict(set)
     for title, form in forms.items():
         if form.gender is not None:
@@ -156,13 +175,9 @@ def _units(forms: dict[str, NameForm], same_name_rows: list[Row]) -> dict[str, f
     return {t: frozenset(groups[find(t)]) for t in forms}
 
 
-def _full_names(
-    pairs: list[tuple[str, str]],
-    forms: dict[str, NameForm],
-    types: dict[str, str],
-    units: dict[str, frozenset[str]],
-    evidence: NameEvidence,
-) -> list[Row]:
+def _full_names(pairs: list[tuple[str, str]], corpus: _Corpus, units: dict[str, frozenset[str]]) -> list[Row]:
+    forms, types, evidence = corpus.forms, corpus.types, corpus.evidence
+
     def usable(unit: frozenset[str]) -> bool:
         return all(
             types[t] in UNTYPED | {PERSON}
@@ -182,7 +197,10 @@ def _full_names(
         if forms[long].phrase_about_something_else:
             continue  # "MARLEY'S GHOST" does not extend the name MARLEY
         containers[units[short]].add(units[long])  # every extension counts against uniqueness
-        limit_ok = len(ws) == 1 and len(wl) == 2 if types[a] in UNTYPED else len(wl) <= MAX_FULL_NAME_WORDS
+        if types[a] in UNTYPED:
+            limit_ok = len(ws) == 1 and len(wl) == 2 and bool(corpus.text_units[short] & corpus.text_units[long])
+        else:
+            limit_ok = len(wl) <= MAX_FULL_NAME_WORDS
         if limit_ok and usable(units[short]) and usable(units[long]):
             usable_pairs.add((units[short], units[long]))
     full_name_of: dict[frozenset[str], list[frozenset[str]]] = defaultdict(list)
@@ -213,7 +231,8 @@ def _contains(forms: dict[str, NameForm], outer: frozenset[str], inner: frozense
     return len(wi) < len(wo) and any(wo[i : i + len(wi)] == wi for i in range(len(wo) - len(wi) + 1))
 
 
-def _initials(pairs: list[tuple[str, str]], forms: dict[str, NameForm], types: dict[str, str]) -> list[Row]:
+def _initials(pairs: list[tuple[str, str]], corpus: _Corpus) -> list[Row]:
+    forms, types = corpus.forms, corpus.types
     matches: dict[str, list[str]] = defaultdict(list)  # a name written with initials -> its expansions
     for a, b in pairs:
         fa, fb = forms[a], forms[b]
@@ -223,7 +242,9 @@ def _initials(pairs: list[tuple[str, str]], forms: dict[str, NameForm], types: d
             continue
         people = types[a] in UNTYPED | {PERSON}
         for x, y in ((a, b), (b, a)):
-            if _expands(forms[x].words, forms[y].words) or (people and _lacks_middle_initial(forms[x].words, forms[y].words)):
+            wx, wy = forms[x].words, forms[y].words
+            expanded = _expands(wx, wy) and corpus.names(w for w, i in zip(wy, wx) if w != i)
+            if expanded or (people and _lacks_middle_initial(wx, wy) and corpus.names(wy)):
                 matches[x].append(y)
     return [
         (x, ys[0], METHOD, 0.9, f"the same name written with initials: {x} / {ys[0]}")
@@ -245,7 +266,8 @@ def _lacks_middle_initial(longer: tuple[str, ...], shorter: tuple[str, ...]) -> 
     )
 
 
-def _acronyms(pairs: list[tuple[str, str]], forms: dict[str, NameForm], types: dict[str, str]) -> list[Row]:
+def _acronyms(pairs: list[tuple[str, str]], corpus: _Corpus) -> list[Row]:
+    forms, types = corpus.forms, corpus.types
     expansions: dict[str, list[str]] = defaultdict(list)
     bracketed: list[Row] = []
     for a, b in pairs:
@@ -256,7 +278,7 @@ def _acronyms(pairs: list[tuple[str, str]], forms: dict[str, NameForm], types: d
             if fl.parenthetical and fl.parenthetical == fs.key:
                 bracketed.append((short, long, METHOD, 0.95, f"{long} gives {short} in brackets"))
             elif len(fs.words) == 1 and fs.words[0].isalpha() and len(fl.tokens) >= 2 and fl.initials == fs.words[0]:
-                if not fl.phrase_about_something_else:
+                if not fl.phrase_about_something_else and corpus.names(fl.tokens):
                     expansions[short].append(long)
     rows = list(bracketed)
     for short, longs in expansions.items():
