@@ -187,6 +187,14 @@ def test_initials_and_acronyms_need_name_like_expansions() -> None:
     }
 
 
+def test_a_possessive_is_its_of_phrase_when_the_owners_are_one() -> None:
+    frame = profiles([
+        ("MARLEY'S GHOST", "PERSON", 5), ("GHOST OF JACOB MARLEY", "PERSON", 1), ("JACOB MARLEY", "PERSON", 8), ("MARLEY", "PERSON", 5),
+        ("BELLE'S DAUGHTER", "PERSON", 1), ("DAUGHTER OF FAN", "PERSON", 1), ("FAN", "PERSON", 2),
+    ])
+    assert merges(frame, "the ghost") == {"MARLEY": "JACOB MARLEY", "GHOST OF JACOB MARLEY": "MARLEY'S GHOST"}
+
+
 def test_rule_verdicts_say_why() -> None:
     frame = profiles([("MR. TOPPER", "PERSON", 1), ("TOPPER", "PERSON", 4)])
     verdicts = rule_verdicts(frame, name_candidates(frame["title"].to_list()), NameEvidence.from_texts([]))

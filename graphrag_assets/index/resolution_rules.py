@@ -25,6 +25,9 @@ is a fixed confidence per rule, for ordering and reading, not a calibrated proba
 4. **Acronym** (0.9): a one-word name equals the initials of exactly one longer name made of
    name-like words ("IRS" / "INTERNAL REVENUE SERVICE", not "UT" / "USUAL TIME"), or appears in
    brackets after it.
+5. **Possessive and "of"** (0.85): "X'S Y" is "Y OF X'" when the owners X and X' are one name or
+   an earlier rule judged them one ("MARLEY'S GHOST" / "GHOST OF JACOB MARLEY" once "MARLEY" is
+   part of the full name "JACOB MARLEY").
 
 Possessives, "of" phrases and conjunctions ("MARLEY'S GHOST", "GHOST OF JACOB MARLEY", "SCROOGE
 AND MARLEY") name something else and never take part in rules 2–4.
@@ -104,6 +107,7 @@ def rule_verdicts(profiles: pl.DataFrame, candidates: pl.DataFrame, evidence: Na
     rows += _full_names(pairs, corpus, units)
     rows += _initials(pairs, corpus)
     rows += _acronyms(pairs, corpus)
+    rows += _possessive_and_of(pairs, corpus, rows)
     return verdict_frame(rows)
 
 
@@ -285,3 +289,35 @@ def _acronyms(pairs: list[tuple[str, str]], corpus: _Corpus) -> list[Row]:
         if len(longs) == 1:
             rows.append((short, longs[0], METHOD, 0.9, f"{short} is the acronym of {longs[0]}"))
     return rows
+
+
+def _possessive_and_of(pairs: list[tuple[str, str]], corpus: _Corpus, judged: list[Row]) -> list[Row]:
+    """"X'S Y" / "Y OF X'" where X and X' are one name, or titles for them were judged the same."""
+    same_titles = {frozenset((a, b)) for a, b, *_ in judged}
+    titles_of: dict[tuple[str, ...], list[str]] = defaultdict(list)
+    for title, form in corpus.forms.items():
+        titles_of[form.words].append(title)
+
+    def one_name(x: tuple[str, ...], y: tuple[str, ...]) -> bool:
+        return x == y or any(frozenset((a, b)) in same_titles for a in titles_of.get(x, ()) for b in titles_of.get(y, ()))
+
+    rows: list[Row] = []
+    for a, b in pairs:
+        if corpus.types[a] != corpus.types[b]:
+            continue
+        for x, y in ((a, b), (b, a)):
+            owned, of = _owner_and_thing(corpus.forms[x].words, "'S"), _owner_and_thing(corpus.forms[y].words, "OF")
+            if owned and of and owned[1] == of[1] and one_name(owned[0], of[0]):
+                rows.append((x, y, METHOD, 0.85, f"{x} and {y} name the same {' '.join(of[1])} of the same owner"))
+    return rows
+
+
+def _owner_and_thing(words: tuple[str, ...], marker: str) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
+    """(owner, thing) of "OWNER 'S THING" (marker "'S") or "THING OF OWNER" (marker "OF"), else None."""
+    if words.count("'S") + words.count("OF") != 1 or marker not in words:
+        return None
+    i = words.index(marker)
+    before, after = words[:i], words[i + 1 :]
+    if not before or not after:
+        return None
+    return (before, after) if marker == "'S" else (after, before)
