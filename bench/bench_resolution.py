@@ -22,6 +22,9 @@ What it prints (and writes to ``bench/results/resolution.json``):
 - the **graph shrink** (entities, relationships) and the **change in communities** when the
   rules' merges are applied, and when the labelled groups are merged (what a perfect judge would
   do for the labelled names), with the labelled pairs still split across level-0 communities.
+- the **update cost**: after deleting one text unit's records (10 units, evenly spread), how many
+  verdict prompts of the new candidate groups are not among the full build's, i.e. would miss the
+  response cache and cost a call.
 - timings with the load average, against merging the records (the anchor, same run).
 
 The model's verdicts cannot be measured here: no model is reachable. Their plumbing (prompt,
@@ -178,6 +181,32 @@ def candidate_figures(profiles: pl.DataFrame, labels: pl.DataFrame, vectors: np.
     }
 
 
+def group_prompts(profiles: pl.DataFrame, vectors: np.ndarray, settings: ResolutionSettings) -> set[str]:
+    """The verdict prompts of the candidate groups (what the response cache is keyed on)."""
+    template = load_prompt("resolve_entities")
+    members = {t: Member(t, k, tuple(d)) for t, k, d in profiles.select("title", "type", "descriptions").iter_rows()}
+    groups = candidate_groups(blocking(profiles, vectors, settings.neighbours, settings.min_similarity), settings.max_group_size)
+    return {template.format(entity_list=entity_list([members[t] for t in group])) for group in groups}
+
+
+def update_costs(extractions: pl.DataFrame, settings: ResolutionSettings, samples: int = 10) -> list[dict[str, Any]]:
+    """New verdict prompts after deleting one text unit, for ``samples`` units spread over the book."""
+    embedder = LocalEmbedder()
+
+    def prompts(rows: pl.DataFrame) -> set[str]:
+        profiles = merged_profiles(merge_graph(rows).entities)
+        vectors = np.asarray(asyncio.run(embedder.embed(embedding_texts(profiles), purpose="bench")), dtype=np.float32)
+        return group_prompts(profiles, vectors, settings)
+
+    full = prompts(extractions)
+    units = sorted(set(extractions["text_unit_id"].to_list()))
+    costs = []
+    for unit in units[:: max(1, len(units) // samples)][:samples]:
+        after = prompts(extractions.filter(pl.col("text_unit_id") != unit))
+        costs.append({"text_unit": unit, "groups": len(after), "new_prompts": len(after - full)})
+    return costs
+
+
 def graph_figures(extractions: pl.DataFrame, aliases: pl.DataFrame, labels: pl.DataFrame) -> dict[str, Any]:
     merged = merge_graph(apply_aliases(extractions, aliases))
     entities, relationships = finalize_graph(merged.entities, merged.relationships, {}, {})
@@ -266,6 +295,7 @@ def main() -> int:
         for n, m, g in SENSITIVITY
     ]
 
+    updates = update_costs(extractions, defaults)
     name_linked = {pair_key(a, b) for a, b in name_candidates(titles).select("left", "right").iter_rows()}
     name_positive = {pair_key(a, b) for a, b in positives.select("left", "right").iter_rows()} & name_linked
     rule_scores = scores(labels, canonical_of(rules.aliases))
@@ -320,6 +350,12 @@ def main() -> int:
         [[name, g["entities"], g["relationships"], f"{g['communities']} ({' / '.join(str(v) for v in g['communities_per_level'].values())})",
           g["largest_level0_community"], g["labelled_same_pairs_split_across_level0_communities"]] for name, g in graph.items()],
     ))
+    new = sorted(u["new_prompts"] for u in updates)
+    print("\n### Update cost of the model path (one text unit deleted, 10 samples)\n")
+    print(markdown_table(
+        ["groups after", "new prompts (calls): median", "min", "max", "full build's calls"],
+        [[updates[0]["groups"], new[len(new) // 2], new[0], new[-1], candidates["groups"]]],
+    ))
     print("\n### Time\n")
     print(markdown_table(
         ["merge records (anchor)", "offline rules", "embed entities (local)", "model-path blocking + groups", "rules / anchor"],
@@ -335,6 +371,7 @@ def main() -> int:
         "rules": {"all": rule_scores, "name_linked": rule_scores_names, "merges": rules.aliases.height,
                   "aliases": rules.aliases.select("alias", "canonical_title", "score", "reason").to_dicts()},
         "model": model,
+        "update_costs": updates,
         "graph": graph,
         "seconds": {"merge_anchor": merge_seconds, "rules": rules_seconds, "embed_local": embed_seconds, "model_blocking": blocking_seconds},
     })
