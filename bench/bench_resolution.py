@@ -22,6 +22,8 @@ What it prints (and writes to ``bench/results/resolution.json``):
 - the **graph shrink** (entities, relationships) and the **change in communities** when the
   rules' merges are applied, and when the labelled groups are merged (what a perfect judge would
   do for the labelled names), with the labelled pairs still split across level-0 communities.
+- the offline path as the product runs it: the nlp method's **noun phrases** of the book (no
+  labels exist for them: every merge is listed for reading).
 - the **update cost**: after deleting one text unit's records (10 units, evenly spread), how many
   verdict prompts of the new candidate groups are not among the full build's, i.e. would miss the
   response cache and cost a call.
@@ -87,7 +89,11 @@ from graphrag_assets.llm.factory import ModelSet  # noqa: E402
 from graphrag_assets.llm.local_embedder import LocalEmbedder  # noqa: E402
 from graphrag_assets.llm.usage import UsageMeter  # noqa: E402
 from graphrag_assets.prompts.templates import load_prompt  # noqa: E402
-from graphrag_assets_tests.shared_data import NANO_MOCK_CACHE  # noqa: E402
+from graphrag_assets.index.chunking import chunk_documents  # noqa: E402
+from graphrag_assets.index.entity_resolution import noun_phrase_profiles  # noqa: E402
+from graphrag_assets.index.nlp_graph import NOUN_PHRASE_TYPE  # noqa: E402
+from graphrag_assets.index.noun_phrases import noun_phrase_records  # noqa: E402
+from graphrag_assets_tests.shared_data import CHRISTMAS_CAROL, NANO_MOCK_CACHE  # noqa: E402
 
 LABELS = Path(__file__).resolve().parent / "resolution_labels.csv"
 SENSITIVITY = [(0, 0.3, 12), (5, 0.3, 12), (8, 0.3, 8), (8, 0.3, 12), (8, 0.3, 16), (8, 0.2, 12), (10, 0.3, 12), (20, 0.0, 12)]
@@ -207,6 +213,19 @@ def update_costs(extractions: pl.DataFrame, settings: ResolutionSettings, sample
     return costs
 
 
+def noun_phrase_figures() -> dict[str, Any]:
+    """The offline rules on the noun phrases the nlp method extracts from the book (default chunking)."""
+    text = CHRISTMAS_CAROL.read_text(encoding="utf-8")
+    documents = schemas.conform(pl.DataFrame({"id": ["carol"], "text": [text], "document_key": ["carol"], "title": ["carol"], "human_readable_id": [0]}), schemas.DOCUMENTS)
+    units = chunk_documents(documents, 1200, 100, "cl100k_base")
+    profiles = noun_phrase_profiles(noun_phrase_records(units), NOUN_PHRASE_TYPE)
+    resolution = resolve_with_rules(profiles, NameEvidence.from_texts(units["text"].to_list()), ResolutionOptions())
+    return {
+        "phrases": profiles.height, "candidate_pairs": resolution.candidate_pairs, "merges": resolution.aliases.height,
+        "aliases": [f"{a} → {c}" for a, c in resolution.aliases.select("alias", "canonical_title").iter_rows()],
+    }
+
+
 def graph_figures(extractions: pl.DataFrame, aliases: pl.DataFrame, labels: pl.DataFrame) -> dict[str, Any]:
     merged = merge_graph(apply_aliases(extractions, aliases))
     entities, relationships = finalize_graph(merged.entities, merged.relationships, {}, {})
@@ -296,6 +315,7 @@ def main() -> int:
     ]
 
     updates = update_costs(extractions, defaults)
+    phrases = noun_phrase_figures()
     name_linked = {pair_key(a, b) for a, b in name_candidates(titles).select("left", "right").iter_rows()}
     name_positive = {pair_key(a, b) for a, b in positives.select("left", "right").iter_rows()} & name_linked
     rule_scores = scores(labels, canonical_of(rules.aliases))
@@ -350,6 +370,8 @@ def main() -> int:
         [[name, g["entities"], g["relationships"], f"{g['communities']} ({' / '.join(str(v) for v in g['communities_per_level'].values())})",
           g["largest_level0_community"], g["labelled_same_pairs_split_across_level0_communities"]] for name, g in graph.items()],
     ))
+    print(f"\n### Offline rules on the nlp method's noun phrases of the book\n\n{phrases['phrases']} phrases, "
+          f"{phrases['candidate_pairs']} candidate pairs, {phrases['merges']} merges: {'; '.join(phrases['aliases'])}")
     new = sorted(u["new_prompts"] for u in updates)
     print("\n### Update cost of the model path (one text unit deleted, 10 samples)\n")
     print(markdown_table(
@@ -372,6 +394,7 @@ def main() -> int:
                   "aliases": rules.aliases.select("alias", "canonical_title", "score", "reason").to_dicts()},
         "model": model,
         "update_costs": updates,
+        "noun_phrases": phrases,
         "graph": graph,
         "seconds": {"merge_anchor": merge_seconds, "rules": rules_seconds, "embed_local": embed_seconds, "model_blocking": blocking_seconds},
     })

@@ -87,6 +87,9 @@ def test_the_dry_run_counts_the_resolution_calls_of_the_next_run(resolved_index:
     assert report.usage["resolve_entities"]["calls"] == estimate.calls
     text = CliRunner().invoke(main, ["index", "--dry-run", "--root", str(root)]).output
     assert "entity resolution:" in text and "0 call(s) to make" in text and "(exact)" in text
+    (root / "data" / "input" / "visit.txt").write_text("Ines Varga visited Helga Brandt at Port Auberon.", encoding="utf-8")
+    unknown = estimate_next_run(load_settings(root)).resolution
+    assert not unknown.exact and "extraction answer(s) are not known" in unknown.render()
 
 
 def test_resolution_settings_are_part_of_the_corpus_fingerprint(tmp_path: Path) -> None:
@@ -94,6 +97,7 @@ def test_resolution_settings_are_part_of_the_corpus_fingerprint(tmp_path: Path) 
         return corpus_fingerprint(load_settings(tmp_path, environ={}, overrides={"method": "nlp", "resolution": resolution}))
 
     off = fingerprint()
+    assert load_settings(tmp_path, environ={}).resolution.enabled is False  # off by default, in every method
     assert fingerprint(max_group_size=5) == off  # settings of a step that does not run change nothing
     assert fingerprint(enabled=True) != off
     assert fingerprint(enabled=True, neighbours=3) != fingerprint(enabled=True)
@@ -103,6 +107,17 @@ def test_resolution_settings_are_part_of_the_corpus_fingerprint(tmp_path: Path) 
     with_prompt = load_settings(tmp_path, environ={}, overrides={**standard, "resolution": {"enabled": True, "prompt": "resolve.txt"}})
     without = load_settings(tmp_path, environ={}, overrides={**standard, "resolution": {"enabled": True}})
     assert corpus_fingerprint(with_prompt) != corpus_fingerprint(without)
+
+
+@pytest.mark.parametrize(
+    ("method", "verdicts", "expected"),
+    [("standard", "auto", "model"), ("standard", "rules", "rules"), ("nlp", "auto", "rules"), ("fast", "auto", "rules"), ("fast", "model", "model")],
+)
+def test_who_judges_follows_the_method_unless_set(tmp_path: Path, method: str, verdicts: str, expected: str) -> None:
+    from graphrag_assets.index.entity_resolution import resolution_options
+
+    settings = load_settings(tmp_path, environ={}, overrides={"method": method, "resolution": {"enabled": True, "verdicts": verdicts}})
+    assert ("model" if resolution_options(settings).template is not None else "rules") == expected
 
 
 def test_a_bad_resolution_setting_is_one_sentence(tmp_path: Path) -> None:
