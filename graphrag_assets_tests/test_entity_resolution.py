@@ -224,9 +224,10 @@ def test_the_centre_is_the_most_mentioned_name_and_gives_the_canonical_id() -> N
 # --- application -----------------------------------------------------------------------------
 
 
-def record(unit: str, kind: str, title: str | None = None, source: str | None = None, target: str | None = None, weight: float | None = None, doc: str = "d1") -> dict:
+def record(unit: str, kind: str, title: str | None = None, ends: tuple[str, str] = ("", ""), weight: float | None = None, doc: str = "d1") -> dict:
+    source, target = ends
     return {"text_unit_id": unit, "record_index": 0, "record_type": kind, "title": title, "type": "PERSON" if kind == "entity" else None,
-            "source": source, "target": target, "description": f"{kind} {title or ''}{source or ''}-{target or ''} in {unit}",
+            "source": source or None, "target": target or None, "description": f"{kind} {title or ''}{source}-{target} in {unit}",
             "weight": weight, "document_key": doc}
 
 
@@ -239,10 +240,10 @@ def test_relationships_are_repointed_and_deduplicated_and_text_unit_links_kept()
         record("u4", "entity", "SCROOGE"),
         record("u1", "entity", "SCROOGE"), record("u1", "entity", "BOB CRATCHIT"), record("u2", "entity", "EBENEZER SCROOGE"),
         record("u2", "entity", "BOB CRATCHIT"), record("u3", "entity", "SCROOGE"), record("u3", "entity", "EBENEZER SCROOGE"),
-        record("u1", "relationship", source="SCROOGE", target="BOB CRATCHIT", weight=2.0),
-        record("u2", "relationship", source="EBENEZER SCROOGE", target="BOB CRATCHIT", weight=3.0),
-        record("u3", "relationship", source="EBENEZER SCROOGE", target="SCROOGE", weight=1.0),
-        record("u2", "claim", source="EBENEZER SCROOGE", target="BOB CRATCHIT"),
+        record("u1", "relationship", ends=("SCROOGE", "BOB CRATCHIT"), weight=2.0),
+        record("u2", "relationship", ends=("EBENEZER SCROOGE", "BOB CRATCHIT"), weight=3.0),
+        record("u3", "relationship", ends=("EBENEZER SCROOGE", "SCROOGE"), weight=1.0),
+        record("u2", "claim", ends=("EBENEZER SCROOGE", "BOB CRATCHIT")),
     ])
     aliases = build_clusters(
         merged_profiles(merge_graph(rows).entities), verdict_frame([("EBENEZER SCROOGE", "SCROOGE", "rules", 0.85, "r")])
