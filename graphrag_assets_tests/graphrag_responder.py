@@ -211,6 +211,35 @@ def combine_answer(prompt: str, question: str) -> str:
     return f"Answer to: {question.strip()[:120]}\n\n{body}"
 
 
+_ENTITY_LINE = re.compile(r"^(\d+)\. (.+?) \[([^\]]*)\]:", re.MULTILINE)
+_TITLES = {"THE", "DR.", "MR.", "MRS.", "MS.", "JUDGE", "MAYOR", "CAPTAIN"}
+
+
+def resolution_answer(prompt: str) -> str:
+    """Groups the listed entities of one type whose names agree once titles are dropped, or whose
+    one-word name is the last word of another's (a surname): a naive, deterministic judge."""
+    listed = [(int(n), title, kind) for n, title, kind in _ENTITY_LINE.findall(_between(prompt, "Entities (", "Answer with"))]
+
+    def key(title: str) -> tuple[str, ...]:
+        words = title.split()
+        while len(words) > 1 and words[0] in _TITLES:
+            words = words[1:]
+        return tuple(words)
+
+    groups: list[list[int]] = []
+    placed: set[int] = set()
+    for n, title, kind in listed:
+        if n in placed:
+            continue
+        mine = key(title)
+        same = [m for m, other, other_kind in listed if m != n and m not in placed and other_kind == kind
+                and (key(other) == mine or (len(key(other)) == 1 and mine[-1:] == key(other)))]
+        if same:
+            groups.append([n, *same])
+            placed.update([n, *same])
+    return json.dumps({"groups": [{"members": g, "confidence": 0.9, "reason": "the names agree once titles are dropped"} for g in groups]})
+
+
 def respond(body: dict[str, Any]) -> str:
     """The answer text for one chat completion request."""
     everything = _messages_text(body)
@@ -226,6 +255,8 @@ def respond(body: dict[str, Any]) -> str:
         return extraction_answer(_between(everything, "Passage:", "Answer:"))
     if head.startswith("You are helping an analyst collect claims"):
         return claims_answer(_between(everything, "Passage:", "Answer:"))
+    if head.startswith("Some entities of a knowledge graph may be duplicates"):
+        return resolution_answer(everything)
     if head.startswith("Several descriptions of the same thing"):
         return summary_answer(everything)
     if head.startswith("You are writing a briefing about one community"):

@@ -156,6 +156,7 @@ def make_index() -> QueryData:
             "text_unit_ids": [ENTITY_UNITS.get(t, [TU[0]]) for t in TITLES],
             "frequency": [1] * len(TITLES),
             "degree": [degree[t] for t in TITLES],
+            "aliases": [[] for _ in TITLES],
         },
         schema=ENTITIES,
     )

@@ -1,5 +1,6 @@
 """Exactness of incremental indexing: after random adds, edits and deletes, the index equals a
-from-scratch build over the final input (same model answers: the scripted server is deterministic)."""
+from-scratch build over the final input (same model answers: the scripted server is deterministic),
+with entity resolution off and on."""
 
 import random
 import shutil
@@ -28,7 +29,10 @@ SENTENCES = [
     "Judge Amara Okafor ordered mediation between Marta Quell and Lucien Marchetti.",
     "Mira Santos commands the lifeboat Northern Grace of the Coastal Rescue Service.",
     "The Kestrel Accord was signed at Vellmouth Town Hall by Marta Quell and Lucien Marchetti.",
+    "Quell thanked the crew of the Northern Grace.",
+    "Varga and Holm counted seals at Sable Reef.",
 ]
+RESOLUTION = "resolution:\n  enabled: true\n"
 TABLE_ORDER = {
     "entities": ["title"],
     "relationships": ["source", "target"],
@@ -42,6 +46,7 @@ TABLE_ORDER = {
     "entity_embeddings": ["id"],
     "community_report_embeddings": ["id"],
     "corpus_manifest": ["document_key"],
+    "entity_aliases": ["alias"],
 }
 IGNORED_COLUMNS = {"period", "creation_date"}  # the run date and file modification times
 
@@ -63,20 +68,29 @@ def tables(root: Path) -> dict[str, pl.DataFrame]:
 
 
 @pytest.fixture(scope="module")
-def initial(graphrag_server, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = make_llm_project(tmp_path_factory.mktemp("equivalence") / "initial", graphrag_server.base_url, with_sample=False)
-    rng = random.Random(0)
-    for i in range(5):
-        write_doc(root / "data" / "input", f"doc{i}.txt", rng)
-    assert index_project(load_settings(root)).success
-    return root
+def initial(graphrag_server, tmp_path_factory: pytest.TempPathFactory):
+    """The initial 5-document project, indexed once per resolution setting (built on first use)."""
+    built: dict[bool, Path] = {}
+
+    def project(resolution: bool) -> Path:
+        if resolution not in built:
+            root = tmp_path_factory.mktemp("equivalence") / "initial"
+            make_llm_project(root, graphrag_server.base_url, with_sample=False, extra=RESOLUTION if resolution else "")
+            rng = random.Random(0)
+            for i in range(5):
+                write_doc(root / "data" / "input", f"doc{i}.txt", rng)
+            assert index_project(load_settings(root)).success
+            built[resolution] = root
+        return built[resolution]
+
+    return project
 
 
-@pytest.mark.parametrize("seed", [1, 2, 3])
-def test_incremental_index_equals_a_rebuild(initial: Path, graphrag_server, tmp_path: Path, seed: int) -> None:
+@pytest.mark.parametrize(("seed", "resolution"), [(1, False), (2, False), (3, True)])
+def test_incremental_index_equals_a_rebuild(initial, graphrag_server, tmp_path: Path, seed: int, resolution: bool) -> None:
     rng = random.Random(seed)
     root = tmp_path / "incremental"
-    shutil.copytree(initial, root)
+    shutil.copytree(initial(resolution), root)
     inputs = root / "data" / "input"
     next_name = 100
     for _step in range(2):
@@ -93,7 +107,7 @@ def test_incremental_index_equals_a_rebuild(initial: Path, graphrag_server, tmp_
         report = index_project(load_settings(root))
         assert report.success, report.as_dict()
 
-    rebuilt = make_llm_project(tmp_path / "rebuilt", graphrag_server.base_url, with_sample=False)
+    rebuilt = make_llm_project(tmp_path / "rebuilt", graphrag_server.base_url, with_sample=False, extra=RESOLUTION if resolution else "")
     for path in sorted(inputs.iterdir()):
         shutil.copy2(path, rebuilt / "data" / "input" / path.name)
     assert index_project(load_settings(rebuilt)).success
@@ -102,6 +116,7 @@ def test_incremental_index_equals_a_rebuild(initial: Path, graphrag_server, tmp_
     for name in TABLE_ORDER:
         assert incremental_tables[name].equals(rebuilt_tables[name]), name
     assert incremental_tables["entities"].height > 5 and incremental_tables["community_reports"].height > 0
+    assert (incremental_tables["entity_aliases"].height > 0) == resolution
     for table in (TEXT_UNIT_TABLE, ENTITY_TABLE, REPORT_TABLE):
         ours, theirs = lance_rows(root, table), lance_rows(rebuilt, table)
         assert ours.height > 0 and ours.equals(theirs), table

@@ -91,6 +91,18 @@ ENTITIES = {
     "text_unit_ids": STR_LIST,
     "frequency": pl.Int64,
     "degree": pl.Int64,
+    # ours
+    "aliases": STR_LIST,  # other names merged into this entity by entity resolution
+}
+
+# One row per name that entity resolution merged into another entity (empty when it is off).
+ENTITY_ALIASES = {
+    "alias": pl.String,  # the name as extracted
+    "canonical_id": pl.String,  # the entity it now belongs to
+    "canonical_title": pl.String,
+    "method": pl.String,  # rules | model
+    "score": pl.Float64,  # the rule's fixed confidence, or the model's own
+    "reason": pl.String,
 }
 
 RELATIONSHIPS = {

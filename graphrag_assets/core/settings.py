@@ -165,6 +165,17 @@ class SummarizeSettings(_Section):
     prompt: str | None = None
 
 
+class ResolutionSettings(_Section):
+    """Entity resolution: merge entities that are one real thing (see index/entity_resolution.py)."""
+
+    enabled: bool = False
+    verdicts: Literal["auto", "model", "rules"] = "auto"  # auto: the model in the standard method, rules otherwise
+    max_group_size: int = Field(12, ge=2, le=50)  # entities per model call
+    prompt: str | None = None
+    neighbours: int = Field(8, ge=0, le=100)  # nearest embedding neighbours per entity (0: names only)
+    min_similarity: float = Field(0.3, ge=-1, le=1)  # cosine similarity a neighbour needs
+
+
 class PruneSettings(_Section):
     """Graph pruning for the nlp method (semantics of Microsoft's prune_graph)."""
 
@@ -280,6 +291,7 @@ class Settings(_Section):
     chunking: ChunkingSettings = Field(default_factory=ChunkingSettings)
     extraction: ExtractionSettings = Field(default_factory=ExtractionSettings)
     summarize: SummarizeSettings = Field(default_factory=SummarizeSettings)
+    resolution: ResolutionSettings = Field(default_factory=ResolutionSettings)
     nlp: NlpSettings = Field(default_factory=NlpSettings)
     communities: CommunitySettings = Field(default_factory=CommunitySettings)
     reports: ReportSettings = Field(default_factory=ReportSettings)

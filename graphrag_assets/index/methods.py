@@ -1,13 +1,15 @@
 """What each indexing method does at each step, decided in one place.
 
-The three methods differ in three steps; the assets, the fingerprints of the settings each step
+The three methods differ in four steps; the assets, the fingerprints of the settings each step
 depends on, and the dry run all read this table instead of comparing method names themselves.
 
-| method   | extraction                | graph                                   | reports                        |
-|----------|---------------------------|-----------------------------------------|--------------------------------|
-| standard | the model, per text unit  | merged records, descriptions summarized | the model, from the graph      |
-| fast     | noun phrases (offline)    | noun-phrase co-occurrence, pruned       | the model, from the text units |
-| nlp      | noun phrases (offline)    | noun-phrase co-occurrence, pruned       | extractive (offline)           |
+| method   | extraction                | graph                                   | resolution verdicts | reports                        |
+|----------|---------------------------|-----------------------------------------|---------------------|--------------------------------|
+| standard | the model, per text unit  | merged records, descriptions summarized | the model           | the model, from the graph      |
+| fast     | noun phrases (offline)    | noun-phrase co-occurrence, pruned       | offline rules       | the model, from the text units |
+| nlp      | noun phrases (offline)    | noun-phrase co-occurrence, pruned       | offline rules       | extractive (offline)           |
+
+(Entity resolution itself runs only when ``resolution.enabled`` is set.)
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ class MethodSteps:
     extraction: Literal["model", "noun_phrases"]
     graph: Literal["summarized", "co_occurrence"]
     reports: Literal["graph", "text", "extractive"]  # graph / text: written by the model from that context
+    resolution: Literal["model", "rules"]  # who judges entity-resolution candidates
 
     @property
     def model_reports(self) -> bool:
@@ -30,9 +33,9 @@ class MethodSteps:
 
 
 STEPS: dict[Method, MethodSteps] = {
-    "standard": MethodSteps("model", "summarized", "graph"),
-    "fast": MethodSteps("noun_phrases", "co_occurrence", "text"),
-    "nlp": MethodSteps("noun_phrases", "co_occurrence", "extractive"),
+    "standard": MethodSteps("model", "summarized", "graph", "model"),
+    "fast": MethodSteps("noun_phrases", "co_occurrence", "text", "rules"),
+    "nlp": MethodSteps("noun_phrases", "co_occurrence", "extractive", "rules"),
 }
 
 

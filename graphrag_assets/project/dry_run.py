@@ -20,11 +20,12 @@ from graphrag_assets.core.settings import Settings
 from graphrag_assets.index.chunking import chunk_documents
 from graphrag_assets.index.documents import read_file_documents
 from graphrag_assets.index.embedding_texts import text_unit_texts
-from graphrag_assets.index.graph_extraction import extract_graph_records, extraction_plan
+from graphrag_assets.index.graph_extraction import GRAPH_PURPOSE, extract_graph_records, extraction_plan
 from graphrag_assets.index.input_files import discover_input_files
 from graphrag_assets.index.methods import method_steps
 from graphrag_assets.llm.factory import ModelSet
 from graphrag_assets.llm.usage import UsageMeter, last_corpus_run_usage
+from graphrag_assets.project.resolution_estimate import ResolutionEstimate, estimate_resolution
 from graphrag_assets.project.state import document_state
 
 # The corpus-wide assets that call the chat model (their last run is shown for reference).
@@ -40,6 +41,7 @@ class DryRunEstimate:
     text_units: int = 0
     usage: dict[str, dict[str, Any]] = field(default_factory=dict)
     last_corpus_run: dict[str, dict[str, Any]] = field(default_factory=dict)
+    resolution: ResolutionEstimate | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -50,6 +52,7 @@ class DryRunEstimate:
             "text_units_to_process": self.text_units,
             "per_document_stage": self.usage,
             "last_corpus_run": self.last_corpus_run,
+            "resolution": self.resolution.as_dict() if self.resolution else None,
         }
 
     def render(self) -> str:
@@ -77,6 +80,8 @@ class DryRunEstimate:
                     lines.append(f"  {purpose:<22} {u['calls']:>6} made, {u['cached']:>6} cached")
             else:
                 lines.append("corpus stage: not built yet; expect one summary call per entity or relationship with several descriptions and one report call per community.")
+        if self.resolution is not None:
+            lines.append(self.resolution.render())
         return "\n".join(lines)
 
 
@@ -87,8 +92,11 @@ def estimate_next_run(settings: Settings) -> DryRunEstimate:
     estimate.text_units = units.height
     meter = UsageMeter()
     with ModelSet(settings, meter, dry_run=True) as models:
-        asyncio.run(_simulate(settings, units, models))
+        records = asyncio.run(_simulate(settings, units, models))
     estimate.usage = _usage(meter)
+    if settings.resolution.enabled:
+        misses = estimate.usage.get(GRAPH_PURPOSE, {}).get("calls", 0)
+        estimate.resolution = asyncio.run(estimate_resolution(settings, changes, records, misses))
     estimate.last_corpus_run = last_corpus_run_usage(settings.database_path, CORPUS_MODEL_ASSETS)
     return estimate
 
@@ -100,15 +108,20 @@ def _chunks(settings: Settings, keys: list[str]) -> pl.DataFrame:
     return chunk_documents(documents, settings.chunking.size, settings.chunking.overlap, settings.chunking.encoding)
 
 
-async def _simulate(settings: Settings, units: pl.DataFrame, models: ModelSet) -> None:
-    """Build every request of the per-document stage as a real run would; the models only count."""
+async def _simulate(settings: Settings, units: pl.DataFrame, models: ModelSet) -> pl.DataFrame:
+    """Build every request of the per-document stage as a real run would; the models only count.
+
+    Returns the extraction records read from answers already in the cache (a miss gives none).
+    """
+    records = schemas.empty_frame(schemas.GRAPH_EXTRACTIONS)
     if units.is_empty():
-        return
+        return records
     if method_steps(settings.resolved_method).extraction == "model":
         plan = extraction_plan(settings.extraction, settings.root)
-        await extract_graph_records(models.chat, units.select("id", "text", "document_key"), plan)
+        records = (await extract_graph_records(models.chat, units.select("id", "text", "document_key"), plan)).records
     if not settings.llm.use_local_embedder:
         await models.embedder.embed(text_unit_texts(units)["text"].to_list(), purpose="embed_text_units")
+    return records
 
 
 def _usage(meter: UsageMeter) -> dict[str, dict[str, Any]]:

@@ -12,6 +12,7 @@ import json
 from graphrag_assets.core.ids import stable_hash
 from graphrag_assets.core.settings import Settings
 from graphrag_assets.index.community_reports import report_options
+from graphrag_assets.index.entity_resolution import resolution_fingerprint
 from graphrag_assets.index.methods import method_steps
 from graphrag_assets.prompts.templates import load_prompt
 
@@ -56,7 +57,9 @@ def corpus_fingerprint(settings: Settings) -> str:
     """Hash of every setting the corpus-wide assets depend on (graph, communities, reports, embeddings).
 
     Stored in ``corpus_manifest``; when it differs, the corpus graph is stale even if no document
-    changed (a new cluster size, pruning rule, report prompt or model).
+    changed (a new cluster size, pruning rule, report prompt or model, entity resolution switched
+    on or off or configured differently). Resolution adds to the hash only when it is on, so
+    indexes built before it existed are not made stale by its arrival.
     """
     method = settings.resolved_method
     steps = method_steps(method)
@@ -71,6 +74,8 @@ def corpus_fingerprint(settings: Settings) -> str:
         parts["summarize_prompt"] = _prompt_version("summarize_descriptions", settings.summarize.prompt, settings)
     else:
         parts["nlp"] = settings.nlp.model_dump()
+    if settings.resolution.enabled:
+        parts["resolution"] = resolution_fingerprint(settings)
     if steps.model_reports:
         parts["reports"] = settings.reports.model_dump(exclude={"prompt", "text_prompt"})
         parts["reports_prompt"] = report_options(settings).template.version

@@ -41,6 +41,7 @@ REQUIRED_PLACEHOLDERS: dict[str, tuple[str, ...]] = {
     "community_report": ("input_text",),
     "community_report_text": ("input_text",),
     "community_report_reask": (),
+    "resolve_entities": ("entity_list",),
 }
 
 # What each required placeholder is for, so the error can say where to put it.
@@ -50,6 +51,7 @@ PLACEHOLDER_PURPOSE: dict[str, str] = {
     "entity_name": "where the name of the entity being described should go",
     "entity_types": "where the list of entity types should go",
     "claim_description": "where the description of the claims to look for should go",
+    "entity_list": "where the numbered list of possibly duplicate entities should go",
 }
 
 

@@ -3,6 +3,11 @@
 Always recomputed from every document's extraction rows, so the result after any sequence of
 additions, edits and deletions equals a from-scratch build; description summaries are cached
 model calls, so only entities whose set of descriptions changed cost a call.
+
+Entity resolution (``resolution.enabled``) runs here, between merging the records and
+summarizing, and writes ``entity_aliases``: it is a function of the same extraction rows and
+must always agree with ``entities``, so it is an output of this step rather than a step of its
+own (which would also cost Dagster a step and a table round trip per run).
 """
 
 import polars as pl
@@ -13,8 +18,18 @@ from graphrag_assets.core.errors import UserError
 from graphrag_assets.core.progress import Counter, warn
 from graphrag_assets.index.graph_checks import check_graph
 from graphrag_assets.index.methods import method_steps
+from graphrag_assets.index.entity_resolution import (
+    Resolution,
+    merged_profiles,
+    noun_phrase_profiles,
+    resolution_options,
+    resolve_with_model,
+    resolve_with_rules,
+)
 from graphrag_assets.index.graph_merge import finalize_covariates, finalize_graph, merge_graph
-from graphrag_assets.index.nlp_graph import build_noun_graph, prune_graph
+from graphrag_assets.index.nlp_graph import NOUN_PHRASE_TYPE, build_noun_graph, prune_graph
+from graphrag_assets.index.resolution_clusters import apply_aliases, kept_aliases, largest_clusters, with_aliases
+from graphrag_assets.index.resolution_rules import NameEvidence
 from graphrag_assets.index.summarize import SummaryOptions, distinct_descriptions, summarize_all, summary_options
 from graphrag_assets.pipeline.assets.metadata import preview
 from graphrag_assets.pipeline.assets.model_session import ModelSession
@@ -41,6 +56,10 @@ CHECKS = [
             metadata=STAGED_METADATA,
         ),
         "covariates": AssetOut(description="Claims extracted when extraction.claims.enabled (MS GraphRAG v3 columns).", metadata=STAGED_METADATA),
+        "entity_aliases": AssetOut(
+            description="Entity resolution: every name merged into another entity, with the method, score and reason (empty when resolution is off).",
+            metadata=STAGED_METADATA,
+        ),
     },
     ins={
         "graph_extractions": AssetIn(),
@@ -66,9 +85,10 @@ def graph(
     extractions = graph_extractions.filter(~pl.col("document_key").is_in(left_out))
     metadata: dict = {"method": method, "left_out_documents": MetadataValue.json(left_out), "purged_rows": MetadataValue.json(purged)}
     if method_steps(method).graph == "summarized":
-        entities, relationships, covariates, extra = _standard_graph(context, settings, extractions)
+        entities, relationships, covariates, aliases, extra = _standard_graph(context, settings, extractions)
     else:
-        entities, relationships, covariates, extra = _noun_graph(context, settings, extractions, text_units)
+        entities, relationships, covariates, aliases, extra = _noun_graph(context, settings, extractions, text_units)
+    entities = with_aliases(entities, aliases)
     metadata.update(extra)
 
     yield Output(
@@ -90,6 +110,7 @@ def graph(
         },
     )
     yield Output(covariates, output_name="covariates", metadata={"covariates": covariates.height})
+    yield Output(aliases, output_name="entity_aliases", metadata=_alias_metadata(settings, aliases))
     report = check_graph(entities, relationships)
     yield AssetCheckResult(check_name="relationship_endpoints_exist", asset_key="relationships", passed=not report.orphan_relationships, metadata={"orphans": len(report.orphan_relationships)})
     yield AssetCheckResult(check_name="unique_entity_titles", asset_key="entities", passed=not report.duplicate_titles, metadata={"duplicates": MetadataValue.json(report.duplicate_titles[:20])})
@@ -98,11 +119,21 @@ def graph(
 
 def _standard_graph(context, settings, extractions: pl.DataFrame):
     merged = merge_graph(extractions)
-    entity_items = [(row[0], row[1] or []) for row in merged.entities.select("title", "descriptions").iter_rows()]
-    relationship_items = [((row[0], row[1]), row[2] or []) for row in merged.relationships.select("source", "target", "descriptions").iter_rows()]
-    needs_model = [item for item in entity_items + relationship_items if len(distinct_descriptions(item[1])) > 1]
-    summaries: dict = {}
+    aliases = schemas.empty_frame(schemas.ENTITY_ALIASES)
+    resolution_metadata: dict = {}
     with ModelSession(context, settings) as session:
+        if settings.resolution.enabled:
+            profiles = merged_profiles(merged.entities)
+            texts = (d for descriptions in profiles.get_column("descriptions").to_list() for d in descriptions)
+            resolution, resolution_metadata = _resolve(context, settings, profiles, texts, session)
+            aliases = resolution.aliases
+            if not aliases.is_empty():
+                extractions = apply_aliases(extractions, aliases)
+                merged = merge_graph(extractions)
+        entity_items = [(row[0], row[1] or []) for row in merged.entities.select("title", "descriptions").iter_rows()]
+        relationship_items = [((row[0], row[1]), row[2] or []) for row in merged.relationships.select("source", "target", "descriptions").iter_rows()]
+        needs_model = [item for item in entity_items + relationship_items if len(distinct_descriptions(item[1])) > 1]
+        summaries: dict = {}
         if needs_model:
             progress = Counter("summarize descriptions", len(needs_model), context.log).start()
             summaries = session.run(
@@ -116,12 +147,55 @@ def _standard_graph(context, settings, extractions: pl.DataFrame):
     stats = merged.stats
     metadata = {
         **session.metadata(),
+        **resolution_metadata,
         "summaries_needed": len(needs_model),
         "self_loops_dropped": stats.self_loops_dropped,
         "orphan_relationships_dropped": stats.orphan_relationships_dropped,
         "entities_with_several_types": stats.entities_with_several_types,
     }
-    return entities, relationships, covariates, metadata
+    return entities, relationships, covariates, aliases, metadata
+
+
+def _resolve(context, settings, profiles: pl.DataFrame, evidence_texts, session: ModelSession | None = None) -> tuple[Resolution, dict]:
+    """Entity resolution by the model's verdicts or the offline rules, as the settings say.
+
+    The model's calls go through ``session`` when given, else through a session of their own,
+    whose usage is returned as metadata (the rules make no calls: no session, no metadata).
+    """
+    options = resolution_options(settings)
+    progress = Counter("entity resolution", 1, context.log).start()
+    usage: dict = {}
+    if options.template is None:
+        resolution = resolve_with_rules(profiles, NameEvidence.from_texts(evidence_texts), options)
+    elif session is not None:
+        resolution = session.run(resolve_with_model(session.chat, session.embedder, profiles, options))
+    else:
+        with ModelSession(context, settings) as own:
+            resolution = own.run(resolve_with_model(own.chat, own.embedder, profiles, options))
+        usage = own.metadata()
+    progress.step()
+    metadata = {
+        **usage,
+        "resolution/candidate_pairs": resolution.candidate_pairs,
+        "resolution/groups_judged_by_model": resolution.groups,
+        "resolution/unusable_answers": resolution.unusable_answers,
+        "resolution/entities_before": profiles.height,
+        "resolution/entities_merged": resolution.merged_entities,
+    }
+    return resolution, metadata
+
+
+def _alias_metadata(settings, aliases: pl.DataFrame) -> dict:
+    clusters = largest_clusters(aliases)
+    lines = ["| canonical | size | aliases |", "|---|---|---|"]
+    lines += [f"| {c['canonical']} | {c['size']} | {', '.join(c['aliases'])[:300]} |" for c in clusters]
+    return {
+        "resolution": "on" if settings.resolution.enabled else "off",
+        "aliases": aliases.height,
+        "canonical_entities": aliases.get_column("canonical_title").n_unique() if aliases.height else 0,
+        "largest_groups": MetadataValue.md("\n".join(lines) if clusters else "_(no merges)_"),
+        "preview": preview(aliases.select("alias", "canonical_title", "method", "score", "reason")),
+    }
 
 
 async def _summaries_with_progress(model, items, options: SummaryOptions, step: int, progress: Counter) -> dict:
@@ -137,6 +211,13 @@ async def _summaries_with_progress(model, items, options: SummaryOptions, step: 
 def _noun_graph(context, settings, extractions: pl.DataFrame, text_units: pl.DataFrame):
     progress = Counter("noun-phrase graph", 2, context.log).start()
     ordered_units = text_units.sort("document_key", "chunk_index").select("id", "text")
+    aliases = schemas.empty_frame(schemas.ENTITY_ALIASES)
+    metadata: dict = {}
+    if settings.resolution.enabled:
+        profiles = noun_phrase_profiles(extractions, NOUN_PHRASE_TYPE)
+        resolution, metadata = _resolve(context, settings, profiles, ordered_units.get_column("text").to_list())
+        aliases = resolution.aliases
+        extractions = apply_aliases(extractions, aliases)
     entities, relationships = build_noun_graph(
         extractions, normalize_edge_weights=settings.nlp.normalize_edge_weights, text_units=ordered_units
     )
@@ -149,11 +230,11 @@ def _noun_graph(context, settings, extractions: pl.DataFrame, text_units: pl.Dat
         # useful to a newcomer than a failed run.
         warn(f"{exc} Using the unpruned noun-phrase graph instead.", context.log)
     progress.step()
-    metadata = {
+    metadata.update({
         "nodes_before_pruning": before[0],
         "edges_before_pruning": before[1],
-    }
-    return entities, relationships, schemas.empty_frame(schemas.COVARIATES), metadata
+    })
+    return entities, relationships, schemas.empty_frame(schemas.COVARIATES), kept_aliases(aliases, entities), metadata
 
 
 def _purge_removed_documents(context: AssetExecutionContext, settings) -> dict[str, int]:

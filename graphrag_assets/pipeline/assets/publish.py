@@ -20,7 +20,7 @@ from graphrag_assets.storage.corpus import publish_corpus, read_staged, record_v
 from graphrag_assets.storage.tables import read_table
 
 CORPUS_VECTORS = {"entity_embeddings": vectors.ENTITY_TABLE, "community_report_embeddings": vectors.REPORT_TABLE}
-STAGED_ASSETS = ["entities", "relationships", "covariates", "communities", "community_reports", *CORPUS_VECTORS]
+STAGED_ASSETS = ["entities", "relationships", "covariates", "entity_aliases", "communities", "community_reports", *CORPUS_VECTORS]
 
 
 @asset(
