@@ -16,6 +16,9 @@ from graphrag_assets.settings import Settings
 # characters at chunk edges), so existing indexes re-ingest their documents on the next run.
 DOCUMENT_PIPELINE_VERSION = 2
 
+# ``communities`` settings that choose how an update clusters, not what a rebuild produces.
+UPDATE_POLICY_SETTINGS = ("update", "drift_threshold", "recluster_every")
+
 
 def _prompt_version(name: str, override: str | None, settings: Settings) -> str:
     from graphrag_assets.index.prompt_templates import load_prompt
@@ -58,7 +61,8 @@ def corpus_fingerprint(settings: Settings) -> str:
     method = settings.resolved_method
     parts: dict[str, object] = {
         "method": method,
-        "communities": settings.communities.model_dump(),
+        # How updates cluster is not part of it: switching modes must not rebuild anything.
+        "communities": settings.communities.model_dump(exclude=set(UPDATE_POLICY_SETTINGS)),
         "embeddings": "local" if settings.llm.use_local_embedder else settings.llm.embedding_model,
         "local_dimension": settings.embeddings.local_dimension if settings.llm.use_local_embedder else None,
     }

@@ -25,6 +25,12 @@ Randomness: each Leiden run gets its own seed derived from ``seed`` and the sort
 of the graph being clustered, so the sub-clustering of a cluster whose members did not change
 does not depend on the random draws made elsewhere in the hierarchy.
 
+Locality: every connected component is clustered on its own (its own Leiden run and seed), so
+a component that an edit did not touch gets exactly the communities it had (with ``use_lcc``
+only the largest component is clustered, and this changes nothing). What each of these steps
+buys in reports regenerated per edit is measured by ``bench/bench_incremental.py``; warm-started
+("stable") clustering is in :mod:`graphrag_assets.index.stable_communities`.
+
 ``n_iterations`` (Leiden iterations per run) is 2 for both backends, igraph's and leidenalg's own
 default. Measured with ``bench/bench_clustering.py --iterations`` on planted-partition graphs
 (modularity and time of the level-0 clustering; whole hierarchy in brackets):
@@ -47,7 +53,7 @@ from __future__ import annotations
 
 import random
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Literal
 
 import igraph
@@ -187,6 +193,25 @@ def _leiden(
     return list(clusters.values())
 
 
+def _leiden_per_component(
+    graph: igraph.Graph, backend: str, seed: int, resolution: float, n_iterations: int
+) -> list[list[int]]:
+    """:func:`_leiden` on each connected component separately, each seeded from its own members.
+
+    Leiden never puts two components in one cluster, but one run over all of them shares a
+    random stream, so an edit in one component reshuffles the others; separate runs do not.
+    """
+    components = graph.connected_components()
+    if len(components) <= 1:
+        return _leiden(graph, backend, _run_seed(seed, graph.vs["name"]), resolution, n_iterations)
+    clusters: list[list[int]] = []
+    for vertices in components:
+        sub = graph.induced_subgraph(vertices, implementation="create_from_scratch")
+        for members in _leiden(sub, backend, _run_seed(seed, sub.vs["name"]), resolution, n_iterations):
+            clusters.append(sorted(vertices[v] for v in members))
+    return clusters
+
+
 def hierarchical_leiden(
     edges: pl.DataFrame,
     *,
@@ -218,6 +243,24 @@ def hierarchical_leiden(
     if use_lcc:
         graph = _largest_component(graph)
 
+    def split(level: int, parent: int, subgraph: igraph.Graph) -> list[list[int]]:
+        return _leiden_per_component(subgraph, backend, seed, resolution, n_iterations)
+
+    return assemble_hierarchy(graph, split, max_cluster_size)
+
+
+# Clusters one graph of the hierarchy: (level being built, parent community or -1 at level 0, the
+# graph) -> lists of vertex indices. Fewer than two clusters for a parent leave that parent a leaf.
+SplitFunction = Callable[[int, int, igraph.Graph], list[list[int]]]
+
+
+def assemble_hierarchy(graph: igraph.Graph, split: SplitFunction, max_cluster_size: int) -> pl.DataFrame:
+    """The ``ASSIGNMENTS`` frame of a hierarchy grown level by level with ``split``.
+
+    Shared by fresh and warm-started clustering so both number communities the same way: level
+    by level, ordered by parent, then size (largest first), then smallest member title.
+    ``graph`` must have sorted vertex names (see :func:`_graph_from_edges`).
+    """
     nodes: list[str] = []
     communities: list[int] = []
     levels: list[int] = []
@@ -231,7 +274,7 @@ def hierarchical_leiden(
         found: list[tuple[int, igraph.Graph, list[str], list[int]]] = []
         for parent, subgraph in pending:
             names = subgraph.vs["name"]
-            clusters = _leiden(subgraph, backend, _run_seed(seed, names), resolution, n_iterations)
+            clusters = split(level, parent, subgraph)
             if parent != -1 and len(clusters) < 2:
                 continue  # Leiden cannot split it: the parent stays a leaf
             found.extend((parent, subgraph, names, members) for members in clusters)
@@ -310,6 +353,17 @@ def build_communities(
         backend=backend,
         resolution=resolution,
     )
+    return communities_from_assignments(titles, rels, assignments, period)
+
+
+def communities_from_assignments(
+    titles: pl.DataFrame, rels: pl.DataFrame, assignments: pl.DataFrame, period: str
+) -> pl.DataFrame:
+    """The ``communities`` table of a clustering (``ASSIGNMENTS`` rows, nodes are entity titles).
+
+    ``titles`` holds the entities' id and title, ``rels`` the relationships between known
+    entities; used for fresh and warm-started clusterings alike, so both give the same columns.
+    """
     if assignments.is_empty():
         return empty_frame(COMMUNITIES)
 
