@@ -96,10 +96,11 @@ def init(root: Path | None, force: bool) -> None:
 @click.option("--method", type=click.Choice(["standard", "fast", "nlp"]), default=None, help="Indexing method (default: settings, or nlp when no model endpoint is configured).")
 @click.option("--dry-run", is_flag=True, help="Print how many model calls and tokens the next run would need, without calling the model.")
 @click.option("--full", is_flag=True, help="Also rebuild the corpus-wide assets when no document changed.")
+@click.option("--recluster", is_flag=True, help="Cluster communities from scratch (communities.update: stable keeps them otherwise); implies --full.")
 @click.option("--verbose", "-v", is_flag=True, help="Show Dagster's own log lines.")
 @JSON_OPTION
 @_guard
-def index(root: Path | None, method: str | None, dry_run: bool, full: bool, verbose: bool, as_json: bool) -> None:
+def index(root: Path | None, method: str | None, dry_run: bool, full: bool, recluster: bool, verbose: bool, as_json: bool) -> None:
     """Index what changed in data/input (new, changed and deleted documents) and update the graph."""
     overrides = {"method": method} if method else None
     settings = _settings(root, overrides)
@@ -118,7 +119,7 @@ def index(root: Path | None, method: str | None, dry_run: bool, full: bool, verb
     from graphrag_assets.indexing import index_project
 
     with live_progress(enabled=not as_json and not verbose) as announce:
-        report = index_project(settings, overrides=overrides, announce=announce, force_corpus=full)
+        report = index_project(settings, overrides=overrides, announce=announce, force_corpus=full, recluster=recluster)
     if as_json:
         _print_json(report.as_dict())
     else:

@@ -28,6 +28,7 @@ class DryRunEstimate:
     text_units: int = 0
     usage: dict[str, dict[str, Any]] = field(default_factory=dict)
     last_corpus_run: dict[str, dict[str, Any]] = field(default_factory=dict)
+    reports: dict[str, Any] = field(default_factory=dict)  # ReusePrediction.as_dict() and the update mode
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -38,6 +39,7 @@ class DryRunEstimate:
             "text_units_to_process": self.text_units,
             "per_document_stage": self.usage,
             "last_corpus_run": self.last_corpus_run,
+            "reports": self.reports,
         }
 
     def render(self) -> str:
@@ -65,6 +67,13 @@ class DryRunEstimate:
                     lines.append(f"  {purpose:<22} {u['calls']:>6} made, {u['cached']:>6} cached")
             else:
                 lines.append("corpus stage: not built yet; expect one summary call per entity or relationship with several descriptions and one report call per community.")
+        if self.reports:
+            r = self.reports
+            extra = "; exact mode re-clusters, which can move more" if r["update"] == "exact" else ""
+            lines.append(
+                f"community reports: at least {r['regenerate_at_least']} of {r['total']} to regenerate, at most {r['reuse_at_most']} reused "
+                f"({r['affected_entities']} known entities in the changed documents{extra})"
+            )
         return "\n".join(lines)
 
 
@@ -80,7 +89,23 @@ def estimate_next_run(settings: Settings, overrides: dict[str, Any] | None = Non
     asyncio.run(_simulate(settings, units, meter))
     estimate.usage = _usage(meter)
     estimate.last_corpus_run = _last_corpus_run(settings)
+    if changes.any and estimate.method != "nlp":
+        estimate.reports = _report_prediction(settings, units, changes.changed + changes.deleted)
     return estimate
+
+
+def _report_prediction(settings: Settings, units: pl.DataFrame, replaced: list[str]) -> dict[str, Any]:
+    """Which stored reports the changes reach (see :class:`~graphrag_assets.index.report_reuse.ReusePrediction`)."""
+    from graphrag_assets.index.report_reuse import entities_of_text_units, mentioned_entities, predict_reuse
+    from graphrag_assets.storage.tables import read_table
+
+    read = {name: read_table(settings.database_path, name, read_only=True) for name in ("communities", "entities", "text_units")}
+    communities, entities, text_units = read["communities"], read["entities"], read["text_units"]
+    if communities is None or entities is None:
+        return {}
+    old_units = [] if text_units is None else text_units.filter(pl.col("document_key").is_in(replaced))["id"].to_list()
+    affected = entities_of_text_units(entities, old_units) | mentioned_entities(entities, units["text"].to_list() if units.height else [])
+    return {**predict_reuse(communities, affected).as_dict(), "update": settings.communities.update}
 
 
 def _chunks(settings: Settings, keys: list[str]) -> pl.DataFrame:

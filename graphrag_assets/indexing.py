@@ -33,6 +33,7 @@ class IndexReport:
     method: str = ""
     failed_documents: list[str] = field(default_factory=list)
     usage: dict[str, dict[str, int]] = field(default_factory=dict)
+    reports: dict[str, Any] = field(default_factory=dict)  # reused / regenerated / deleted and why
 
     @property
     def success(self) -> bool:
@@ -49,6 +50,7 @@ class IndexReport:
             "deleted_rows": self.deleted_rows,
             "failed_documents": self.failed_documents,
             "usage": self.usage,
+            "reports": self.reports,
             "seconds": round(self.seconds, 3),
             "success": self.success,
         }
@@ -60,21 +62,23 @@ def index_project(
     overrides: dict[str, Any] | None = None,
     announce: Callable[[str], None] = lambda message: None,
     force_corpus: bool = False,
+    recluster: bool = False,
 ) -> IndexReport:
     """Bring the index up to date with the input folder; returns what was done.
 
     Holds the project's index lock for the whole update and refuses to start while a Dagster run
-    of this project is in progress, so two writers never interleave.
+    of this project is in progress, so two writers never interleave. ``recluster`` runs the
+    corpus job even when nothing changed and makes it cluster from scratch (stable mode).
     """
     from graphrag_assets.runner import open_instance
 
     instance = open_instance(settings)
     with index_lock(settings):
         refuse_while_runs_are_active(instance)
-        return _index(settings, instance, overrides, announce, force_corpus)
+        return _index(settings, instance, overrides, announce, force_corpus or recluster, recluster)
 
 
-def _index(settings: Settings, instance, overrides, announce, force_corpus: bool) -> IndexReport:
+def _index(settings: Settings, instance, overrides, announce, force_corpus: bool, recluster: bool = False) -> IndexReport:
     from graphrag_assets.assets.partitions import CORPUS_JOB, DOCUMENTS_JOB, PARTITIONS_NAME
     from graphrag_assets.definitions import build_definitions
     from graphrag_assets.document_state import corpus_is_stale, document_state, failed_extractions
@@ -110,10 +114,14 @@ def _index(settings: Settings, instance, overrides, announce, force_corpus: bool
     if broken:
         announce(f"{len(broken)} document run(s) failed; the corpus graph is left as it was until they succeed")
     elif changes.any or force_corpus or corpus_is_stale(settings, read_table(settings.database_path, "source_files")):
-        announce("updating the corpus-wide graph")
-        report.runs.append(run_job(defs, instance, CORPUS_JOB).as_dict())
+        from graphrag_assets.assets.communities import RECLUSTER_TAG
+
+        announce("updating the corpus-wide graph" + (" (clustering from scratch)" if recluster else ""))
+        tags = {RECLUSTER_TAG: "true"} if recluster else None
+        report.runs.append(run_job(defs, instance, CORPUS_JOB, tags=tags).as_dict())
     report.seconds = time.monotonic() - started
     report.usage = usage_of_runs(settings, [run["run_id"] for run in report.runs])
+    report.reports = report_outcomes(settings, [run["run_id"] for run in report.runs])
     return report
 
 
@@ -238,6 +246,33 @@ def usage_of_runs(settings: Settings, run_ids: list[str]) -> dict[str, dict[str,
         purpose: {"calls": calls, "cached": cached, "prompt_tokens": prompt, "completion_tokens": completion, "cost_usd": round(cost or 0.0, 6)}
         for purpose, calls, cached, prompt, completion, cost in rows
     }
+
+
+def report_outcomes(settings: Settings, run_ids: list[str]) -> dict[str, Any]:
+    """Reports reused, regenerated (with reasons) and deleted by the given runs' corpus step ({} if none)."""
+    import json
+
+    from graphrag_assets.storage.database import connect, table_exists
+
+    if not run_ids or not settings.database_path.exists():
+        return {}
+    import polars as pl
+
+    with connect(settings.database_path, read_only=True) as conn:
+        if not table_exists(conn, "llm_usage"):
+            return {}
+        columns = {row[0] for row in conn.sql("select column_name from information_schema.columns where table_name = 'llm_usage'").fetchall()}
+        if "reused" not in columns:
+            return {}
+        conn.register("_runs", pl.DataFrame({"run_id": run_ids}).to_arrow())
+        rows = conn.sql(
+            "select reused, regenerated, deleted, reasons from llm_usage where run_id in (select run_id from _runs) "
+            "and reused is not null order by recorded_at desc limit 1"
+        ).fetchall()
+    if not rows:
+        return {}
+    reused, regenerated, deleted, reasons = rows[0]
+    return {"total": reused + regenerated, "reused": reused, "regenerated": regenerated, "deleted": deleted, "reasons": json.loads(reasons or "{}")}
 
 
 def delete_documents(settings: Settings, instance, keys: list[str], registered: set[str]) -> dict[str, int]:

@@ -57,7 +57,8 @@ def project_status(settings: Settings) -> dict[str, Any]:
                     report["tables"][table] = int(conn.execute(f'select count(*) from "{table}"').fetchall()[0][0])
             manifest = _read(conn, "corpus_manifest")
             extraction_status = _read(conn, "extraction_status")
-    state = document_state(settings, open_instance(settings))
+    instance = open_instance(settings)
+    state = document_state(settings, instance)
     changes, source_files = state.changes, state.source_files
     documents: dict[str, Any] = {
         "new": changes.new,
@@ -78,7 +79,21 @@ def project_status(settings: Settings) -> dict[str, Any]:
         )
     report["documents"] = documents
     report["corpus"] = corpus_staleness(source_files, manifest, corpus_fingerprint(settings))
+    report["communities"] = community_clustering(settings, instance)
     return report
+
+
+def community_clustering(settings: Settings, instance) -> dict[str, Any]:
+    """The update mode and how the stored communities were clustered (drift included)."""
+    from graphrag_assets.assets.communities import last_clustering
+
+    section = settings.communities
+    return {
+        "update": section.update,
+        "drift_threshold": section.drift_threshold,
+        "recluster_every": section.recluster_every,
+        "last_run": last_clustering(instance),
+    }
 
 
 def corpus_staleness(

@@ -5,6 +5,7 @@ from datetime import datetime, timezone
 import polars as pl
 from dagster import (
     AssetCheckResult,
+    AssetKey,
     AssetCheckSeverity,
     AssetCheckSpec,
     AssetExecutionContext,
@@ -17,7 +18,6 @@ from dagster import (
 
 from graphrag_assets.assets.metadata import preview
 from graphrag_assets.index.community_checks import check_hierarchy
-from graphrag_assets.index.communities import build_communities_from_settings
 from graphrag_assets.resources import GraphRAGProject
 
 CHECKS = [
@@ -39,7 +39,7 @@ CHECKS = [
 def communities(context: AssetExecutionContext, project: GraphRAGProject, entities: pl.DataFrame, relationships: pl.DataFrame):
     settings = project.settings
     period = datetime.now(timezone.utc).date().isoformat()
-    table = build_communities_from_settings(entities, relationships, settings.communities, period)
+    table, clustering = _cluster(context, settings, entities, relationships, period)
     report = check_hierarchy(table, max_cluster_size=settings.communities.max_cluster_size)
     levels = {str(level): count for level, count in report.levels.items()}
     yield Output(
@@ -51,6 +51,7 @@ def communities(context: AssetExecutionContext, project: GraphRAGProject, entiti
             "entities_in_communities": int(table.filter(pl.col("level") == 0)["size"].sum() or 0),
             "unsplittable_oversized": report.unsplit_oversized_count,
             "backend": settings.communities.backend,
+            **clustering,
             "preview": preview(table.select("community", "level", "parent", "size", "children")),
         },
     )
@@ -61,3 +62,51 @@ def communities(context: AssetExecutionContext, project: GraphRAGProject, entiti
         severity=AssetCheckSeverity.WARN,
         metadata={"unsplittable": MetadataValue.json(report.unsplit_oversized[:50]), "count": report.unsplit_oversized_count},
     )
+
+
+# Run tag of a corpus run that must cluster from scratch (``index --recluster``).
+RECLUSTER_TAG = "graphrag_assets/recluster"
+
+# Materialization metadata that records how the communities were clustered (read back by the next
+# run for the warm-start count, and by ``status``).
+CLUSTERING_KEYS = ("update_mode", "clustering", "clustering_reason", "modularity", "fresh_modularity", "drift", "warm_starts")
+
+
+def _cluster(context: AssetExecutionContext, settings, entities: pl.DataFrame, relationships: pl.DataFrame, period: str):
+    """The communities table and the clustering metadata, fresh or warm-started (stable mode).
+
+    Stable mode reads the previous ``communities`` table (still the last run's: this step writes
+    it) and the warm-start count from the last materialization; the algorithm itself is pure.
+    """
+    from graphrag_assets.index.stable_communities import ClusteringRequest, communities_for_update, previous_assignments
+    from graphrag_assets.storage.tables import read_table
+
+    section = settings.communities
+    previous = None
+    warm_starts = 0
+    if section.update == "stable":
+        previous = previous_assignments(read_table(settings.database_path, "communities"), entities)
+        warm_starts = int(last_clustering(context.instance).get("warm_starts") or 0)
+    recluster = (context.run.tags.get(RECLUSTER_TAG) == "true") if context.run else False
+    request = ClusteringRequest(section, previous=previous, warm_starts=warm_starts, recluster=recluster)
+    table, outcome = communities_for_update(entities, relationships, request, period)
+    metadata = {
+        "update_mode": section.update,
+        "clustering": outcome.strategy,
+        "clustering_reason": outcome.reason,
+        "modularity": round(outcome.modularity, 6),
+        "fresh_modularity": round(outcome.fresh_modularity, 6),
+        "drift": round(outcome.drift, 6),
+        "warm_starts": outcome.warm_starts,
+    }
+    context.log.info(f"communities: {outcome.strategy} clustering ({outcome.reason}); drift {outcome.drift:.2%}")
+    return table, metadata
+
+
+def last_clustering(instance) -> dict:
+    """The clustering metadata of the last ``communities`` materialization ({} when there is none)."""
+    event = instance.get_latest_materialization_event(AssetKey("communities"))
+    materialization = event.asset_materialization if event is not None else None
+    if materialization is None:
+        return {}
+    return {key: entry.value for key, entry in materialization.metadata.items() if key in CLUSTERING_KEYS}

@@ -11,8 +11,10 @@ from dagster import AssetExecutionContext, AssetIn, MetadataValue, asset
 
 from graphrag_assets.assets.metadata import preview
 from graphrag_assets.assets.model_session import ModelSession
+from graphrag_assets.index.report_reuse import REUSE_PURPOSE, ReuseSummary, summarize_reuse
 from graphrag_assets.progress import Counter, warn
 from graphrag_assets.resources import GraphRAGProject
+from graphrag_assets.storage.tables import read_table
 
 
 @asset(
@@ -34,6 +36,7 @@ def community_reports(
     progress = Counter("community reports", communities.height, context.log).start()
     units = text_units.sort("document_key", "chunk_index").select("id", "text")
     usage: dict = {}
+    reuse: dict = {}
     failed: list[tuple[int, str]] = []
     if method == "nlp":
         from graphrag_assets.index.extractive_reports import extractive_reports
@@ -46,6 +49,7 @@ def community_reports(
         variant = "graph" if method == "standard" else "text"
         override = settings.reports.prompt if variant == "graph" else settings.reports.text_prompt
         template = load_report_prompt(variant, override, settings.root)
+        previous = read_table(settings.database_path, "community_reports")  # still the last run's
         with ModelSession(context, settings) as session:
             result = session.run(
                 generate_reports(
@@ -65,6 +69,7 @@ def community_reports(
             )
         usage = session.metadata()
         frame = result.frame
+        reuse = _record_reuse(context, settings, summarize_reuse(previous, frame))
         failed = result.failed
         for community, reason in failed:
             warn(f"community {community}: no report ({reason})", context.log)
@@ -72,6 +77,7 @@ def community_reports(
     context.add_output_metadata(
         {
             **usage,
+            **reuse,
             "method": method,
             "reports": frame.height,
             "levels": MetadataValue.json({str(k): v for k, v in frame.group_by("level").agg(pl.len()).sort("level").iter_rows()}),
@@ -83,3 +89,25 @@ def community_reports(
         }
     )
     return frame
+
+
+def _record_reuse(context: AssetExecutionContext, settings, summary: ReuseSummary) -> dict:
+    """Log the reuse counts, store them on the run's ``llm_usage`` row and return them as metadata."""
+    from graphrag_assets.llm.usage import record_outcomes
+
+    figures = summary.as_dict()
+    context.log.info(f"community reports: {summary.line()}")
+    run_id = context.run.run_id if context.run else "unknown"
+    record_outcomes(
+        settings.database_path,
+        run_id,
+        "community_reports",
+        REUSE_PURPOSE,
+        {"reused": figures["reused"], "regenerated": figures["regenerated"], "deleted": figures["deleted"], "reasons": figures["reasons"]},
+    )
+    return {
+        "reports_reused": figures["reused"],
+        "reports_regenerated": figures["regenerated"],
+        "reports_deleted": figures["deleted"],
+        "regenerated_reasons": MetadataValue.json(figures["reasons"]),
+    }

@@ -54,16 +54,13 @@ from __future__ import annotations
 import random
 import threading
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 import igraph
 import polars as pl
 
 from graphrag_assets.ids import stable_hash, stable_uuid
 from graphrag_assets.schemas import COMMUNITIES, conform, empty_frame
-
-if TYPE_CHECKING:
-    from graphrag_assets.settings import CommunitySettings
 
 Backend = Literal["igraph", "leidenalg"]
 BACKENDS: tuple[str, ...] = ("igraph", "leidenalg")
@@ -416,18 +413,3 @@ def communities_from_assignments(
     ]
     return conform(table.with_columns(pl.Series("id", ids, dtype=pl.String)), COMMUNITIES)
 
-
-def build_communities_from_settings(
-    entities: pl.DataFrame, relationships: pl.DataFrame, settings: CommunitySettings, period: str
-) -> pl.DataFrame:
-    """:func:`build_communities` with the parameters taken from the ``communities`` settings section."""
-    return build_communities(
-        entities,
-        relationships,
-        max_cluster_size=settings.max_cluster_size,
-        seed=settings.seed,
-        use_lcc=settings.use_lcc,
-        backend=settings.backend,
-        resolution=settings.resolution,
-        period=period,
-    )

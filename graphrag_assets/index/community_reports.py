@@ -38,6 +38,7 @@ import polars as pl
 from graphrag_assets.errors import LLMError
 from graphrag_assets.ids import stable_uuid
 from graphrag_assets.index.prompt_templates import PromptTemplate, load_prompt
+from graphrag_assets.index.report_reuse import prompt_hash
 from graphrag_assets.index.report_context import (
     ReportContext,
     TokenCache,
@@ -332,7 +333,7 @@ async def generate_reports(
     template = template or load_report_prompt(variant)
     info = {
         row["community"]: row
-        for row in communities.select("community", "level", "parent", "children", "period", "size").iter_rows(
+        for row in communities.select("id", "community", "level", "parent", "children", "period", "size").iter_rows(
             named=True
         )
     }
@@ -374,7 +375,10 @@ async def generate_reports(
                 continue
             answers[community] = outcome.report
             context = contexts[community]
-            rows.append(report_row(info[community], remap_report(outcome.report, context.citations), context))
+            row = report_row(info[community], remap_report(outcome.report, context.citations), context)
+            row["community_id"] = info[community]["id"]
+            row["prompt_hash"] = prompt_hash(template.version, max_length, context.text)
+            rows.append(row)
             level_counts[level] = level_counts.get(level, 0) + 1
 
     frame = (

@@ -40,6 +40,7 @@ import polars as pl
 
 from graphrag_assets.index.communities import (
     ASSIGNMENTS,
+    communities_from_assignments,
     _graph_from_edges,
     _largest_component,
     _leiden_per_component,
@@ -145,6 +146,22 @@ def cluster_for_update(edges: pl.DataFrame, request: ClusteringRequest) -> Clust
     if drift > settings.drift_threshold:
         return use_fresh(f"drift {drift:.2%} above the {settings.drift_threshold:.2%} threshold")
     return ClusteringOutcome(warm, "warm", "warm start", kept_q, fresh_q, drift, request.warm_starts + 1)
+
+
+def communities_for_update(
+    entities: pl.DataFrame, relationships: pl.DataFrame, request: ClusteringRequest, period: str
+) -> tuple[pl.DataFrame, ClusteringOutcome]:
+    """The ``communities`` table an update stores, and how it was clustered.
+
+    Relationships are clustered by entity title (see
+    :func:`~graphrag_assets.index.communities.build_communities`, which this equals in exact mode).
+    """
+    titles = entities.select("id", "title").unique().sort("title", "id")
+    known = titles["title"].implode()
+    rels = relationships.filter(pl.col("source").is_in(known) & pl.col("target").is_in(known))
+    edges = rels.select("source", "target", *(["weight"] if "weight" in rels.columns else []))
+    outcome = cluster_for_update(edges, request)
+    return communities_from_assignments(titles, rels, outcome.assignments, period), outcome
 
 
 def warm_start_hierarchy(edges: pl.DataFrame, previous: pl.DataFrame, settings: CommunitySettings) -> pl.DataFrame:

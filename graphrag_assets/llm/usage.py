@@ -50,6 +50,12 @@ create table if not exists {USAGE_TABLE} (
 """
 
 
+# Filled on some rows only: what a step did with its outputs (for ``community_report``: reports
+# reused, regenerated and deleted, and a JSON object of regeneration reasons). Added to tables
+# created before these columns existed.
+OUTCOME_COLUMNS = {"reused": "BIGINT", "regenerated": "BIGINT", "deleted": "BIGINT", "reasons": "VARCHAR"}
+
+
 @dataclass
 class UsageCounts:
     requests: int = 0
@@ -188,3 +194,36 @@ class UsageMeter:
             conn.execute(f"insert into {USAGE_TABLE} by name select * from usage_rows")
             conn.unregister("usage_rows")
         return frame.height
+
+
+def record_outcomes(db_path: str | Path, run_id: str, asset_key: str, purpose: str, outcomes: Mapping[str, Any]) -> None:
+    """Store ``outcomes`` (keys of ``OUTCOME_COLUMNS``) on the step's ``llm_usage`` row for ``purpose``.
+
+    The row written by :meth:`UsageMeter.persist` is updated (the first one, if the purpose used
+    several models); a step that made no call and hit no cache gets a row of zero counts, so the
+    outcome is recorded either way.
+    """
+    import json
+
+    from graphrag_assets.storage.database import connect
+
+    unknown = set(outcomes) - set(OUTCOME_COLUMNS)
+    if unknown:
+        raise ValueError(f"unknown outcome column(s): {', '.join(sorted(unknown))}")
+    values = {k: json.dumps(v, sort_keys=True) if isinstance(v, (dict, list)) else v for k, v in outcomes.items()}
+    with connect(db_path) as conn:
+        conn.execute(USAGE_TABLE_DDL)
+        for column, kind in OUTCOME_COLUMNS.items():
+            conn.execute(f"alter table {USAGE_TABLE} add column if not exists {column} {kind}")
+        where = "run_id = ? and asset_key = ? and purpose = ?"
+        found = conn.execute(f"select min(rowid) from {USAGE_TABLE} where {where}", [run_id, asset_key, purpose]).fetchone()
+        if found is None or found[0] is None:
+            zeros = ", ".join("0" for _ in COUNT_FIELDS)
+            conn.execute(
+                f"insert into {USAGE_TABLE} (run_id, asset_key, partition_key, purpose, model, {', '.join(COUNT_FIELDS)}, recorded_at) "
+                f"values (?, ?, null, ?, '', {zeros}, ?)",
+                [run_id, asset_key, purpose, dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)],
+            )
+            found = conn.execute(f"select min(rowid) from {USAGE_TABLE} where {where}", [run_id, asset_key, purpose]).fetchone()
+        assignments = ", ".join(f"{column} = ?" for column in values)
+        conn.execute(f"update {USAGE_TABLE} set {assignments} where rowid = ?", [*values.values(), found[0]])
