@@ -66,6 +66,11 @@ def test_each_report_gets_one_outcome_in_priority_order() -> None:
     }
 
 
+def test_the_same_prompt_for_the_same_members_at_another_level_is_reused() -> None:
+    moved = reports([(7, 2, "kid-a-one-level-down", "p-a", 0, [])])  # same prompt as kid-a had
+    assert outcomes(reuse_plan(PREVIOUS, moved)) == {"kid-a-one-level-down": REUSED}
+
+
 def test_a_parent_without_substitution_is_context_changed_even_when_a_child_changed() -> None:
     current = reports([(0, 0, "root", "p-root-2", 0, [2, 3]), (2, 1, "kid-a", "p-a-2", 0, []), (3, 1, "kid-b", "p-b", 0, [])])
     assert outcomes(reuse_plan(PREVIOUS, current))["root"] == CONTEXT_CHANGED

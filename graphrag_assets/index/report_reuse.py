@@ -6,7 +6,8 @@ Every report row carries ``community_id`` (the community's id: a hash of its lev
 and ``prompt_hash`` (a hash of the prompt template's version, the word limit and the context
 text), so comparing the new rows with the previous run's tells what happened to each:
 
-- **reused**: same community, same prompt hash (its answer comes from the response cache);
+- **reused**: the previous run sent the same prompt (for this community, or for the same members
+  at another level), so its answer comes from the response cache;
 - **members changed**: no previous report for this member set at this level (a new community, a
   changed one, or the first build);
 - **child report changed**: same members, different prompt, and the context used the reports of
@@ -86,18 +87,20 @@ def reuse_plan(previous: pl.DataFrame | None, current: pl.DataFrame) -> pl.DataF
     Both frames are ``community_reports`` tables; ``previous`` is the last run's (None, or one
     written before these columns existed, makes every report "members changed").
     """
-    before: dict[str, str | None] = {}
+    before: set[str] = set()
+    prompts: set[str] = set()
     if _comparable(previous):
-        before = dict(previous.select("community_id", "prompt_hash").iter_rows())  # type: ignore[union-attr]
+        before = set(previous["community_id"].drop_nulls().to_list())  # type: ignore[index]
+        prompts = set(previous["prompt_hash"].drop_nulls().to_list())  # type: ignore[index]
     rows = current.select("community", "level", "community_id", "prompt_hash", "substituted_reports", "children")
     outcome: dict[int, str] = {}
     # Deepest level first: a parent's reason depends on whether its children were regenerated.
     for row in rows.sort("level", "community", descending=[True, False]).iter_rows(named=True):
         community_id = row["community_id"]
-        if community_id is None or community_id not in before:
-            outcome[row["community"]] = MEMBERS_CHANGED
-        elif row["prompt_hash"] is not None and before[community_id] == row["prompt_hash"]:
+        if row["prompt_hash"] is not None and row["prompt_hash"] in prompts:
             outcome[row["community"]] = REUSED
+        elif community_id is None or community_id not in before:
+            outcome[row["community"]] = MEMBERS_CHANGED
         elif (row["substituted_reports"] or 0) > 0 and any(
             outcome.get(child, REUSED) != REUSED for child in row["children"] or []
         ):
