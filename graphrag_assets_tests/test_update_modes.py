@@ -168,3 +168,36 @@ def test_dry_run_predicts_a_lower_bound_of_regenerated_reports(graphrag_server, 
     assert predicted["total"] == done["total"] - done["reasons"]["members changed"] + done["deleted"] or predicted["total"] > 0
     assert 0 < predicted["regenerate_at_least"] <= done["regenerated"]
     assert predicted["regenerate_at_least"] < predicted["total"]  # the A group is not reached
+
+
+def test_reuse_counts_are_materialization_metadata(graphrag_server, tmp_path: Path) -> None:
+    from dagster import AssetKey
+
+    from graphrag_assets.runner import open_instance
+
+    root = project(tmp_path / "p", graphrag_server)
+    report = index_project(load_settings(root))
+    event = open_instance(load_settings(root)).get_latest_materialization_event(AssetKey("community_reports"))
+    metadata = event.asset_materialization.metadata
+    assert metadata["reports_regenerated"].value == report.reports["regenerated"] > 0
+    assert metadata["reports_reused"].value == 0 and metadata["reports_deleted"].value == 0
+    assert metadata["regenerated_reasons"].value == report.reports["reasons"]
+    clustering = open_instance(load_settings(root)).get_latest_materialization_event(AssetKey("communities"))
+    assert clustering.asset_materialization.metadata["clustering"].value == "fresh"
+
+
+def test_index_and_status_output_lines() -> None:
+    from graphrag_assets.cli_output import render_clustering, render_report_outcomes
+
+    reports = {"total": 10, "reused": 7, "regenerated": 3, "deleted": 2,
+               "reasons": {"members changed": 2, "child report changed": 0, "context changed": 1}}
+    assert render_report_outcomes(reports) == "7 reused, 3 regenerated (2 members changed, 1 context changed), 2 deleted (of 10 reports)"
+    warm = {"update": "stable", "drift_threshold": 0.02, "recluster_every": 0,
+            "last_run": {"clustering": "warm", "clustering_reason": "warm start", "drift": 0.0041, "warm_starts": 2}}
+    assert render_clustering(warm) == (
+        "communities: stable updates; last run warm start (2 since a fresh clustering), drift 0.41% (re-cluster above 2.00%)"
+    )
+    fresh = {"update": "exact", "drift_threshold": 0.02, "recluster_every": 0,
+             "last_run": {"clustering": "fresh", "clustering_reason": "exact mode", "drift": 0.0, "warm_starts": 0}}
+    assert render_clustering(fresh) == "communities: exact updates; last run clustered from scratch (exact mode)"
+    assert render_clustering({**fresh, "last_run": {}}) == "communities: exact updates; not clustered yet"
