@@ -31,14 +31,17 @@ only the largest component is clustered, and this changes nothing). What each of
 buys in reports regenerated per edit is measured by ``bench/bench_incremental.py``; warm-started
 ("stable") clustering is in :mod:`graphrag_assets.index.stable_communities`.
 
-``n_iterations`` (Leiden iterations per run) is 2 for both backends, igraph's and leidenalg's own
-default. Running until stable (-1) does not make updates reliably more local: deleting one text
-unit's (or document's) relationships and re-clustering, the share of untouched communities kept
-rose from 77.0% to 84.8% on Microsoft's Christmas Carol graph (each of its 42 text units) but fell
-from 91.7% to 87.4% on the 500-document corpus of ``bench_incremental.py`` (30 documents); over
-10 edits of that corpus the update regenerated 322 reports with -1 and 296 with 2.
-Measured with ``bench/bench_clustering.py --iterations`` on planted-partition graphs
-(modularity and time of the level-0 clustering; whole hierarchy in brackets):
+``n_iterations`` (Leiden iterations per run) is -1 (until stable) for igraph and 2 for leidenalg.
+A partition found until stable is locally optimal (no single node gains by moving), which is what
+a warm start (stable mode) needs: from a two-iteration partition its first warm start also moves
+the nodes two iterations left misplaced. Deleting one document's relationships from the
+500-document corpus of ``bench_incremental.py`` (30 documents in turn), a warm start kept 99.9% of
+the untouched communities from an until-stable partition and 85.1% from a two-iteration one. For
+fresh clusterings (exact mode) it is neither better nor worse for locality: the share of untouched
+communities kept went from 77.0% to 84.8% on Microsoft's Christmas Carol graph (each of its 42
+text units deleted in turn) but from 91.7% to 87.4% on that corpus. For leidenalg it costs 10-20x
+the time (below), so it keeps 2. Measured with ``bench/bench_clustering.py --iterations`` on
+planted-partition graphs (modularity and time of the level-0 clustering; whole hierarchy in brackets):
 
 - igraph, 10k nodes: 2 → 0.9019 in 0.07 s (0.17 s); 1 → 0.9017, 0.06 s (0.13 s);
   -1 → 0.9020, 0.15 s (0.24 s).
@@ -51,7 +54,8 @@ Measured with ``bench/bench_clustering.py --iterations`` on planted-partition gr
 
 Running until stable gains at most 0.0003 modularity (about the spread between seeds) for 2-4x
 the time with igraph and 10-20x with leidenalg; one iteration loses a little modularity and
-gains little time over two. Two iterations also keep the running time predictable.
+gains little time over two. With igraph the 2-4x is a few seconds at 100k nodes, far less than
+one report call that a reshuffled community costs.
 """
 
 from __future__ import annotations
@@ -71,7 +75,7 @@ Backend = Literal["igraph", "leidenalg"]
 BACKENDS: tuple[str, ...] = ("igraph", "leidenalg")
 
 DEFAULT_SEED = 0xDEADBEEF
-N_ITERATIONS = 2  # Leiden iterations per run; see the module docstring
+N_ITERATIONS = {"igraph": -1, "leidenalg": 2}  # Leiden iterations per run by backend; see the module docstring
 
 # One row per (node, level) membership: the output of ``hierarchical_leiden``.
 ASSIGNMENTS = {
@@ -222,7 +226,7 @@ def hierarchical_leiden(
     use_lcc: bool = True,
     backend: Backend = "igraph",
     resolution: float = 1.0,
-    n_iterations: int = N_ITERATIONS,
+    n_iterations: int | None = None,
 ) -> pl.DataFrame:
     """Cluster a weighted graph hierarchically; one row per (node, level) membership.
 
@@ -231,8 +235,8 @@ def hierarchical_leiden(
     sorted by (level, community, node). Community numbers are unique across levels and assigned
     level by level; within a level, clusters are ordered by parent, then size (largest first),
     then smallest member title. Nodes outside the largest connected component (``use_lcc``) get
-    no row at all, as in Microsoft GraphRAG. ``n_iterations`` is exposed for benchmarks; -1 runs
-    each Leiden until stable.
+    no row at all, as in Microsoft GraphRAG. ``n_iterations`` is exposed for benchmarks (None:
+    the backend's ``N_ITERATIONS``); -1 runs each Leiden until stable.
     """
     if max_cluster_size < 1:
         raise ValueError(f"max_cluster_size must be at least 1, got {max_cluster_size}")
@@ -245,8 +249,10 @@ def hierarchical_leiden(
     if use_lcc:
         graph = _largest_component(graph)
 
+    iterations = N_ITERATIONS[backend] if n_iterations is None else n_iterations
+
     def split(level: int, parent: int, subgraph: igraph.Graph) -> list[list[int]]:
-        return _leiden_per_component(subgraph, backend, seed, resolution, n_iterations)
+        return _leiden_per_component(subgraph, backend, seed, resolution, iterations)
 
     return assemble_hierarchy(graph, split, max_cluster_size)
 

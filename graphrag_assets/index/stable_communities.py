@@ -189,7 +189,9 @@ def warm_start_hierarchy(edges: pl.DataFrame, previous: pl.DataFrame, settings: 
         known = labels.get(level, {})
         initial = [known.get(name) for name in names]
         if all(label is None for label in initial):
-            return _leiden_per_component(subgraph, settings.backend, settings.seed, settings.resolution, N_ITERATIONS)
+            return _leiden_per_component(
+                subgraph, settings.backend, settings.seed, settings.resolution, N_ITERATIONS[settings.backend]
+            )
         return warm_leiden(subgraph, initial, seed=_run_seed(settings.seed, names), resolution=settings.resolution)
 
     return assemble_hierarchy(graph, split, settings.max_cluster_size)
