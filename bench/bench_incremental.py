@@ -566,16 +566,13 @@ def touched_communities(root: Path, before: dict[str, tuple[Any, ...]]) -> int:
     """Stored communities holding an entity that is new or whose description or degree changed: their
     prompts change whatever the clustering does, so no update mode can reuse their reports."""
     import duckdb
+    import polars as pl
 
     after = entity_rows(root)
-    touched = [entity for entity, row in after.items() if before.get(entity) != row]
+    touched = pl.Series([entity for entity, row in after.items() if before.get(entity) != row], dtype=pl.String)
     with duckdb.connect(str(database_path(root)), read_only=True) as conn:
-        conn.execute("create temp table touched (id varchar)")
-        conn.executemany("insert into touched values (?)", [[entity] for entity in touched])
-        return conn.sql(
-            "select count(distinct id) from (select id, unnest(entity_ids) as entity from communities) "
-            "where entity in (select id from touched)"
-        ).fetchall()[0][0]
+        communities = conn.sql("select entity_ids from communities").pl()
+    return communities.filter(pl.col("entity_ids").list.eval(pl.element().is_in(touched.implode())).list.any()).height
 
 
 def update_record(server: StandInServer, root: Path, env: dict[str, str], *extra: str) -> dict[str, Any]:
