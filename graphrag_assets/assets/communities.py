@@ -1,4 +1,9 @@
-"""Corpus-wide ``communities``: hierarchical Leiden over the entity graph."""
+"""Corpus-wide ``communities``: hierarchical Leiden over the entity graph.
+
+Exact mode clusters from scratch; stable mode (``communities.update: stable``) warm-starts from
+the stored table (see :mod:`graphrag_assets.index.stable_communities`). How each run clustered is
+recorded in its materialization metadata, which the next run and ``status`` read back.
+"""
 
 from datetime import datetime, timezone
 
