@@ -12,7 +12,6 @@ from pathlib import Path
 
 import duckdb
 import polars as pl
-import pytest
 from click.testing import CliRunner
 
 from graphrag_assets.cli import main
