@@ -384,6 +384,7 @@ def index_run(server: StandInServer, root: Path, env: dict[str, str], *extra: st
         "new_documents": len(report["new"]),
         "unchanged_documents": report["unchanged"],
         "usage": report["usage"],
+        "reports": report.get("reports", {}),
         "usage_by_step": usage_by_step(root, run_ids) if run_ids else [],
         "server": {"chat": stats["counts"].get("chat", 0), "embeddings": stats["counts"].get("embeddings", 0),
                    "max_in_flight": stats["max_in_flight"], "cpu_s": round(server_cpu, 2)},

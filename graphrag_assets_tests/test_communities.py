@@ -18,7 +18,6 @@ from graphrag_assets.core.ids import stable_uuid
 from graphrag_assets.index.communities import (
     ASSIGNMENTS,
     build_communities,
-    build_communities_from_settings,
     hierarchical_leiden,
     normalize_edges,
     partition_modularity,
@@ -26,6 +25,7 @@ from graphrag_assets.index.communities import (
 from graphrag_assets.index.community_checks import check_hierarchy
 from graphrag_assets.core.schemas import COMMUNITIES
 from graphrag_assets.core.settings import CommunitySettings
+from graphrag_assets.index.stable_communities import ClusteringRequest, communities_for_update
 from graphrag_assets_tests.shared_data import MS_VERBS_DATA, require
 
 BACKENDS = ["igraph", "leidenalg"]
@@ -368,12 +368,13 @@ def test_build_communities_id_depends_only_on_level_and_members() -> None:
     assert before["relationship_ids"].to_list() != after["relationship_ids"].to_list()
 
 
-def test_build_communities_from_settings_passes_every_field() -> None:
+def test_exact_update_uses_every_clustering_setting() -> None:
     entities, relationships = tables(grouped_ring("PQRSTU", bridge=1.0, hub=True))
     fields = {"max_cluster_size": 9, "resolution": 1.5, "seed": 5, "backend": "leidenalg", "use_lcc": False}
     settings = CommunitySettings(**fields)
     direct = build_communities(entities, relationships, **fields, period="p")
-    assert build_communities_from_settings(entities, relationships, settings, "p").equals(direct)
+    table, outcome = communities_for_update(entities, relationships, ClusteringRequest(settings), "p")
+    assert table.equals(direct) and outcome.strategy == "fresh"
     assert direct.height == 24
 
 

@@ -55,10 +55,11 @@ def init(root: Path | None, force: bool) -> None:
 @click.option("--dry-run", is_flag=True, help="Print how many model calls and tokens the next run would need, without calling the model.")
 @click.option("--full", is_flag=True, help="Also rebuild the corpus-wide assets when no document changed.")
 @click.option("--allow-empty-input", is_flag=True, help="Accept a missing or empty input folder and remove every document from the index.")
+@click.option("--recluster", is_flag=True, help="Cluster communities from scratch (communities.update: stable keeps them otherwise); implies a corpus run.")
 @click.option("--verbose", "-v", is_flag=True, help="Show Dagster's own log lines.")
 @JSON_OPTION
 @guard
-def index(root: Path | None, method: str | None, dry_run: bool, full: bool, allow_empty_input: bool, verbose: bool, as_json: bool) -> None:
+def index(root: Path | None, method: str | None, dry_run: bool, full: bool, allow_empty_input: bool, recluster: bool, verbose: bool, as_json: bool) -> None:
     """Index what changed in data/input (new, changed and deleted documents) and update the graph."""
     overrides = {"method": method} if method else None
     settings = project_settings(root, overrides)
@@ -71,7 +72,7 @@ def index(root: Path | None, method: str | None, dry_run: bool, full: bool, allo
         return
     from graphrag_assets.pipeline.indexing import IndexOptions, index_project  # imports Dagster (~1 s): only when indexing
 
-    options = IndexOptions(overrides=overrides, force_corpus=full, allow_empty_input=allow_empty_input)
+    options = IndexOptions(overrides=overrides, force_corpus=full, allow_empty_input=allow_empty_input, recluster=recluster)
     with live_progress(enabled=not as_json and not verbose) as announce:
         report = index_project(settings, options, announce)
     report.seconds = seconds_since_start()

@@ -7,6 +7,8 @@ from typing import Any
 
 import polars as pl
 
+from graphrag_assets.index.report_reuse import ReuseSummary
+
 
 def render_frame(frame: pl.DataFrame, limit: int = 200) -> str:
     """A plain text table (polars' own formatting, wide enough for real values)."""
@@ -41,6 +43,8 @@ def render_index_report(report) -> str:
             lines.append(
                 f"  {purpose:<24} {u['calls']:>6} made {u['cached']:>6} cached {u['prompt_tokens'] + u['completion_tokens']:>10,} tokens{failures}"
             )
+    if data.get("reports"):
+        lines.append("community reports: " + render_report_outcomes(data["reports"]))
     graph = data.get("graph")
     if graph:
         lines.append(
@@ -49,6 +53,27 @@ def render_index_report(report) -> str:
         )
     lines.append(f"took {data['seconds']:.1f} s")
     return "\n".join(lines)
+
+
+def render_report_outcomes(reports: dict[str, Any]) -> str:
+    """``12 reused, 3 regenerated (2 members changed, 1 context changed), 1 deleted (of 15 reports)``."""
+    reasons = {reason: n for reason, n in reports.get("reasons", {}).items() if n}
+    return ReuseSummary(reports["total"], reports["reused"], reasons, reports["deleted"]).line()
+
+
+def render_clustering(communities: dict[str, Any]) -> str:
+    """``communities: stable updates; last run warm start (2 since a fresh clustering), drift 0.41% (re-cluster above 2.00%)``."""
+    line = f"communities: {communities['update']} updates"
+    last = communities.get("last_run") or {}
+    if not last:
+        return line + "; not clustered yet"
+    if last.get("clustering") == "warm":
+        line += f"; last run warm start ({last.get('warm_starts')} since a fresh clustering)"
+    else:
+        line += f"; last run clustered from scratch ({last.get('clustering_reason')})"
+    if communities["update"] == "stable":
+        line += f", drift {float(last.get('drift') or 0.0):.2%} (re-cluster above {communities['drift_threshold']:.2%})"
+    return line
 
 
 def render_status(report: dict[str, Any]) -> str:
@@ -102,6 +127,8 @@ def render_status(report: dict[str, Any]) -> str:
             lines.append("corpus graph: up to date")
         if corpus.get("left_out"):
             lines.append("  left out (extraction failed): " + ", ".join(corpus["left_out"]))
+    if report.get("communities"):
+        lines.append(render_clustering(report["communities"]))
     lines.append("")
     lines.append("tables:")
     if not report["tables"]:

@@ -166,6 +166,8 @@ COMMUNITY_REPORTS = {
     "generation": pl.String,  # llm | extractive | failed
     "context_tokens": pl.Int64,
     "substituted_reports": pl.Int64,  # sub-community reports used in place of raw context
+    "community_id": pl.String,  # the community's id (level + members): what report reuse compares
+    "prompt_hash": pl.String,  # identity of the model call (null for extractive reports)
 }
 
 

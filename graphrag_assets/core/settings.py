@@ -200,6 +200,11 @@ class CommunitySettings(_Section):
     seed: int = 0xDEADBEEF
     backend: Literal["igraph", "leidenalg"] = "igraph"
     resolution: float = Field(1.0, gt=0)
+    # exact: every update clusters from scratch (the index equals a rebuild); stable: start from
+    # the previous communities and let only the affected region move (see stable_communities).
+    update: Literal["exact", "stable"] = "exact"
+    drift_threshold: float = Field(0.02, ge=0)  # stable: re-cluster when modularity drifts further
+    recluster_every: int = Field(0, ge=0)  # stable: re-cluster after this many warm starts (0: never)
 
 
 class ReportSettings(_Section):

@@ -39,6 +39,7 @@ from graphrag_assets.core.errors import LLMError
 from graphrag_assets.core.ids import stable_uuid
 from graphrag_assets.core.settings import Settings
 from graphrag_assets.index.methods import method_steps
+from graphrag_assets.index.report_reuse import prompt_hash
 from graphrag_assets.prompts.templates import PromptTemplate, load_prompt
 from graphrag_assets.index.report_context import (
     ReportContext,
@@ -347,7 +348,7 @@ async def generate_reports(
     build = build_report_contexts if options.variant == "graph" else build_text_report_contexts
     info = {
         row["community"]: row
-        for row in tables.communities.select("community", "level", "parent", "children", "period", "size").iter_rows(
+        for row in tables.communities.select("id", "community", "level", "parent", "children", "period", "size").iter_rows(
             named=True
         )
     }
@@ -379,7 +380,10 @@ async def generate_reports(
                 continue
             answers[community] = outcome.report
             context = contexts[community]
-            rows.append(report_row(info[community], remap_report(outcome.report, context.citations), context))
+            row = report_row(info[community], remap_report(outcome.report, context.citations), context)
+            row["community_id"] = info[community]["id"]
+            row["prompt_hash"] = prompt_hash(template.version, options.max_length, context.text)
+            rows.append(row)
             level_counts[level] = level_counts.get(level, 0) + 1
 
     frame = (

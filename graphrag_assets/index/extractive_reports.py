@@ -229,6 +229,7 @@ def _report(
         "generation": GENERATION,
         "context_tokens": None,
         "substituted_reports": 0,
+        "community_id": row.get("id"),
     }
 
 

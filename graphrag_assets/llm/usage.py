@@ -18,6 +18,7 @@ Figures go to Dagster materialization metadata (:meth:`UsageMeter.as_metadata`) 
 from __future__ import annotations
 
 import datetime as dt
+import json
 import threading
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
@@ -51,6 +52,12 @@ create table if not exists {USAGE_TABLE} (
     recorded_at TIMESTAMP
 )
 """
+
+
+# Filled on some rows only: what a step did with its outputs (for ``community_report``: reports
+# reused, regenerated and deleted, and a JSON object of regeneration reasons). Added to tables
+# created before these columns existed.
+OUTCOME_COLUMNS = {"reused": "BIGINT", "regenerated": "BIGINT", "deleted": "BIGINT", "reasons": "VARCHAR"}
 
 
 @dataclass
@@ -235,3 +242,53 @@ def last_corpus_run_usage(db_path: Path, corpus_assets: tuple[str, ...]) -> dict
             "where run_id in (select run_id from last) group by purpose order by purpose"
         ).fetchall()
     return {purpose: {"calls": calls, "cached": cached} for purpose, calls, cached in rows}
+
+
+def record_outcomes(db_path: str | Path, run_id: str, asset_key: str, purpose: str, outcomes: Mapping[str, Any]) -> None:
+    """Store ``outcomes`` (keys of ``OUTCOME_COLUMNS``) on the step's ``llm_usage`` row for ``purpose``.
+
+    The row written by :meth:`UsageMeter.persist` is updated (the first one, if the purpose used
+    several models); a step that made no call and hit no cache gets a row of zero counts, so the
+    outcome is recorded either way.
+    """
+    unknown = set(outcomes) - set(OUTCOME_COLUMNS)
+    if unknown:
+        raise ValueError(f"unknown outcome column(s): {', '.join(sorted(unknown))}")
+    values = {k: json.dumps(v, sort_keys=True) if isinstance(v, (dict, list)) else v for k, v in outcomes.items()}
+    with connect(db_path) as conn:
+        conn.execute(USAGE_TABLE_DDL)
+        for column, kind in OUTCOME_COLUMNS.items():
+            conn.execute(f"alter table {USAGE_TABLE} add column if not exists {column} {kind}")
+        where = "run_id = ? and asset_key = ? and purpose = ?"
+        found = conn.execute(f"select min(rowid) from {USAGE_TABLE} where {where}", [run_id, asset_key, purpose]).fetchone()
+        if found is None or found[0] is None:
+            zeros = ", ".join("0" for _ in COUNT_FIELDS)
+            conn.execute(
+                f"insert into {USAGE_TABLE} (run_id, asset_key, partition_key, purpose, model, {', '.join(COUNT_FIELDS)}, recorded_at) "
+                f"values (?, ?, null, ?, '', {zeros}, ?)",
+                [run_id, asset_key, purpose, dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)],
+            )
+            found = conn.execute(f"select min(rowid) from {USAGE_TABLE} where {where}", [run_id, asset_key, purpose]).fetchone()
+        assignments = ", ".join(f"{column} = ?" for column in values)
+        conn.execute(f"update {USAGE_TABLE} set {assignments} where rowid = ?", [*values.values(), found[0]])
+
+
+def report_outcomes(db_path: Path, run_ids: list[str]) -> dict[str, Any]:
+    """Reports reused, regenerated (with reasons) and deleted by these runs' corpus step ({} if none)."""
+    if not run_ids or not Path(db_path).exists():
+        return {}
+    with connect(db_path, read_only=True) as conn:
+        if not table_exists(conn, USAGE_TABLE):
+            return {}
+        columns = {row[0] for row in conn.sql(f"select column_name from information_schema.columns where table_name = '{USAGE_TABLE}'").fetchall()}
+        if "reused" not in columns:
+            return {}
+        conn.register("_runs", pl.DataFrame({"run_id": run_ids}).to_arrow())
+        rows = conn.sql(
+            f"select reused, regenerated, deleted, reasons from {USAGE_TABLE} where run_id in (select run_id from _runs) "
+            "and reused is not null order by recorded_at desc limit 1"
+        ).fetchall()
+    if not rows:
+        return {}
+    reused, regenerated, deleted, reasons = rows[0]
+    return {"total": reused + regenerated, "reused": reused, "regenerated": regenerated, "deleted": deleted, "reasons": json.loads(reasons or "{}")}

@@ -21,7 +21,8 @@ from dagster import DagsterInstance, Definitions
 from graphrag_assets.core.progress import warn
 from graphrag_assets.core.settings import Settings
 from graphrag_assets.index.changes import ChangeSet
-from graphrag_assets.llm.usage import create_model_tables, usage_by_purpose
+from graphrag_assets.llm.usage import create_model_tables, report_outcomes, usage_by_purpose
+from graphrag_assets.pipeline.assets.communities import RECLUSTER_TAG
 from graphrag_assets.pipeline.definitions import build_definitions
 from graphrag_assets.pipeline.instance import open_instance, refuse_while_runs_are_active
 from graphrag_assets.pipeline.partitions import CORPUS_JOB, DOCUMENTS_JOB, PARTITIONS_NAME, contiguous_groups, plan_partitions
@@ -45,6 +46,7 @@ class IndexReport:
     failed_documents: list[str] = field(default_factory=list)
     vanished: list[str] = field(default_factory=list)  # new files deleted before their run read them
     graph: dict[str, int] = field(default_factory=dict)  # sizes of the published build after the run
+    reports: dict[str, Any] = field(default_factory=dict)  # reused / regenerated / deleted and why
     usage: dict[str, dict[str, int]] = field(default_factory=dict)
 
     @property
@@ -57,6 +59,7 @@ class IndexReport:
             "new": [key for key in self.changes.new if key not in self.vanished],
             "vanished": self.vanished,
             "graph": self.graph,
+            "reports": self.reports,
             "changed": self.changes.changed,
             "deleted": self.changes.deleted,
             "unchanged": len(self.changes.unchanged),
@@ -75,12 +78,14 @@ class IndexOptions:
 
     ``overrides``: settings given on the command line (e.g. the method); ``force_corpus``: rebuild
     the corpus-wide assets even when nothing changed; ``allow_empty_input``: accept a missing or
-    empty input folder, removing every document from the index.
+    empty input folder, removing every document from the index; ``recluster``: run the corpus job
+    even when nothing changed and make it cluster from scratch.
     """
 
     overrides: dict[str, Any] | None = None
     force_corpus: bool = False
     allow_empty_input: bool = False
+    recluster: bool = False  # cluster communities from scratch (stable mode keeps them otherwise)
 
 
 def index_project(settings: Settings, options: IndexOptions | None = None, announce: Announce = lambda message: None) -> IndexReport:
@@ -103,17 +108,19 @@ def index_project(settings: Settings, options: IndexOptions | None = None, annou
         if dead:
             announce(f"marked {len(dead)} run(s) failed whose process is gone: {', '.join(run[:8] for run in dead)}")
         defs = build_definitions(settings.root, overrides=options.overrides)
-        report = _index(settings, instance, defs, announce, options.force_corpus)
+        report = _index(settings, instance, defs, announce, options)
         report.seconds = time.monotonic() - started
         if settings.database_path.exists():
             create_model_tables(settings.database_path)
-        report.usage = usage_by_purpose(settings.database_path, [run["run_id"] for run in report.runs])
+        run_ids = [run["run_id"] for run in report.runs]
+        report.usage = usage_by_purpose(settings.database_path, run_ids)
+        report.reports = report_outcomes(settings.database_path, run_ids)
         if any(run["job"] == CORPUS_JOB for run in report.runs):
             report.graph = graph_sizes(settings.database_path)
         return report
 
 
-def _index(settings: Settings, instance: DagsterInstance, defs: Definitions, announce: Announce, force_corpus: bool) -> IndexReport:
+def _index(settings: Settings, instance: DagsterInstance, defs: Definitions, announce: Announce, options: IndexOptions) -> IndexReport:
     changes = document_state(settings).changes
     report = IndexReport(changes=changes, method=settings.resolved_method)
     announce(changes.summary())
@@ -148,9 +155,10 @@ def _index(settings: Settings, instance: DagsterInstance, defs: Definitions, ann
     broken = [run for run in document_runs if not run["success"]]
     if broken:
         announce(f"{len(broken)} document run(s) failed; the corpus graph is left as it was until they succeed")
-    elif changes.any or force_corpus or corpus_is_stale(settings, read_table(settings.database_path, "source_files")):
-        announce("updating the corpus-wide graph")
-        report.runs.append(run_job(defs, instance, CORPUS_JOB).as_dict())
+    elif changes.any or options.force_corpus or options.recluster or corpus_is_stale(settings, read_table(settings.database_path, "source_files")):
+        announce("updating the corpus-wide graph" + (" (clustering from scratch)" if options.recluster else ""))
+        tags = {RECLUSTER_TAG: "true"} if options.recluster else None
+        report.runs.append(run_job(defs, instance, CORPUS_JOB, tags=tags).as_dict())
     return report
 
 

@@ -23,10 +23,12 @@ from graphrag_assets.index.embedding_texts import text_unit_texts
 from graphrag_assets.index.graph_extraction import GRAPH_PURPOSE, extract_graph_records, extraction_plan
 from graphrag_assets.index.input_files import discover_input_files
 from graphrag_assets.index.methods import method_steps
+from graphrag_assets.index.report_reuse import entities_of_text_units, mentioned_entities, predict_reuse
 from graphrag_assets.llm.factory import ModelSet
 from graphrag_assets.llm.usage import UsageMeter, last_corpus_run_usage
 from graphrag_assets.project.resolution_estimate import ResolutionEstimate, estimate_resolution
 from graphrag_assets.project.state import document_state
+from graphrag_assets.storage.tables import read_table
 
 # The corpus-wide assets that call the chat model (their last run is shown for reference).
 CORPUS_MODEL_ASSETS = ("graph", "community_reports")
@@ -42,6 +44,7 @@ class DryRunEstimate:
     usage: dict[str, dict[str, Any]] = field(default_factory=dict)
     last_corpus_run: dict[str, dict[str, Any]] = field(default_factory=dict)
     resolution: ResolutionEstimate | None = None
+    reports: dict[str, Any] = field(default_factory=dict)  # ReusePrediction.as_dict() and the update mode
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -53,6 +56,7 @@ class DryRunEstimate:
             "per_document_stage": self.usage,
             "last_corpus_run": self.last_corpus_run,
             "resolution": self.resolution.as_dict() if self.resolution else None,
+            "reports": self.reports,
         }
 
     def render(self) -> str:
@@ -82,6 +86,13 @@ class DryRunEstimate:
                 lines.append("corpus stage: not built yet; expect one summary call per entity or relationship with several descriptions and one report call per community.")
         if self.resolution is not None:
             lines.append(self.resolution.render())
+        if self.reports:
+            r = self.reports
+            extra = "; exact mode re-clusters, which can move more" if r["update"] == "exact" else ""
+            lines.append(
+                f"community reports: at least {r['regenerate_at_least']} of {r['total']} to regenerate, at most {r['reuse_at_most']} reused "
+                f"({r['affected_entities']} known entities in the changed documents{extra})"
+            )
         return "\n".join(lines)
 
 
@@ -98,7 +109,20 @@ def estimate_next_run(settings: Settings) -> DryRunEstimate:
         misses = estimate.usage.get(GRAPH_PURPOSE, {}).get("calls", 0)
         estimate.resolution = asyncio.run(estimate_resolution(settings, changes, records, misses))
     estimate.last_corpus_run = last_corpus_run_usage(settings.database_path, CORPUS_MODEL_ASSETS)
+    if changes.any and estimate.method != "nlp":
+        estimate.reports = _report_prediction(settings, units, changes.changed + changes.deleted)
     return estimate
+
+
+def _report_prediction(settings: Settings, units: pl.DataFrame, replaced: list[str]) -> dict[str, Any]:
+    """Which stored reports the changes reach (see :class:`~graphrag_assets.index.report_reuse.ReusePrediction`)."""
+    read = {name: read_table(settings.database_path, name, read_only=True) for name in ("communities", "entities", "text_units")}
+    communities, entities, text_units = read["communities"], read["entities"], read["text_units"]
+    if communities is None or entities is None:
+        return {}
+    old_units = [] if text_units is None else text_units.filter(pl.col("document_key").is_in(replaced))["id"].to_list()
+    affected = entities_of_text_units(entities, old_units) | mentioned_entities(entities, units["text"].to_list() if units.height else [])
+    return {**predict_reuse(communities, affected).as_dict(), "update": settings.communities.update}
 
 
 def _chunks(settings: Settings, keys: list[str]) -> pl.DataFrame:

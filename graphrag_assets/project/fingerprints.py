@@ -21,6 +21,9 @@ from graphrag_assets.prompts.templates import load_prompt
 # 3: the text units' LanceDB table stores their text under a full-text index (hybrid search).
 DOCUMENT_PIPELINE_VERSION = 3
 
+# ``communities`` settings that choose how an update clusters, not what a rebuild produces.
+UPDATE_POLICY_SETTINGS = ("update", "drift_threshold", "recluster_every")
+
 
 def _prompt_version(name: str, override: str | None, settings: Settings) -> str:
     return load_prompt(name, override, settings.root).version
@@ -65,7 +68,8 @@ def corpus_fingerprint(settings: Settings) -> str:
     steps = method_steps(method)
     parts: dict[str, object] = {
         "method": method,
-        "communities": settings.communities.model_dump(),
+        # How updates cluster is not part of it: switching modes must not rebuild anything.
+        "communities": settings.communities.model_dump(exclude=set(UPDATE_POLICY_SETTINGS)),
         "embeddings": "local" if settings.llm.use_local_embedder else settings.llm.embedding_model,
         "local_dimension": settings.embeddings.local_dimension if settings.llm.use_local_embedder else None,
     }

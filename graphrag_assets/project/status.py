@@ -14,7 +14,7 @@ from graphrag_assets.core.settings import Settings
 from graphrag_assets.project.fingerprints import corpus_fingerprint
 from graphrag_assets.project.locks import index_lock_held, interrupted_update
 from graphrag_assets.project.state import corpus_staleness, document_state
-from graphrag_assets.storage.corpus import staged_tables
+from graphrag_assets.storage.corpus import last_clustering, staged_tables
 from graphrag_assets.storage.database import connect, table_exists
 
 PIPELINE_TABLES = (
@@ -90,4 +90,16 @@ def project_status(settings: Settings) -> dict[str, Any]:
     report["corpus"] = corpus_staleness(source_files, manifest, corpus_fingerprint(settings), unfinished)
     report["corpus"]["update_running"] = index_lock_held(settings)
     report["interrupted_update"] = interrupted_update(settings)
+    report["communities"] = community_clustering(settings)
     return report
+
+
+def community_clustering(settings: Settings) -> dict[str, Any]:
+    """The update mode and how the published communities were clustered (drift included)."""
+    section = settings.communities
+    return {
+        "update": section.update,
+        "drift_threshold": section.drift_threshold,
+        "recluster_every": section.recluster_every,
+        "last_run": last_clustering(settings.database_path),
+    }

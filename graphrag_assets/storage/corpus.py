@@ -29,6 +29,7 @@ STAGING_SCHEMA = "staging"
 MANIFEST_TABLE = "corpus_manifest"
 BUILD_TABLE = "corpus_build"
 MANIFEST_COLUMNS = ("document_key", "path", "content_hash", "status", "error", "settings_fingerprint")
+CLUSTERING_TABLE = "community_clustering"  # one row: how the build's communities were clustered
 RUN_MARKER = "corpus_run"  # staged first by every corpus run, so even a run stopped before its first table shows
 
 
@@ -112,6 +113,17 @@ def publish_corpus(path: str | Path, manifest: pl.DataFrame, build: Mapping[str,
             conn.unregister("_manifest")
             conn.unregister("_build")
     return tables
+
+
+def last_clustering(path: str | Path) -> dict[str, object]:
+    """How the published communities were clustered (mode, fresh or warm start, drift), {} before any."""
+    if not Path(path).exists():
+        return {}
+    with connect(path, read_only=True) as conn:
+        if not table_exists(conn, CLUSTERING_TABLE):
+            return {}
+        rows = conn.sql(f"select * from {quote(CLUSTERING_TABLE)}").pl().to_dicts()
+    return rows[0] if rows else {}
 
 
 def graph_sizes(path: str | Path) -> dict[str, int]:

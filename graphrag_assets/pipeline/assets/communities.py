@@ -1,4 +1,9 @@
-"""Corpus-wide ``communities``: hierarchical Leiden over the entity graph."""
+"""Corpus-wide ``communities``: hierarchical Leiden over the entity graph.
+
+Exact mode clusters from scratch; stable mode (``communities.update: stable``) warm-starts from
+the stored table (see :mod:`graphrag_assets.index.stable_communities`). How each run clustered is
+recorded in its materialization metadata, which the next run and ``status`` read back.
+"""
 
 from datetime import datetime, timezone
 
@@ -18,9 +23,11 @@ from dagster import (
 from graphrag_assets.core.progress import Counter
 from graphrag_assets.pipeline.assets.metadata import largest_communities, preview
 from graphrag_assets.index.community_checks import check_hierarchy
-from graphrag_assets.index.communities import build_communities_from_settings
+from graphrag_assets.index.stable_communities import ClusteringRequest, communities_for_update, previous_assignments
 from graphrag_assets.pipeline.partitions import STAGED_METADATA
 from graphrag_assets.pipeline.resources import GraphRAGProject
+from graphrag_assets.storage.corpus import CLUSTERING_TABLE, last_clustering, write_staged
+from graphrag_assets.storage.tables import read_table
 
 CHECKS = [
     AssetCheckSpec("strict_hierarchy", asset="communities", description="Every child's parent exists one level up and children partition their parent's entities."),
@@ -47,7 +54,7 @@ def communities(context: AssetExecutionContext, project: GraphRAGProject, entiti
     settings = project.settings
     period = datetime.now(timezone.utc).date().isoformat()
     progress = Counter("communities", 1, context.log).start()
-    table = build_communities_from_settings(entities, relationships, settings.communities, period)
+    table, clustering = _cluster(context, settings, entities, relationships, period)
     progress.step()
     report = check_hierarchy(table, max_cluster_size=settings.communities.max_cluster_size)
     levels = {str(level): count for level, count in report.levels.items()}
@@ -60,6 +67,7 @@ def communities(context: AssetExecutionContext, project: GraphRAGProject, entiti
             "entities_in_communities": int(table.filter(pl.col("level") == 0)["size"].sum() or 0),
             "unsplittable_oversized": report.unsplit_oversized_count,
             "backend": settings.communities.backend,
+            **clustering,
             "preview": preview(table.select("community", "level", "parent", "size", "children")),
             "largest_communities": largest_communities(table, entities),
         },
@@ -71,3 +79,36 @@ def communities(context: AssetExecutionContext, project: GraphRAGProject, entiti
         severity=AssetCheckSeverity.WARN,
         metadata={"unsplittable": MetadataValue.json(report.unsplit_oversized[:50]), "count": report.unsplit_oversized_count},
     )
+
+
+# Run tag of a corpus run that must cluster from scratch (``index --recluster``).
+RECLUSTER_TAG = "graphrag_assets/recluster"
+
+def _cluster(context: AssetExecutionContext, settings, entities: pl.DataFrame, relationships: pl.DataFrame, period: str):
+    """The communities table and the clustering metadata, fresh or warm-started (stable mode).
+
+    Stable mode reads the published ``communities`` table (the last build's: this run's goes to
+    staging) and the warm-start count the last build recorded; the algorithm itself is pure.
+    """
+    section = settings.communities
+    previous = None
+    warm_starts = 0
+    if section.update == "stable":
+        previous = previous_assignments(read_table(settings.database_path, "communities"), entities)
+        warm_starts = int(last_clustering(settings.database_path).get("warm_starts") or 0)
+    recluster = (context.run.tags.get(RECLUSTER_TAG) == "true") if context.run else False
+    request = ClusteringRequest(section, previous=previous, warm_starts=warm_starts, recluster=recluster)
+    table, outcome = communities_for_update(entities, relationships, request, period)
+    metadata = {
+        "update_mode": section.update,
+        "clustering": outcome.strategy,
+        "clustering_reason": outcome.reason,
+        "modularity": round(outcome.modularity, 6),
+        "fresh_modularity": round(outcome.fresh_modularity, 6),
+        "drift": round(outcome.drift, 6),
+        "warm_starts": outcome.warm_starts,
+    }
+    context.log.info(f"communities: {outcome.strategy} clustering ({outcome.reason}); drift {outcome.drift:.2%}")
+    # Published with the build, so status and the next run read how these communities were made.
+    write_staged(settings.database_path, CLUSTERING_TABLE, pl.DataFrame([metadata]))
+    return table, metadata

@@ -11,6 +11,8 @@ from dagster import AssetExecutionContext, AssetIn, MetadataValue, asset
 
 from graphrag_assets.index.community_reports import generate_reports, report_options
 from graphrag_assets.index.methods import method_steps
+from graphrag_assets.llm.usage import record_outcomes
+from graphrag_assets.index.report_reuse import REUSE_PURPOSE, ReuseSummary, summarize_reuse
 from graphrag_assets.index.report_context import ReportTables
 from graphrag_assets.index.extractive_reports import extractive_reports
 from graphrag_assets.pipeline.assets.metadata import largest_communities, preview
@@ -18,6 +20,7 @@ from graphrag_assets.pipeline.assets.model_session import ModelSession
 from graphrag_assets.core.progress import Counter, warn
 from graphrag_assets.pipeline.partitions import STAGED_METADATA
 from graphrag_assets.pipeline.resources import GraphRAGProject
+from graphrag_assets.storage.tables import read_table
 
 
 @asset(
@@ -40,18 +43,21 @@ def community_reports(
     progress = Counter("community reports", communities.height, context.log).start()
     units = text_units.sort("document_key", "chunk_index").select("id", "text")
     usage: dict = {}
+    reuse: dict = {}
     failed: list[tuple[int, str]] = []
     if not method_steps(method).model_reports:
         frame = extractive_reports(communities, entities, relationships, units)
         progress.step(communities.height)
     else:
         tables = ReportTables(communities, entities, relationships, covariates, units)
+        previous = read_table(settings.database_path, "community_reports")  # the published build's
         with ModelSession(context, settings) as session:
             result = session.run(
                 generate_reports(session.chat, tables, report_options(settings), on_progress=lambda done, total: progress.step())
             )
         usage = session.metadata()
         frame = result.frame
+        reuse = _record_reuse(context, settings, summarize_reuse(previous, frame))
         failed = result.failed
         for community, reason in failed:
             warn(f"community {community}: no report ({reason})", context.log)
@@ -59,6 +65,7 @@ def community_reports(
     context.add_output_metadata(
         {
             **usage,
+            **reuse,
             "method": method,
             "reports": frame.height,
             "levels": MetadataValue.json({str(k): v for k, v in frame.group_by("level").agg(pl.len()).sort("level").iter_rows()}),
@@ -71,3 +78,23 @@ def community_reports(
         }
     )
     return frame
+
+
+def _record_reuse(context: AssetExecutionContext, settings, summary: ReuseSummary) -> dict:
+    """Log the reuse counts, store them on the run's ``llm_usage`` row and return them as metadata."""
+    figures = summary.as_dict()
+    context.log.info(f"community reports: {summary.line()}")
+    run_id = context.run.run_id if context.run else "unknown"
+    record_outcomes(
+        settings.database_path,
+        run_id,
+        "community_reports",
+        REUSE_PURPOSE,
+        {"reused": figures["reused"], "regenerated": figures["regenerated"], "deleted": figures["deleted"], "reasons": figures["reasons"]},
+    )
+    return {
+        "reports_reused": figures["reused"],
+        "reports_regenerated": figures["regenerated"],
+        "reports_deleted": figures["deleted"],
+        "regenerated_reasons": MetadataValue.json(figures["reasons"]),
+    }
