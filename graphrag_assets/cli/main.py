@@ -18,6 +18,7 @@ from typing import Any
 
 import click
 
+from graphrag_assets.cli.doctor import doctor
 from graphrag_assets.cli.output import render_frame, render_index_report, render_query_result, render_status
 from graphrag_assets.cli.progress import live_progress
 from graphrag_assets.core.errors import UserError
@@ -260,6 +261,8 @@ def dev(root: Path | None, port: int) -> None:
     cmd = [sys.executable, "-m", "dagster", "dev", "-m", "graphrag_assets.pipeline.definitions", "-p", str(port)]
     sys.exit(subprocess.call(cmd, cwd=settings.root, env=env))
 
+
+main.add_command(doctor)
 
 if __name__ == "__main__":
     main()
