@@ -16,7 +16,8 @@ from click.testing import CliRunner
 from graphrag_assets.cli.main import main
 from graphrag_assets.llm.capabilities import stored_capabilities
 from graphrag_assets_tests.conftest import make_project
-from graphrag_assets_tests.profile_servers import VLLM_WINDOW, environment, write_settings
+from graphrag_assets_tests.profile_servers import RESPONDER, VLLM_WINDOW, environment, write_settings
+from graphrag_assets_tests.server_profiles import ProfileSpec
 
 FAST_FAILURE_SECONDS = 10.0
 
@@ -74,6 +75,7 @@ def test_doctor_prints_a_table_with_latency_prices_and_the_cost_of_the_next_inde
     code, out, err, _ = doctor(project, environment(server))
     assert code == 0, err
     assert f"chat        qwen3:8b at {server.base_url}" in out
+    assert "  answers            yes: first in " in out  # then the next answer's time
     assert "<think> blocks     yes (removed before parsing)" in out
     assert "JSON schema        accepted but not followed" in out
     assert "usage in streams   missing" in out
@@ -134,3 +136,11 @@ def test_without_an_endpoint_there_is_nothing_to_probe(project):
     code, out, err, _ = doctor(project, {})
     assert code == 0, err
     assert "chat        none configured" in out and "embeddings  local embedder" in out
+
+
+def test_a_model_that_loads_on_first_use_is_pointed_out(openai_server_factory, project):
+    server = openai_server_factory(responder=RESPONDER, profile=ProfileSpec("ollama", load_seconds=2.2))
+    write_settings(project, "ollama", server)
+    code, out, err, _ = doctor(project, environment(server))
+    assert code == 0, err
+    assert "the server loads the model on first use; llm.request_timeout (600 s) must stay above that." in out

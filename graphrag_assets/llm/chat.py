@@ -274,15 +274,20 @@ class OpenAIChatModel(OpenAIModel):
     async def _complete(self, purpose: str, call: _Call) -> ChatResult:
         response, args = await self.send(purpose, lambda client: self._create(client, call), self._estimate(call))
         choice = response.choices[0]
-        text = self._clean(choice.message.content or "", call, args)
-        if getattr(choice, "finish_reason", None) == "content_filter":
+        finish_reason = getattr(choice, "finish_reason", None)
+        text = self._clean(choice.message.content or "", call, args, finish_reason in (None, "stop"))
+        if finish_reason == "content_filter":
             self.meter.note(self.model, "answers_filtered")
             self.tell_once("answers_filtered", f"{self.describe()} withheld answers with finish_reason content_filter "
                            "(its content filter); those calls return no text.")
         usage = getattr(response, "usage", None)
         return self._record(purpose, call, usage, text)
 
-    def _clean(self, text: str, call: _Call, args: dict[str, Any]) -> str:
+    def _clean(self, text: str, call: _Call, args: dict[str, Any], complete: bool = True) -> str:
+        """The answer without its <think> block, repaired into JSON when JSON was asked for.
+
+        Whether the server follows ``response_format`` is judged only on a complete answer (one
+        cut by the token limit is not valid JSON whatever the server does)."""
         text, stripped = strip_think(text)
         if stripped:
             self._noticed_think()
@@ -290,7 +295,7 @@ class OpenAIChatModel(OpenAIModel):
             return text
         repaired = repair_json_answer(text)
         kind = (args.get("response_format") or {}).get("type")
-        if kind is not None and getattr(self.capabilities, kind) == UNKNOWN:
+        if kind is not None and complete and getattr(self.capabilities, kind) == UNKNOWN:
             honoured = repaired is None
             self.learn(f"{kind}_{'honoured' if honoured else 'ignored'}",
                        "" if honoured else f"{self.describe()} accepts response_format {kind} but does not follow it; answers are repaired into JSON.",
