@@ -27,7 +27,7 @@ test: $(STAMP)
 
 ## Start the Dagster UI on http://127.0.0.1:3000 for this project.
 dev: $(STAMP)
-	DAGSTER_HOME=$(CURDIR) GRAPHRAG_ROOT=$(CURDIR) $(BIN)/dagster dev -h 127.0.0.1 -p 3000
+	$(BIN)/graphrag-assets dev --root $(CURDIR) --port 3000
 
 ## Delete the generated index (DuckDB, LanceDB, Dagster state); keeps data/input.
 clean-index:

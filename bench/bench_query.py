@@ -20,12 +20,16 @@ spreads evenly; "best of runs" takes each question's fastest run, which filters 
 :func:`~graphrag_assets.query.local_search.build_local_context` with default query settings
 (top 10 entities, 12,000-token context), i.e. everything local search does except the model
 call: question embedding (local embedder), vector search, ranking of reports / relationships /
-claims / text units, and rendering the tables within their token budgets. Variants: the
-in-memory vs the LanceDB vector index; a precomputed question vector (so the figure excludes
+claims / text units, and rendering the tables within their token budgets. Variants: both
+rankings (``query.local.ranking``: ``msgraphrag``, and ``graph``: personalized PageRank over the
+10,000 entities and 5,000 text units, plus the full-text search of its passages where the index
+has one); the in-memory vs the LanceDB vector index (the LanceDB text-unit table carries the
+full-text index, as the product's does); a precomputed question vector (so the figure excludes
 embedding, which an OpenAI embedder would do over the network); the whole no-LLM
-``local_search`` (adds the extractive answer). A cProfile pass splits the time by step.
-Basic search (no LLM) and global search's context (report selection, occurrence weights, packing
-into map batches) are timed too.
+``local_search`` (adds the extractive answer). Building the ranking graph, once per loaded
+index, is timed apart. A cProfile pass splits the time by step. Basic search (no LLM, vector and
+hybrid) and global search's context (report selection, occurrence weights, packing into map
+batches) are timed too.
 
 **Global search map fan-out.** The scripted OpenAI-compatible server
 (``graphrag_assets_tests.openai_server``, ``graphrag_responder``) answers every request after
@@ -62,13 +66,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_nlp import percentile  # noqa: E402
 from common import REPO_ROOT, header_block, invocation, load_average, machine_info, markdown_table, write_results  # noqa: E402
 
-from graphrag_assets.core import schemas# noqa: E402
+from graphrag_assets.core import schemas  # noqa: E402
 from graphrag_assets.core.ids import entity_id, relationship_id, stable_uuid, text_unit_id  # noqa: E402
 from graphrag_assets.index.communities import build_communities, normalize_edges  # noqa: E402
-from graphrag_assets.index.embedding_texts import embed_frame, entity_texts, report_texts, text_unit_texts  # noqa: E402
+from graphrag_assets.index.embedding_texts import embed_frame, entity_texts, report_texts, text_unit_texts, with_text  # noqa: E402
 from graphrag_assets.llm.local_embedder import LocalEmbedder  # noqa: E402
 from graphrag_assets.query.basic_search import basic_search  # noqa: E402
 from graphrag_assets.query.global_search import build_map_batches, global_search, occurrence_weights, reports_at_level  # noqa: E402
+from graphrag_assets.query.graph_ranking import ranking_graph  # noqa: E402
 from graphrag_assets.query.local_search import build_local_context, local_search  # noqa: E402
 from graphrag_assets.core.tokens import token_counter  # noqa: E402
 from graphrag_assets.query.request import QueryOptions, SearchRequest  # noqa: E402
@@ -96,6 +101,12 @@ PROFILED_STEPS = {  # function name in graphrag_assets → label
     "rank_relationships": "rank_relationships",
     "rank_claims": "rank_claims",
     "rank_text_units": "rank_text_units",
+    "seed_entities": "seed_entities (graph)",
+    "text_unit_hits": "text_unit_hits (graph: passages)",
+    "restart_distribution": "restart_distribution (graph)",
+    "personalized_pagerank": "personalized_pagerank (graph)",
+    "rank_reports_by_score": "rank_reports_by_score (graph)",
+    "rank_relationships_by_score": "rank_relationships_by_score (graph)",
     "fill_table": "fill_table (token counting + rendering)",
     "count_tokens": "  of which count_tokens",
     "source_records": "source_records",
@@ -340,7 +351,8 @@ class FixedVectors:
 
 
 def build_indexes(frames: dict[str, pl.DataFrame], reports: pl.DataFrame, lance_dir: Path) -> tuple[dict, dict, dict]:
-    """Array and LanceDB vector indexes for entities, text units and reports; and setup timings."""
+    """Array and LanceDB vector indexes for entities, text units and reports (the LanceDB text
+    units with their full-text index); and setup timings."""
     from graphrag_assets.storage.vectors import ENTITY_TABLE, REPORT_TABLE, TEXT_UNIT_TABLE, LanceVectorIndex, publish
 
     embedder = LocalEmbedder(EMBEDDING_DIMENSION)
@@ -356,20 +368,23 @@ def build_indexes(frames: dict[str, pl.DataFrame], reports: pl.DataFrame, lance_
         seconds[f"embed_{table}"] = round(time.perf_counter() - started, 2)
         arrays[table] = ArrayVectorIndex(embedded["id"].to_list(), embedded["vector"].to_numpy())
         started = time.perf_counter()
-        publish(lance_dir, table, embedded.select("id", "vector", "text_hash"))
+        rows = embedded.select("id", "vector", "text_hash")
+        publish(lance_dir, table, with_text(rows, texts) if table == TEXT_UNIT_TABLE else rows)
         seconds[f"publish_{table}"] = round(time.perf_counter() - started, 2)
         lances[table] = LanceVectorIndex(lance_dir, table)
     return arrays, lances, seconds
 
 
-def query_data(frames: dict[str, pl.DataFrame], communities: pl.DataFrame, reports: pl.DataFrame, indexes: dict) -> QueryData:
+def query_data(
+    frames: dict[str, pl.DataFrame], communities: pl.DataFrame, reports: pl.DataFrame, indexes: dict, lexical=None
+) -> QueryData:
     from graphrag_assets.storage.vectors import ENTITY_TABLE, REPORT_TABLE, TEXT_UNIT_TABLE
 
     return QueryData(
         entities=frames["entities"], relationships=frames["relationships"], communities=communities,
         community_reports=reports, text_units=frames["text_units"], documents=frames["documents"],
         entity_description=indexes[ENTITY_TABLE], text_unit_text=indexes[TEXT_UNIT_TABLE],
-        community_full_content=indexes[REPORT_TABLE],
+        community_full_content=indexes[REPORT_TABLE], text_unit_lexical=lexical,
     )
 
 
@@ -430,6 +445,10 @@ def local_context_runner(data: QueryData, settings: QuerySettings, embedder) -> 
         return asyncio.run(build_local_context(request, request.model_calls(), settings.local))
 
     return run
+
+
+def ranking_settings(ranking: str) -> QuerySettings:
+    return QuerySettings.model_validate({"local": {"ranking": ranking}})
 
 
 def profile_local(data: QueryData, settings: QuerySettings, questions: Sequence[str]) -> dict[str, float]:
@@ -540,20 +559,26 @@ def describe_index(frames: dict[str, pl.DataFrame], communities: pl.DataFrame, r
     }
 
 
-def local_variants(data: dict[str, QueryData], settings: QuerySettings, questions: Sequence[str]) -> dict[str, Callable[[str], Any]]:
+def local_variants(data: dict[str, QueryData], questions: Sequence[str]) -> dict[str, Callable[[str], Any]]:
     embedder = LocalEmbedder(EMBEDDING_DIMENSION)
     fixed = FixedVectors(dict(zip(questions, embedder.embed_sync(questions).tolist())))
     count = token_counter(ENCODING)
     memory, lance = data["array"], data["lance"]
+    ms, graph = ranking_settings("msgraphrag"), ranking_settings("graph")
+    vector = QuerySettings.model_validate({"basic": {"mode": "vector"}})
     return {
-        "local context, in-memory vectors": local_context_runner(memory, settings, embedder),
-        "local context, LanceDB vectors": local_context_runner(lance, settings, embedder),
-        "local context, in-memory, precomputed question vector": local_context_runner(memory, settings, fixed),
-        "local context, LanceDB, precomputed question vector": local_context_runner(lance, settings, fixed),
-        "local search no-LLM (+ extractive answer), LanceDB":
-            lambda q: asyncio.run(local_search(SearchRequest(q, lance, settings, embedder=embedder, count=count))),
-        "basic search no-LLM (+ extractive answer), LanceDB":
-            lambda q: asyncio.run(basic_search(SearchRequest(q, lance, settings, embedder=embedder, count=count))),
+        "local context (msgraphrag), in-memory vectors": local_context_runner(memory, ms, embedder),
+        "local context (msgraphrag), LanceDB vectors": local_context_runner(lance, ms, embedder),
+        "local context (msgraphrag), in-memory, precomputed question vector": local_context_runner(memory, ms, fixed),
+        "local context (graph), in-memory vectors, no full-text": local_context_runner(memory, graph, embedder),
+        "local context (graph), LanceDB vectors + full-text": local_context_runner(lance, graph, embedder),
+        "local context (graph), in-memory, precomputed question vector": local_context_runner(memory, graph, fixed),
+        "local search no-LLM (+ extractive answer), graph, LanceDB":
+            lambda q: asyncio.run(local_search(SearchRequest(q, lance, graph, embedder=embedder, count=count))),
+        "basic search no-LLM (+ extractive answer), vector, LanceDB":
+            lambda q: asyncio.run(basic_search(SearchRequest(q, lance, vector, embedder=embedder, count=count))),
+        "basic search no-LLM (+ extractive answer), hybrid, LanceDB":
+            lambda q: asyncio.run(basic_search(SearchRequest(q, lance, graph, embedder=embedder, count=count))),
     }
 
 
@@ -632,7 +657,9 @@ def print_report(r: dict[str, Any]) -> None:
                          [(kind, *vector_search[kind].values()) for kind in ("in-memory", "LanceDB")]))
     print("\n### Where local context time goes (cProfile, in-memory vectors, ms per question; "
           "profiling inflates Python-heavy steps)\n")
-    print(markdown_table(("step", "ms / question"), list(r["local_context_profile_ms"].items())))
+    profiles = r["local_context_profile_ms"]
+    print(markdown_table(("step", *(f"{ranking} ms / question" for ranking in profiles)),
+                         [(step, *(p[step] for p in profiles.values())) for step in next(iter(profiles.values()))]))
     print("\n### Global search context (report selection + occurrence weights + map batches), 10 questions\n")
     print(markdown_table(("level", "reports", "map batches", "median ms", "p95 ms"),
                          [(g["level"], g["reports"], g["batches"], g["median_ms"], g["p95_ms"]) for g in r["global_context"]]))
@@ -681,17 +708,28 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench-query-") as workdir:
         arrays, lances, embed_seconds = build_indexes(frames, reports, Path(workdir) / "lancedb")
         setup.update(embed_seconds)
-        data = {"array": query_data(frames, communities, reports, arrays), "lance": query_data(frames, communities, reports, lances)}
-        variants = local_variants(data, settings, questions)
+        from graphrag_assets.storage.vectors import TEXT_UNIT_TABLE, lexical_index
+
+        lexical = lexical_index(Path(workdir) / "lancedb", TEXT_UNIT_TABLE)
+        data = {"array": query_data(frames, communities, reports, arrays),
+                "lance": query_data(frames, communities, reports, lances, lexical)}
+        for kind, loaded in data.items():  # once per loaded index, as in a query process
+            started = time.perf_counter()
+            ranking_graph(loaded)
+            setup[f"ranking_graph_{kind}_s"] = round(time.perf_counter() - started, 2)
+        variants = local_variants(data, questions)
         print(f"timing {len(variants)} variants x {len(questions)} questions x {args.repeats} ...", file=sys.stderr, flush=True)
         timings = summarize_timings(*time_interleaved(questions, variants, args.repeats))
-        shape_of_context = context_shape(variants["local context, in-memory vectors"], questions)
+        shape_of_context = {
+            ranking: context_shape(variants[f"local context ({ranking}), in-memory vectors{suffix}"], questions)
+            for ranking, suffix in (("msgraphrag", ""), ("graph", ", no full-text"))
+        }
         question_vectors = LocalEmbedder(EMBEDDING_DIMENSION).embed_sync(questions).tolist()
         search_k = settings.local.top_k_entities * 2
         vector_search = {"k": search_k, "in-memory": vector_search_ms(arrays, question_vectors, search_k),
                          "LanceDB": vector_search_ms(lances, question_vectors, search_k)}
         print("profiling local context ...", file=sys.stderr, flush=True)
-        profile = profile_local(data["array"], settings, questions)
+        profile = {ranking: profile_local(data["array"], ranking_settings(ranking), questions) for ranking in ("msgraphrag", "graph")}
         global_levels = []
         for level in range(shape["levels"]):
             took, outcomes = time_each(questions[:10], lambda q, level=level: global_context(data["array"], settings, level))

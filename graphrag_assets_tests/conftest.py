@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-pytest_plugins = ["graphrag_assets_tests.openai_fixtures"]
+pytest_plugins = ["graphrag_assets_tests.openai_fixtures", "graphrag_assets_tests.graph_fixtures"]
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE_INPUT = REPO / "data" / "input"

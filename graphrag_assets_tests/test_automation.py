@@ -173,3 +173,9 @@ def test_nothing_is_requested_while_the_cli_holds_the_index_lock(project: Path) 
         result, _, _ = tick(project)
     assert isinstance(result, SkipReason) and "graphrag-assets index" in result.skip_message
     assert isinstance(tick(project)[0], SensorResult)
+
+
+def test_a_missing_input_folder_is_skipped_not_purged(project: Path) -> None:
+    shutil.move(project / "data" / "input", project / "data" / "unmounted")
+    result, _, _ = tick(project)
+    assert isinstance(result, SkipReason) and "does not exist, but the index holds 8 document file(s)" in result.skip_message

@@ -64,9 +64,23 @@ def test_sql_reads_and_refuses_writes(ingested: Path) -> None:
     code, out = cli("sql", "select count(*) as n from text_units", "--root", str(ingested), "--json")
     assert code == 0 and json.loads(out)[0]["n"] > 0
     code, out = cli("sql", "delete from text_units", "--root", str(ingested))
-    assert code == 1 and "read-only and refuses DELETE" in out
+    assert code == 1 and "only reads (SELECT, SHOW, DESCRIBE, EXPLAIN) and refuses DELETE" in out
     code, out = cli("sql", "select nope from text_units", "--root", str(ingested))
     assert code == 1 and out.startswith("error: the query failed: Binder Error")
+
+
+def test_sql_refuses_side_effects_and_file_access_unless_allowed(ingested: Path, tmp_path: Path) -> None:
+    logs = tmp_path / "logs"
+    code, out = cli("sql", f"call enable_logging(storage='file', storage_path='{logs}')", "--root", str(ingested))
+    assert code == 1 and "refuses CALL" in out and not logs.exists()
+    secret = tmp_path / "secret.txt"
+    secret.write_text("not for you", encoding="utf-8")
+    code, out = cli("sql", f"select content from read_text('{secret}')", "--root", str(ingested))
+    assert code == 1 and "pass --allow-file-access if you mean it" in out and "not for you" not in out
+    code, out = cli("sql", f"select content from read_text('{secret}')", "--root", str(ingested), "--allow-file-access", "--csv")
+    assert code == 0 and "not for you" in out
+    code, out = cli("sql", "show tables", "--root", str(ingested), "--csv")
+    assert code == 0 and "text_units" in out
 
 
 def test_index_again_does_nothing_then_picks_up_changes(ingested: Path) -> None:
@@ -110,7 +124,15 @@ def test_without_an_endpoint_index_says_in_one_line_that_it_works_offline(tmp_pa
     assert code == 0, out
     lines = [line for line in out.splitlines() if "no model endpoint configured" in line]
     assert lines == ["method: nlp (no model endpoint configured: offline noun-phrase graph and local embeddings)"]
+    assert sum(line.startswith("method:") for line in out.splitlines()) == 1
     monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
     from graphrag_assets.core.settings import load_settings
 
     assert load_settings(root).resolved_method == "standard"
+
+
+def test_took_counts_from_the_start_of_the_process() -> None:
+    """`index` reports its time from process start (imports included), not from when indexing began."""
+    code = "import time; time.sleep(0.6); from graphrag_assets.core.processes import seconds_since_start; print(seconds_since_start())"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert 0.6 <= float(done.stdout) < 30

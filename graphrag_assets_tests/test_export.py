@@ -202,12 +202,12 @@ def server():
 @pytest.fixture(scope="module")
 def project(tmp_path_factory: pytest.TempPathFactory, server: ScriptedOpenAIServer):
     """The sample corpus indexed offline (nlp), embedded by the scripted server."""
-    from graphrag_assets.pipeline.indexing import index_project
+    from graphrag_assets.pipeline.indexing import IndexOptions, index_project
 
     root = make_project(tmp_path_factory.mktemp("export") / "project")
     overrides = {"method": "nlp", "llm": {"base_url": server.base_url, "api_key": "test-key", "embeddings": "openai"}}
     settings = load_settings(root, environ={}, overrides=overrides)
-    report = index_project(settings, overrides=overrides)
+    report = index_project(settings, IndexOptions(overrides=overrides))
     assert report.success, report.as_dict()
     return settings
 

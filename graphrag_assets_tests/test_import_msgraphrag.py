@@ -146,6 +146,17 @@ def test_import_keeps_every_row_and_id(imported) -> None:
     assert result.warnings == ["84 relationship(s) name an entity missing from entities.parquet; kept as they are."]
 
 
+def test_an_imported_index_is_a_published_build(imported) -> None:
+    from graphrag_assets.project.status import project_status
+
+    settings, _ = imported
+    corpus = project_status(settings)["corpus"]
+    assert corpus["built"] and not corpus["stale"] and not corpus["unfinished"]
+    with duckdb.connect(str(settings.database_path), read_only=True) as conn:
+        assert conn.sql("select count(*) from information_schema.tables where table_schema = 'staging'").fetchall() == [(0,)]
+        assert conn.sql("select run_id from corpus_build").fetchall() == [(f"import:{MS_VERBS_DATA}",)]
+
+
 def test_import_embeds_every_text_with_the_project_embedder(imported) -> None:
     from graphrag_assets.storage.vectors import ENTITY_TABLE, REPORT_TABLE, TEXT_UNIT_TABLE, table_ids
 

@@ -104,3 +104,46 @@ def test_a_document_whose_run_stopped_part_way_is_run_again_alone(project: Path)
     assert [(run["job"], run["partitions"]) for run in report.runs] == [("document_job", [key]), ("corpus_job", [])]
     assert project_status(load_settings(project))["documents"]["changed"] == []
     assert index_project(load_settings(project)).runs == []
+
+
+def test_a_missing_input_folder_deletes_nothing_unless_allowed(project: Path) -> None:
+    from graphrag_assets.pipeline.indexing import IndexOptions
+
+    documents = query_db(project, "select count(*) from documents")[0][0]
+    (project / "graphrag.yaml").write_text("method: nlp\nllm:\n  embeddings: local\ninput:\n  dir: data/inptu\n", encoding="utf-8")
+    with pytest.raises(UserError, match=r"data/inptu does not exist, but the index holds 8 document file\(s\); nothing was deleted"):
+        index_project(load_settings(project))
+    assert query_db(project, "select count(*) from documents")[0][0] == documents
+    report = index_project(load_settings(project), IndexOptions(allow_empty_input=True))
+    assert report.success and len(report.changes.deleted) == 8
+    assert query_db(project, "select count(*) from documents")[0][0] == 0
+
+
+def test_the_cli_flag_allow_empty_input_is_wired(project: Path) -> None:
+    from click.testing import CliRunner
+
+    from graphrag_assets.cli.main import main
+
+    shutil.rmtree(project / "data" / "input")
+    (project / "data" / "input").mkdir()
+    refused = CliRunner().invoke(main, ["index", "--root", str(project)])
+    assert refused.exit_code == 1 and "holds no documents (.txt, .md, .csv, .json, .jsonl files)" in refused.output
+    allowed = CliRunner().invoke(main, ["index", "--root", str(project), "--allow-empty-input"])
+    assert allowed.exit_code == 0, allowed.output
+    assert query_db(project, "select count(*) from source_files")[0][0] == 0
+
+
+def test_an_empty_new_project_says_so_and_creates_nothing(tmp_path: Path) -> None:
+    root = tmp_path / "empty"
+    (root / "data" / "input").mkdir(parents=True)
+    with pytest.raises(UserError, match=r"data/input holds no documents .*put documents there"):
+        index_project(load_settings(root, environ={}))
+    assert sorted(p.name for p in (root / "data").iterdir()) == ["input"]
+
+
+def test_failed_runs_say_what_went_wrong_without_class_names() -> None:
+    from graphrag_assets.pipeline.runner import _without_class_name
+
+    assert _without_class_name("graphrag_assets.core.errors.LLMError: the endpoint refused the key.", "LLMError") == "the endpoint refused the key."
+    assert _without_class_name("dagster._core.errors.DagsterError: step failed", "DagsterError") == "step failed"
+    assert _without_class_name("builtins.KeyError: 'x'", "KeyError") == "KeyError: 'x'"

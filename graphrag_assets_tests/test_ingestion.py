@@ -218,3 +218,26 @@ def test_one_file_failing_unexpectedly_is_a_skipped_partition(tmp_path: Path) ->
     assert warnings == [row["message"]] and row["message"].startswith("gone.txt: skipped, reading it failed unexpectedly (FileNotFoundError")
     frame, row, warnings = results["good.txt"]
     assert frame["text"].to_list() == ["Some text."] and row["status"] == "ingested" and warnings == []
+
+
+def test_links_are_followed_once_and_dangling_ones_are_named(tmp_path: Path) -> None:
+    import os
+
+    from graphrag_assets.index.input_files import scan_input_files
+
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "note.txt").write_text("a note", encoding="utf-8")
+    os.symlink(tmp_path, tmp_path / "a" / "back-up")  # a loop
+    os.symlink(tmp_path / "gone.txt", tmp_path / "dangling.txt")
+    elsewhere = tmp_path.parent / f"{tmp_path.name}-elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "far.md").write_text("far away", encoding="utf-8")
+    os.symlink(elsewhere, tmp_path / "linked")
+    scan = scan_input_files(tmp_path, [".txt", ".md"])
+    assert [f.path for f in scan.files] == ["a/note.txt", "linked/far.md"]
+    assert scan.passed_over == [
+        "dangling.txt: skipped, a link to a file that does not exist",
+        "a/back-up: a link to a folder already read, not followed again",
+    ]
+    changes = detect_changes(tmp_path, [".txt", ".md"], None, set())
+    assert changes.passed_over == scan.passed_over

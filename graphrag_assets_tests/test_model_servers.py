@@ -132,6 +132,7 @@ def test_what_was_adapted_is_counted_in_the_run_metadata(profile_servers, indexe
     instance = open_instance(load_settings(root, environ=environment(profile_servers["ollama"])))
     extraction = instance.get_latest_materialization_event(AssetKey("graph_extractions")).asset_materialization.metadata
     reports = instance.get_latest_materialization_event(AssetKey("community_reports")).asset_materialization.metadata
-    assert extraction["llm/notes/think_blocks_stripped"].value >= 2 * len(DOCUMENTS)  # a first answer and a gleaning per unit
-    assert extraction["empty_units"].value == 1  # minutes.txt
+    # figures of the range run that extracted every document
+    assert extraction["run/llm/notes/think_blocks_stripped"].value >= 2 * len(DOCUMENTS)  # a first answer and a gleaning per unit
+    assert extraction["run/empty_units"].value == 1  # minutes.txt
     assert reports["llm/notes/json_repaired"].value >= 1

@@ -157,3 +157,25 @@ def test_noun_phrase_records_of_nothing_is_an_empty_table() -> None:
     records = noun_phrase_records(empty, max_word_length=15)
     assert records.is_empty()
     assert records.schema == pl.Schema(GRAPH_EXTRACTIONS)
+
+
+def test_sentences_keep_decimals_times_abbreviations_and_initials_whole() -> None:
+    text = (
+        "On 12 May the Kestrel Accord was signed. Auberon Freight Lines pays 1.8 million euros into a fund. "
+        "Dr. Varga met St. Paul at 3.30 p.m. on the pier. \"Is it over?\" she asked. J. R. R. Tolkien wrote it, "
+        "i.e. a book. Pi is 3.14159. The crowd was 2,500 strong."
+    )
+    assert split_sentences(text) == [
+        "On 12 May the Kestrel Accord was signed.",
+        "Auberon Freight Lines pays 1.8 million euros into a fund.",
+        "Dr. Varga met St. Paul at 3.30 p.m. on the pier.",
+        '"Is it over?" she asked.',
+        "J. R. R. Tolkien wrote it, i.e. a book.",
+        "Pi is 3.14159.",
+        "The crowd was 2,500 strong.",
+    ]
+
+
+def test_decimal_numbers_introduce_phrases_and_are_not_part_of_them() -> None:
+    text = "The 2.5 metre sea wall of Harbour Point cost 1.8 million euros. Keeper Holm saw it."
+    assert extract_noun_phrases(text) == ["METRE SEA WALL", "HARBOUR POINT", "KEEPER HOLM"]

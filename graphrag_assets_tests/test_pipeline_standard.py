@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 from dagster import AssetKey
 
-from graphrag_assets.pipeline.indexing import index_project
+from graphrag_assets.pipeline.indexing import IndexOptions, index_project
 from graphrag_assets.core.settings import load_settings
 from graphrag_assets_tests.conftest import make_llm_project, query_db
 
@@ -58,8 +58,23 @@ def test_usage_is_recorded_per_materialization(standard_index: Path) -> None:
     instance = open_instance(load_settings(standard_index))
     event = instance.get_latest_materialization_event(AssetKey("graph_extractions"))
     metadata = event.asset_materialization.metadata
-    assert metadata["llm/total/prompt_tokens"].value > 0
-    assert metadata["llm/total/requests"].value >= 26
+    # the sample's eight files ran as one range: the model usage is the run's, and says so
+    assert metadata["run/llm/total/prompt_tokens"].value > 0
+    assert metadata["run/llm/total/requests"].value >= 26 and metadata["run/documents"].value == 8
+
+
+def test_each_partition_describes_its_own_rows(standard_index: Path) -> None:
+    """A range run writes eight partitions at once; each materialization counts only its file's rows."""
+    from graphrag_assets.pipeline.instance import open_instance
+
+    instance = open_instance(load_settings(standard_index))
+    for asset, table in (("text_units", "text_units"), ("graph_extractions", "graph_extractions"), ("text_unit_embeddings", "text_unit_embeddings")):
+        for key in ("interviews.jsonl", "storm_odile_incident_report.md"):
+            records = instance.fetch_materializations(AssetKey(asset), limit=50).records
+            latest = next(r for r in records if r.partition_key == key)
+            metadata = latest.asset_materialization.metadata
+            rows = query_db(standard_index, f"select count(*) from {table} where document_key = '{key}'")[0][0]
+            assert metadata["dagster/row_count"].value == rows, (asset, key)
 
 
 def test_api_key_never_stored(standard_index: Path) -> None:
@@ -77,7 +92,7 @@ def copy_of_index(standard_index: Path, tmp_path: Path) -> Path:
 
 def test_rerun_with_warm_cache_makes_no_model_calls(copy_of_index: Path, graphrag_server) -> None:
     before = len(graphrag_server.calls())
-    report = index_project(load_settings(copy_of_index), force_corpus=True)
+    report = index_project(load_settings(copy_of_index), IndexOptions(force_corpus=True))
     assert report.success
     assert len(graphrag_server.calls()) == before
     assert all(u["calls"] == 0 for u in report.usage.values()) and sum(u["cached"] for u in report.usage.values()) > 0
@@ -180,3 +195,18 @@ def test_dry_run_counts_the_calls_of_the_next_run_without_making_any(copy_of_ind
     report = index_project(load_settings(copy_of_index))
     assert report.usage["extract_graph"]["calls"] == estimate.usage["extract_graph"]["calls"]
     assert estimate_next_run(load_settings(copy_of_index)).usage == {}
+
+
+def test_cli_runs_are_listed_under_their_jobs_like_runs_launched_from_the_ui(standard_index: Path) -> None:
+    """The UI lists a job's runs with its name and the code location's repository label."""
+    from dagster import RunsFilter
+
+    from graphrag_assets.pipeline.instance import open_instance
+
+    instance = open_instance(load_settings(standard_index))
+    label = {".dagster/repository": "__repository__@graphrag_assets"}
+    for job in ("document_job", "corpus_job"):
+        runs = instance.get_runs(RunsFilter(job_name=job, tags=label))
+        assert runs and runs[0].tags["graphrag/trigger"] == "graphrag-assets index", job
+    workspace = (standard_index / "workspace.yaml").read_text(encoding="utf-8")
+    assert "location_name: graphrag_assets" in workspace

@@ -32,7 +32,7 @@ def data():
 
 
 def run(chat, k=6, max_context_tokens=500, **kwargs):
-    settings = QuerySettings.model_validate({"basic": {"k": k, "max_context_tokens": max_context_tokens}})
+    settings = QuerySettings.model_validate({"basic": {"k": k, "max_context_tokens": max_context_tokens, "mode": "vector"}})
     return asyncio.run(basic_search(request(QUESTION, data(), chat, ScriptedEmbedder(default=(1.0, 0.0)), settings, **kwargs)))
 
 
@@ -45,7 +45,7 @@ def test_sources_in_similarity_order_within_the_budget():
     )
     assert result.context_records.citations("sources") == [short_id(TU[i]) for i in (5, 2, 7, 0)]
     assert result.details["sources_offered"] == 5 and result.details["sources_used"] == 4
-    assert list(result.details["similarities"]) == [short_id(TU[i]) for i in (5, 2, 7, 0)]
+    assert list(result.details["scores"]) == [short_id(TU[i]) for i in (5, 2, 7, 0)]
 
 
 def test_k_limits_the_hits():
@@ -86,7 +86,7 @@ def test_basic_no_llm_mode():
 
     index = with_unit_text(data(), 7, filler("t7w", 94) + ". Unit five is mentioned here too.")
     index = with_unit_text(index, 5, filler("t5w", 89) + ". The harbour closed in winter. Unit five says the ferry stopped.")
-    settings = QuerySettings.model_validate({"basic": {"k": 6, "max_context_tokens": 500}})
+    settings = QuerySettings.model_validate({"basic": {"k": 6, "max_context_tokens": 500, "mode": "vector"}})
     result = asyncio.run(basic_search(request(QUESTION, index, None, ScriptedEmbedder(default=(1.0, 0.0)), settings)))
     assert result.llm_used is False and result.usage.chat_calls == 0
     assert result.answer.startswith(HEADER)

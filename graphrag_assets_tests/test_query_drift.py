@@ -48,7 +48,7 @@ def make_chat() -> ScriptedChat:
 
 def run(chat, **drift):
     options = {"primer_folds": 2, "k_followups": 3, "n_depth": 2, "max_followups_per_depth": 2, **drift}
-    settings = QuerySettings.model_validate({"drift": options, "local": {"top_k_entities": 3}})
+    settings = QuerySettings.model_validate({"drift": options, "local": {"top_k_entities": 3, "ranking": "msgraphrag"}})
     embedder = ScriptedEmbedder({"HYPOTHETICAL REPORT": [0.0, 1.0, 0.0, 0.0]})
     result = asyncio.run(drift_search(request(QUESTION, make_index(), chat, embedder, settings)))
     return result, embedder

@@ -77,6 +77,14 @@ def test_query_job_records_answer_and_context_as_metadata(standard_index: Path) 
     assert "[Data:" in metadata["answer"].value and metadata["context_records"].value["reports"]
 
 
+def test_query_job_runs_with_its_default_launchpad_config(nlp_index: Path) -> None:
+    defs = build_definitions(nlp_index)
+    result = defs.resolve_job_def("query_job").execute_in_process(instance=open_instance(load_settings(nlp_index)))
+    assert result.success
+    output = result.output_for_node("answer_query")
+    assert output["method"] == "global" and output["answer"]
+
+
 def test_offline_index_answers_without_a_model_and_says_so(nlp_index: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
         monkeypatch.delenv(name, raising=False)
@@ -87,4 +95,7 @@ def test_offline_index_answers_without_a_model_and_says_so(nlp_index: Path, monk
         assert "[Data:" in result["answer"]
     basic = json_output(run_cli("query", QUESTION, "--method", "basic", "--root", str(nlp_index), "--json"))
     sources = basic["context_records"]["sources"]
-    assert sources and any("Søren Holm" in row[0] for row in query_db(nlp_index, "select text from text_units where id = '%s'" % sources[0]["id"]))
+    # the best source is about one of the question's two subjects (hybrid search puts a unit naming
+    # Storm Odile first, vectors alone one naming Søren Holm)
+    (best,) = query_db(nlp_index, "select text from text_units where id = '%s'" % sources[0]["id"])
+    assert "Søren Holm" in best[0] or "Storm Odile" in best[0]

@@ -259,8 +259,14 @@ def make_index() -> QueryData:
 
 
 def local_settings(**local) -> QuerySettings:
-    base = {"top_k_entities": 3, "top_k_relationships": 1, "max_context_tokens": 1000}
+    """Microsoft's ranking, which these tests check row by row (the graph ranking: test_graph_ranking.py)."""
+    base = {"top_k_entities": 3, "top_k_relationships": 1, "max_context_tokens": 1000, "ranking": "msgraphrag"}
     return QuerySettings.model_validate({"local": {**base, **local}})
+
+
+def local_settings_defaults() -> QuerySettings:
+    """The default settings with Microsoft's ranking."""
+    return QuerySettings.model_validate({"local": {"ranking": "msgraphrag"}})
 
 
 def run_local(chat, embedder=None, data=None, settings=None, **kwargs):
@@ -455,7 +461,7 @@ def test_local_history_turns_zero_ignores_history():
 def test_local_default_budget_with_real_tokenizer_keeps_everything_ranked():
     data = make_index()
     result = asyncio.run(
-        local_search(request("q", data, ScriptedChat({"query_local": "ok"}), ScriptedEmbedder(), QuerySettings(), count=None))
+        local_search(request("q", data, ScriptedChat({"query_local": "ok"}), ScriptedEmbedder(), local_settings_defaults(), count=None))
     )
     # defaults: 10 entities (all 8 indexed real ones), no cuts at 12000 tokens
     assert result.details["mapped_entities"] == ["ALPHA", "BRAVO", "CHARLIE", "DELTA", "ECHO", "FOXTROT", "GOLF", "HOTEL"]
@@ -495,6 +501,9 @@ def test_run_query_validates_requests():
         asyncio.run(run_query(request("q", data, None, None, settings, method="local")))
     with pytest.raises(UserError, match="no query prompt named"):
         load_query_prompts({"nope": "x.txt"})
+    long = "why " * 3000
+    with pytest.raises(UserError, match=r"the question is 3,000 tokens long and the limit is 2,000 \(query.max_question_tokens\)"):
+        asyncio.run(run_query(request(long, data, None, ScriptedEmbedder(), settings, method="drift")))
 
 
 def test_run_query_with_a_user_prompt_file(tmp_path):

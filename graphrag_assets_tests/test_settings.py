@@ -19,6 +19,7 @@ def test_defaults_without_file_are_offline(tmp_path: Path) -> None:
     assert settings.database_path == tmp_path.resolve() / "data" / "graphrag.duckdb"
     assert settings.extraction.entity_types == ["organization", "person", "geo", "event"]
     assert settings.communities.seed == 0xDEADBEEF
+    assert settings.query.local.ranking == "graph" and settings.query.basic.mode == "hybrid"
 
 
 def test_standard_openai_variables_select_the_standard_method(tmp_path: Path) -> None:
@@ -57,6 +58,8 @@ def test_overrides_apply_on_top_of_the_file(tmp_path: Path) -> None:
         ("llm:\n  base_url: localhost:8000\n", "'llm.base_url': must start with http:// or https://"),
         ("llm:\n  api_key: ${NOPE}\n", "'llm.api_key' refers to ${NOPE}, which is not set"),
         ("query:\n  global:\n    community_level: -1\n", "'query.global.community_level'"),
+        ("query:\n  local:\n    ranking: pagerank\n", "'query.local.ranking': Input should be 'graph' or 'msgraphrag'"),
+        ("query:\n  basic:\n    mode: bm25\n", "'query.basic.mode': Input should be 'hybrid' or 'vector'"),
         ("chunking:\n  size: 100\n  overlap: 200\n", "overlap (200) must be smaller than size (100)"),
         ("- a\n", "must hold a mapping"),
         ("input:\n  file_types: [.pdf]\n", "unsupported file type(s) ['.pdf']"),
@@ -102,3 +105,26 @@ def test_an_invalid_api_key_value_is_never_echoed(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as caught:
         load_settings(tmp_path, environ={})
     assert "6861968581092068104" not in str(caught.value) and "5f3a9c" not in str(caught.value)
+
+
+def test_an_unknown_tokenizer_encoding_is_an_error(tmp_path: Path) -> None:
+    write(tmp_path, "chunking:\n  encoding: cl100k_bsae\n")
+    with pytest.raises(ConfigError, match=r"'chunking.encoding': unknown tokenizer encoding 'cl100k_bsae'; use one of: cl100k_base, "):
+        load_settings(tmp_path, environ={})
+
+
+def test_the_default_encoding_loads_without_the_network_or_a_notice() -> None:
+    """A fresh process counts tokens with cl100k_base from the bundled copy: no download attempt."""
+    import subprocess
+    import sys
+
+    code = (
+        "import socket\n"
+        "def refuse(*a, **k): raise AssertionError('network used')\n"
+        "socket.socket.connect = refuse\n"
+        "from graphrag_assets.core.tokens import count_tokens\n"
+        "print(count_tokens('Søren Holm keeps the Kestrel Point light.'))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "13" and done.stderr == ""

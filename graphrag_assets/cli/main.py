@@ -7,23 +7,21 @@ Dagster is imported only by the commands that run the pipeline (``index``), so `
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
-import traceback
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import click
 
+from graphrag_assets.cli.common import JSON_OPTION, ROOT_OPTION, guard, print_json, project_settings
 from graphrag_assets.cli.doctor import doctor
 from graphrag_assets.cli.output import render_frame, render_index_report, render_query_result, render_status
 from graphrag_assets.cli.progress import live_progress
+from graphrag_assets.cli.show import show
 from graphrag_assets.core.errors import UserError
-from graphrag_assets.core.settings import Settings, load_settings
-from graphrag_assets.interop.commands import export_index, import_index
+from graphrag_assets.core.processes import seconds_since_start
+from graphrag_assets.interop.commands import EXPORT_FORMATS, export_index, import_index
 from graphrag_assets.project.dry_run import estimate_next_run
 from graphrag_assets.project.init_files import write_project_files
 from graphrag_assets.project.querying import answer_question
@@ -31,62 +29,16 @@ from graphrag_assets.project.status import project_status
 from graphrag_assets.query.request import QueryOptions
 from graphrag_assets.storage.readonly_sql import run_readonly_query
 
-ROOT_OPTION = click.option(
-    "--root",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=None,
-    help="Project folder (default: $GRAPHRAG_ROOT or the current directory).",
-)
-JSON_OPTION = click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
-
-
-def _fail(message: str) -> None:
-    click.secho(f"error: {message}", fg="red", err=True)
-    sys.exit(1)
-
-
-def _guard(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Turn user errors into one clear line and unexpected ones into a short report."""
-
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return fn(*args, **kwargs)
-        except UserError as exc:
-            _fail(str(exc))
-        except KeyboardInterrupt:
-            _fail("interrupted; completed model calls are cached, so re-running continues where it stopped.")
-        except Exception as exc:  # a bug, not a user mistake: keep the detail available
-            if kwargs.get("verbose") or _verbose_env():
-                traceback.print_exc()
-            _fail(f"{type(exc).__name__}: {exc} (re-run with GRAPHRAG_DEBUG=1 for the traceback)")
-
-    wrapper.__name__ = fn.__name__
-    wrapper.__doc__ = fn.__doc__
-    return wrapper
-
-
-def _verbose_env() -> bool:
-    return bool(os.environ.get("GRAPHRAG_DEBUG"))
-
-
-def _settings(root: Path | None, overrides: dict[str, Any] | None = None) -> Settings:
-    return load_settings(root, overrides=overrides)
-
-
-def _print_json(data: Any) -> None:
-    click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
-
-
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="graphrag-assets")
 def main() -> None:
     """GraphRAG indexing and querying as a Dagster asset pipeline."""
 
 
-@main.command()
+@main.command(short_help="Write graphrag.yaml, dagster.yaml, workspace.yaml and data/input/.")
 @ROOT_OPTION
 @click.option("--force", is_flag=True, help="Overwrite existing files.")
-@_guard
+@guard
 def init(root: Path | None, force: bool) -> None:
     """Create graphrag.yaml, dagster.yaml, workspace.yaml and data/input/ in the project folder."""
     target = (root or Path.cwd()).resolve()
@@ -98,49 +50,50 @@ def init(root: Path | None, force: bool) -> None:
     click.echo(f"Put documents in {target / 'data' / 'input'} and run: graphrag-assets index --root {target}")
 
 
-@main.command()
+@main.command(short_help="Index what changed in the input folder and update the graph.")
 @ROOT_OPTION
 @click.option("--method", type=click.Choice(["standard", "fast", "nlp"]), default=None, help="Indexing method (default: settings, or nlp when no model endpoint is configured).")
 @click.option("--dry-run", is_flag=True, help="Print how many model calls and tokens the next run would need, without calling the model.")
 @click.option("--full", is_flag=True, help="Also rebuild the corpus-wide assets when no document changed.")
+@click.option("--allow-empty-input", is_flag=True, help="Accept a missing or empty input folder and remove every document from the index.")
 @click.option("--verbose", "-v", is_flag=True, help="Show Dagster's own log lines.")
 @JSON_OPTION
-@_guard
-def index(root: Path | None, method: str | None, dry_run: bool, full: bool, verbose: bool, as_json: bool) -> None:
+@guard
+def index(root: Path | None, method: str | None, dry_run: bool, full: bool, allow_empty_input: bool, verbose: bool, as_json: bool) -> None:
     """Index what changed in data/input (new, changed and deleted documents) and update the graph."""
     overrides = {"method": method} if method else None
-    settings = _settings(root, overrides)
-    if settings.method == "auto" and not as_json:
-        click.echo(
-            f"method: {settings.resolved_method} "
-            + ("(no model endpoint configured: offline noun-phrase graph and local embeddings)" if settings.resolved_method == "nlp" else "(model endpoint configured)")
-        )
+    settings = project_settings(root, overrides)
+    if not as_json:
+        why = {"nlp": "(no model endpoint configured: offline noun-phrase graph and local embeddings)", "standard": "(model endpoint configured)"}
+        click.echo(f"method: {settings.resolved_method} {why.get(settings.resolved_method, '') if settings.method == 'auto' else '(from the settings)'}".rstrip())
     if dry_run:
         estimate = estimate_next_run(settings)
-        _print_json(estimate.as_dict()) if as_json else click.echo(estimate.render())
+        print_json(estimate.as_dict()) if as_json else click.echo(estimate.render())
         return
-    from graphrag_assets.pipeline.indexing import index_project  # imports Dagster (~1 s): only when indexing
+    from graphrag_assets.pipeline.indexing import IndexOptions, index_project  # imports Dagster (~1 s): only when indexing
 
+    options = IndexOptions(overrides=overrides, force_corpus=full, allow_empty_input=allow_empty_input)
     with live_progress(enabled=not as_json and not verbose) as announce:
-        report = index_project(settings, overrides=overrides, announce=announce, force_corpus=full)
+        report = index_project(settings, options, announce)
+    report.seconds = seconds_since_start()
     if as_json:
-        _print_json(report.as_dict())
+        print_json(report.as_dict())
     else:
         click.echo(render_index_report(report))
     if not report.success:
         sys.exit(1)
 
 
-@main.command()
+@main.command(short_help="What changed since the last index, what is stale, row counts.")
 @ROOT_OPTION
 @JSON_OPTION
-@_guard
+@guard
 def status(root: Path | None, as_json: bool) -> None:
-    """Documents, partitions, row counts and what is stale."""
-    settings = _settings(root)
+    """What changed in the input folder since the last index, what is stale or unfinished, and row counts."""
+    settings = project_settings(root)
     report = project_status(settings)
     if as_json:
-        _print_json(report)
+        print_json(report)
     else:
         click.echo(render_status(report))
 
@@ -151,13 +104,14 @@ def status(root: Path | None, as_json: bool) -> None:
 @JSON_OPTION
 @click.option("--csv", "as_csv", is_flag=True, help="Print CSV.")
 @click.option("--limit", type=int, default=200, show_default=True, help="Rows to print in table output.")
-@_guard
-def sql(query: str, root: Path | None, as_json: bool, as_csv: bool, limit: int) -> None:
+@click.option("--allow-file-access", is_flag=True, help="Let the query read files (read_csv, read_text, ...); off by default.")
+@guard
+def sql(query: str, root: Path | None, as_json: bool, as_csv: bool, limit: int, allow_file_access: bool) -> None:
     """Run a read-only SQL query against the index database."""
-    settings = _settings(root)
-    frame = run_readonly_query(settings.database_path, query)
+    settings = project_settings(root)
+    frame = run_readonly_query(settings.database_path, query, allow_file_access=allow_file_access)
     if as_json:
-        _print_json(frame.to_dicts())
+        print_json(frame.to_dicts())
     elif as_csv:
         click.echo(frame.write_csv(), nl=False)
     else:
@@ -174,7 +128,7 @@ def sql(query: str, root: Path | None, as_json: bool, as_csv: bool, limit: int) 
 @click.option("--stream", is_flag=True, help="Print the answer as it is generated.")
 @click.option("--show-context", is_flag=True, help="Also print the context tables the answer was built from.")
 @JSON_OPTION
-@_guard
+@guard
 def query(
     question: str,
     root: Path | None,
@@ -187,7 +141,7 @@ def query(
     as_json: bool,
 ) -> None:
     """Answer a question about the indexed documents."""
-    settings = _settings(root)
+    settings = project_settings(root)
     options = QueryOptions(method, community_level, dynamic_selection, response_type)
     streamed: list[str] = []
 
@@ -197,7 +151,7 @@ def query(
 
     result = answer_question(settings, question, options, on_token=on_token if stream and not as_json else None)
     if as_json:
-        _print_json(result.to_dict())
+        print_json(result.to_dict())
         return
     if streamed:
         click.echo()
@@ -206,21 +160,26 @@ def query(
 
 @main.command(name="export")
 @click.argument("out_dir", type=click.Path(path_type=Path))
-@click.option("--format", "fmt", type=click.Choice(["msgraphrag", "graphml", "neo4j"]), default="msgraphrag", show_default=True,
-              help="msgraphrag: Microsoft GraphRAG v3 parquet (+ LanceDB) that its query API reads; graphml: one graph file; neo4j: CSV files for neo4j-admin import and a Cypher script.")
+@click.option("--format", "fmt", type=click.Choice(list(EXPORT_FORMATS)), default="msgraphrag", show_default=True,
+              help="msgraphrag: Microsoft GraphRAG v3 parquet (+ LanceDB) that its query API reads; graphml: one graph file; neo4j: CSV files for neo4j-admin import and a Cypher script; cypher: Cypher statements for FalkorDB and Neo4j, with retrieval queries; html: one self-contained page to look at the communities and their entity graphs.")
+@click.option("--load", "load", metavar="URL", default=None,
+              help="With --format cypher: also load the graph into falkordb://HOST:PORT[/GRAPH] or bolt://HOST:PORT[/DATABASE] (--force replaces a graph already there).")
 @click.option("--force", is_flag=True, help="Write into a folder that is not empty (replacing this format's files).")
 @ROOT_OPTION
 @JSON_OPTION
-@_guard
-def export_command(out_dir: Path, fmt: str, force: bool, root: Path | None, as_json: bool) -> None:
+@guard
+def export_command(out_dir: Path, fmt: str, load: str | None, force: bool, root: Path | None, as_json: bool) -> None:
     """Export the index for other tools."""
-    result = export_index(_settings(root), fmt, out_dir.resolve(), force=force)
+    result = export_index(project_settings(root), fmt, out_dir.resolve(), force=force, load=load)
     if as_json:
-        _print_json(result.as_dict())
+        print_json(result.as_dict())
         return
     click.echo(f"exported {fmt} to {result.out_dir}:")
     for name in result.files:
         click.echo(f"  {name}")
+    if result.loaded:
+        loaded = result.loaded
+        click.echo(f"loaded into {loaded['target']}: {loaded['nodes']:,} nodes, {loaded['relationships']:,} relationships")
     for warning in result.warnings:
         click.echo(f"warning: {warning}")
 
@@ -232,12 +191,12 @@ def export_command(out_dir: Path, fmt: str, force: bool, root: Path | None, as_j
 @click.option("--force", is_flag=True, help="Replace the index the project already holds.")
 @ROOT_OPTION
 @JSON_OPTION
-@_guard
+@guard
 def import_command(source_dir: Path, fmt: str, force: bool, root: Path | None, as_json: bool) -> None:
     """Load an index made by another tool, to query it with our engines."""
-    result = import_index(_settings(root), fmt, source_dir.resolve(), force=force)
+    result = import_index(project_settings(root), fmt, source_dir.resolve(), force=force)
     if as_json:
-        _print_json(result.as_dict())
+        print_json(result.as_dict())
         return
     click.echo(f"imported {fmt} from {result.source_dir}:")
     for table, rows in result.rows.items():
@@ -248,21 +207,32 @@ def import_command(source_dir: Path, fmt: str, force: bool, root: Path | None, a
         click.echo(f"warning: {warning}")
 
 
+DEFINITIONS_MODULE = "graphrag_assets.pipeline.definitions"
+DEV_SUPERSEDED_WARNING = "ignore:Function `dev_command` is superseded"
+
+
 @main.command()
 @ROOT_OPTION
 @click.option("--port", type=int, default=3000, show_default=True)
-@_guard
+@guard
 def dev(root: Path | None, port: int) -> None:
     """Start the Dagster UI (dagster dev) for the project."""
-    settings = _settings(root)
-    env = {**os.environ, "DAGSTER_HOME": str(settings.root), "GRAPHRAG_ROOT": str(settings.root)}
+    settings = project_settings(root)
+    # `dagster dev` warns on every start that it is superseded by `dg dev` (a separate package).
+    quiet = ",".join(filter(None, [os.environ.get("PYTHONWARNINGS"), DEV_SUPERSEDED_WARNING]))
+    env = {**os.environ, "DAGSTER_HOME": str(settings.root), "GRAPHRAG_ROOT": str(settings.root), "PYTHONWARNINGS": quiet}
     if not (settings.root / "dagster.yaml").exists():
         raise UserError(f"{settings.root} has no dagster.yaml; run 'graphrag-assets init --root {settings.root}' first.")
-    cmd = [sys.executable, "-m", "dagster", "dev", "-m", "graphrag_assets.pipeline.definitions", "-p", str(port)]
+    # workspace.yaml names the code location as the CLI's runs are tagged, so they are listed under
+    # their jobs (a project without one loads the module, whose location is named after it).
+    location = ["-w", "workspace.yaml"] if (settings.root / "workspace.yaml").exists() else ["-m", DEFINITIONS_MODULE]
+    cmd = [sys.executable, "-m", "dagster", "dev", *location, "-p", str(port)]
     sys.exit(subprocess.call(cmd, cwd=settings.root, env=env))
 
 
+main.add_command(show)
 main.add_command(doctor)
+
 
 if __name__ == "__main__":
     main()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import polars as pl
@@ -16,9 +17,10 @@ def render_frame(frame: pl.DataFrame, limit: int = 200) -> str:
 def render_index_report(report) -> str:
     data = report.as_dict()
     lines = [
-        f"method: {data['method']}",
         f"documents: {len(data['new'])} added, {len(data['changed'])} changed, {len(data['deleted'])} deleted, {data['unchanged']} unchanged",
     ]
+    if data.get("vanished"):
+        lines.append(f"gone before they were read (the next index removes them): {', '.join(data['vanished'])}")
     if data["deleted_rows"]:
         lines.append("deleted rows: " + ", ".join(f"{t} {n}" for t, n in data["deleted_rows"].items() if n))
     for run in data["runs"]:
@@ -32,9 +34,19 @@ def render_index_report(report) -> str:
     if data["usage"]:
         calls = sum(u["calls"] for u in data["usage"].values())
         cached = sum(u["cached"] for u in data["usage"].values())
-        lines.append(f"model calls: {calls} made, {cached} answered from the cache")
+        failed = sum(u.get("failed", 0) for u in data["usage"].values())
+        lines.append(f"model calls: {calls} made{f' ({failed} failed)' if failed else ''}, {cached} answered from the cache")
         for purpose, u in data["usage"].items():
-            lines.append(f"  {purpose:<24} {u['calls']:>6} made {u['cached']:>6} cached {u['prompt_tokens'] + u['completion_tokens']:>10,} tokens")
+            failures = f" ({u['failed']} failed)" if u.get("failed") else ""
+            lines.append(
+                f"  {purpose:<24} {u['calls']:>6} made {u['cached']:>6} cached {u['prompt_tokens'] + u['completion_tokens']:>10,} tokens{failures}"
+            )
+    graph = data.get("graph")
+    if graph:
+        lines.append(
+            f"graph: {graph['entities']:,} entities, {graph['relationships']:,} relationships, "
+            f"{graph['communities']:,} communities in {graph['levels']} level(s), {graph['reports']:,} reports"
+        )
     lines.append(f"took {data['seconds']:.1f} s")
     return "\n".join(lines)
 
@@ -49,23 +61,45 @@ def render_status(report: dict[str, Any]) -> str:
         "input changes since last index: "
         + f"{len(docs['new'])} new, {len(docs['changed'])} changed, {len(docs['deleted'])} deleted, {docs['unchanged']} unchanged",
     ]
+    paths = docs.get("paths", {})
     for label in ("new", "changed", "deleted"):
         for key in docs[label][:20]:
-            lines.append(f"  {label:<8} {key}")
+            lines.append(f"  {label:<8} {paths.get(key, key)}")
     for skipped in docs["skipped"]:
-        lines.append(f"  skipped  {skipped['document_key']}: {skipped['message']}")
+        lines.append(f"  skipped  {skipped['message']}")
+    for entry in docs.get("passed_over", []):
+        lines.append(f"  skipped  {entry}")
     for failed in docs["failed"]:
-        lines.append(f"  failed   {failed['document_key']}: extraction failed ({failed['error']}); 'index' retries it")
+        lines.append(f"  failed   {paths.get(failed['document_key'], failed['document_key'])}: extraction failed ({failed['error']}); 'index' retries it")
+    interrupted = report.get("interrupted_update")
+    if interrupted:
+        lines.append(
+            f"last update: the 'graphrag-assets index' started at {interrupted.get('started_at')} (pid {interrupted.get('pid')}) "
+            "was stopped before it finished; run it again to finish (model calls already made are not repeated)"
+        )
     corpus = report["corpus"]
+    if corpus.get("unfinished"):
+        lines.append(
+            "corpus graph: an update is running (its tables are published when it finishes)"
+            if corpus.get("update_running")
+            else "corpus graph: the last update stopped before it was published; queries use the previous build, "
+            "and 'graphrag-assets index' finishes it (model calls already made are not repeated)"
+        )
     if not corpus.get("built"):
         lines.append("corpus graph: not built yet")
     else:
         since = corpus["documents_since_build"]
-        state = "stale" if corpus["stale"] else "up to date"
-        settings_note = "; corpus settings changed" if corpus.get("settings_changed") else ""
-        lines.append(
-            f"corpus graph: {state} ({len(since['added'])} added, {len(since['changed'])} changed, {len(since['removed'])} removed since it was built{settings_note})"
-        )
+        pending = docs["new"] or docs["changed"] or docs["deleted"]
+        if corpus["stale"]:
+            settings_note = "; corpus settings changed" if corpus.get("settings_changed") else ""
+            lines.append(
+                f"corpus graph: stale ({len(since['added'])} added, {len(since['changed'])} changed, "
+                f"{len(since['removed'])} removed since it was built{settings_note})"
+            )
+        elif pending:
+            lines.append("corpus graph: up to date with the indexed documents; 'graphrag-assets index' adds the input changes above")
+        else:
+            lines.append("corpus graph: up to date")
         if corpus.get("left_out"):
             lines.append("  left out (extraction failed): " + ", ".join(corpus["left_out"]))
     lines.append("")
@@ -77,12 +111,40 @@ def render_status(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+SHOWN_RELATIONSHIPS = 20
+_CITATION = re.compile(r"\[Data:([^\]]*)\]")
+_CITED_KIND = re.compile(r"(Reports|Entities|Relationships|Claims|Sources)\s*\(([^)]*)\)")
+
+
+def cited_records(answer: str, records) -> list[tuple[str, str, str]]:
+    """(kind, citation, title) of each record the answer cites, in order of first citation.
+
+    Answers cite ``[Data: Sources (3f9a2c1b); Reports (12)]``: ids a reader cannot look up. The
+    context records know what each one is (a file, a report title, an entity name).
+    """
+    known = {(kind, r.citation): r.title for kind in records.KINDS for r in getattr(records, kind)}
+    cited: dict[tuple[str, str], str] = {}
+    for block in _CITATION.findall(answer):
+        for kind, ids in _CITED_KIND.findall(block):
+            for citation in (part.strip() for part in ids.split(",")):
+                key = (kind.lower(), citation)
+                if key in known and key not in cited:
+                    cited[key] = known[key]
+    return [(kind, citation, title) for (kind, citation), title in cited.items()]
+
+
 def render_query_result(result, *, show_answer: bool = True, show_context: bool = False) -> str:
-    """The answer, then what it was built from and what it cost."""
+    """The answer, what it cites (by name), then what it was built from and what it cost."""
     lines: list[str] = []
     if show_answer:
         lines.append(result.answer.strip())
     records = result.context_records
+    cited = cited_records(result.answer, records)
+    if cited:
+        lines.append("")
+        lines.append("cited:")
+        for kind, citation, title in cited:
+            lines.append(f"  {kind.capitalize()} ({citation}): {title}")
     counts = ", ".join(
         f"{len(getattr(records, kind))} {kind}"
         for kind in ("reports", "entities", "relationships", "claims", "sources")
@@ -94,8 +156,36 @@ def render_query_result(result, *, show_answer: bool = True, show_context: bool 
     model = f"{usage.chat_calls} model call(s), {usage.prompt_tokens + usage.completion_tokens} tokens" if result.llm_used else "no language model used"
     lines.append(f"{result.method} search: {model}, {usage.seconds:.2f} s")
     for warning in result.warnings:
-        lines.append(f"warning: {warning}")
+        if warning not in result.answer:  # e.g. DRIFT's "needs an LLM", which the answer already says
+            lines.append(f"warning: {warning}")
     if show_context:
         lines.append("")
         lines.append(result.context_text)
     return "\n".join(lines)
+
+
+def render_entity(detail: dict[str, Any]) -> str:
+    """An entity as ``show entity`` prints it."""
+    lines = [f"{detail['title']} ({detail['type'] or 'no type'}, {detail['degree']} relationships)", ""]
+    lines.append((detail["description"] or "(no description)").strip())
+    if detail["aliases"]:
+        lines += ["", "also called: " + ", ".join(detail["aliases"])]
+    relationships = detail["relationships"]
+    if relationships:
+        lines += ["", "relationships (strongest first):"]
+        lines += [f"  {r['other']} (weight {r['weight']:g}): {(r['description'] or '').strip()[:160]}" for r in relationships[:SHOWN_RELATIONSHIPS]]
+        if len(relationships) > SHOWN_RELATIONSHIPS:
+            lines.append(f"  … and {len(relationships) - SHOWN_RELATIONSHIPS} more (--json lists them all)")
+    if detail["communities"]:
+        lines += ["", "communities:"]
+        lines += [f"  level {c['level']}: community {c['community']} ({c['size']} entities) {c['report'] or ''}".rstrip() for c in detail["communities"]]
+    if detail["sources"]:
+        lines += ["", "sources:"]
+        lines += [f"  {s['path']} ({s['text_units']} text unit(s))" for s in detail["sources"]]
+    return "\n".join(lines)
+
+
+def render_report(detail: dict[str, Any]) -> str:
+    """A community report as ``show report`` prints it: its place in the hierarchy, then the text."""
+    head = f"community {detail['community']}, level {detail['level']}, {detail['size']} entities, rank {detail['rank']:g}"
+    return f"{head}\n\n{(detail['full_content'] or '').strip()}"

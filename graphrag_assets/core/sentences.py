@@ -22,6 +22,7 @@ _HEADING_WORD = re.compile(r"[^\W\d_]{2,}")
 _WORD = r"[^\W_]+(?:'[^\W_]+)*(?:-[^\W_]+(?:'[^\W_]+)*)*"
 _TOKEN = re.compile(
     r"(?P<para>\n[ \t]*(?:\n[ \t]*)+)"
+    r"|(?P<number>\d+(?:[.,:]\d+)+)"  # 1.8, 3.14159, 2,500, 10:30 - a period inside a number ends nothing
     r"|(?P<acronym>(?:[^\W\d_]\.){2,})"
     rf"|(?P<word>{_WORD})(?P<dot>\.)?"
     r"|(?P<end>[.!?\u2026]+)"
@@ -81,6 +82,9 @@ def tokenize(prepared: str) -> list[Token]:
         if kind == "para":
             tokens.append(Token("para", "", start, end))
             at_start = True
+        elif kind == "number":
+            tokens.append(Token("word", m.group("number"), start, end, initial=at_start))
+            at_start = False
         elif kind == "acronym":
             letters = m.group("acronym").replace(".", "")
             tokens.append(Token("word", letters, start, end, initial=at_start))

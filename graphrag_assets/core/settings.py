@@ -21,6 +21,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from graphrag_assets.core.errors import ConfigError
+from graphrag_assets.core.tokens import known_encodings
 
 SETTINGS_FILE = "graphrag.yaml"
 DEFAULT_ENTITY_TYPES = ["organization", "person", "geo", "event"]
@@ -130,6 +131,14 @@ class ChunkingSettings(_Section):
     overlap: int = Field(100, ge=0)
     encoding: str = "cl100k_base"
 
+    @field_validator("encoding")
+    @classmethod
+    def _known_encoding(cls, value: str) -> str:
+        known = known_encodings()
+        if value not in known:
+            raise ValueError(f"unknown tokenizer encoding {value!r}; use one of: {', '.join(known)}")
+        return value
+
     @model_validator(mode="after")
     def _overlap_below_size(self) -> "ChunkingSettings":
         if self.overlap >= self.size:
@@ -203,6 +212,11 @@ class LocalSearchSettings(_Section):
     text_unit_prop: float = Field(0.5, ge=0, le=1)
     community_prop: float = Field(0.15, ge=0, le=1)
     conversation_history_max_turns: int = Field(5, ge=0)
+    # graph: personalized PageRank from the question's entities and passages (query/graph_ranking.py);
+    # msgraphrag: Microsoft GraphRAG's order (mapped entities, then their relationships and text units).
+    ranking: Literal["graph", "msgraphrag"] = "graph"
+    ppr_damping: float = Field(0.5, gt=0, lt=1)  # probability of following an edge rather than resetting
+    passage_weight: float = Field(0.05, ge=0)  # reset mass of the best-matching passage, relative to all seed entities
 
     @model_validator(mode="after")
     def _props(self) -> "LocalSearchSettings":
@@ -231,11 +245,13 @@ class DriftSearchSettings(_Section):
 
 class BasicSearchSettings(_Section):
     k: int = Field(10, ge=1)
+    mode: Literal["hybrid", "vector"] = "hybrid"  # hybrid: vector and full-text hits fused by reciprocal rank
     max_context_tokens: int = Field(12000, ge=500)
 
 
 class QuerySettings(_Section):
     response_type: str = "Multiple Paragraphs"
+    max_question_tokens: int = Field(2000, ge=16)  # a longer question is refused, not sent into every call
     prompts: dict[str, str] = Field(default_factory=dict)  # prompt name (e.g. local_search) -> your file
     local: LocalSearchSettings = Field(default_factory=LocalSearchSettings)
     global_: GlobalSearchSettings = Field(default_factory=GlobalSearchSettings, alias="global")

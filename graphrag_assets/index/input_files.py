@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 _UNSAFE = re.compile(r"[^\w.\-/]+", re.UNICODE)
@@ -37,29 +37,56 @@ def partition_key_for(relative_path: str) -> str:
     return key
 
 
-def discover_input_files(input_dir: Path, file_types: list[str]) -> list[InputFile]:
+@dataclass
+class InputScan:
+    """The input files found, and what was passed over with the reason (shown by index and status)."""
+
+    files: list[InputFile] = field(default_factory=list)
+    passed_over: list[str] = field(default_factory=list)
+
+
+def scan_input_files(input_dir: Path, file_types: list[str]) -> InputScan:
     """Every file under ``input_dir`` (recursively) with one of ``file_types``, sorted by path.
 
-    Hidden files and folders (starting with '.') are ignored, like editors' swap files.
+    Hidden files and folders (starting with '.') are ignored, like editors' swap files. Linked
+    folders are followed, except a link to a folder already visited (a loop, or a second way into
+    the same files); links to nothing cannot be read. Both are passed over and named, never silently.
     """
+    scan = InputScan()
     if not input_dir.is_dir():
-        return []
+        return scan
     wanted = {t.lower() for t in file_types}
-    found: list[InputFile] = []
-    for dirpath, dirnames, filenames in os.walk(input_dir):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+    visited = {input_dir.resolve()}
+    for dirpath, dirnames, filenames in os.walk(input_dir, followlinks=True):
+        here = Path(dirpath)
+        keep = []
+        for name in sorted(d for d in dirnames if not d.startswith(".")):
+            target = (here / name).resolve()
+            if target in visited:
+                scan.passed_over.append(f"{(here / name).relative_to(input_dir).as_posix()}: a link to a folder already read, not followed again")
+                continue
+            visited.add(target)
+            keep.append(name)
+        dirnames[:] = keep
         for name in filenames:
             if name.startswith(".") or Path(name).suffix.lower() not in wanted:
                 continue
-            full = Path(dirpath) / name
+            full = here / name
+            relative = full.relative_to(input_dir).as_posix()
             try:
                 stat = full.stat()
-            except OSError:
+            except OSError as exc:
+                reason = "a link to a file that does not exist" if full.is_symlink() else f"it cannot be read ({exc.strerror})"
+                scan.passed_over.append(f"{relative}: skipped, {reason}")
                 continue
-            relative = full.relative_to(input_dir).as_posix()
-            found.append(InputFile(relative, partition_key_for(relative), stat.st_size, stat.st_mtime))
-    found.sort(key=lambda f: f.path)
-    return found
+            scan.files.append(InputFile(relative, partition_key_for(relative), stat.st_size, stat.st_mtime))
+    scan.files.sort(key=lambda f: f.path)
+    return scan
+
+
+def discover_input_files(input_dir: Path, file_types: list[str]) -> list[InputFile]:
+    """The input files of :func:`scan_input_files`."""
+    return scan_input_files(input_dir, file_types).files
 
 
 def file_hash(path: Path) -> str:

@@ -88,7 +88,7 @@ def _is_number(lower: str, lists: WordLists) -> bool:
     if _ORDINAL.match(lower):
         return True
     parts = lower.split("-")
-    return all(p.isdigit() or p in lists.numbers for p in parts)
+    return all(p.replace(".", "").replace(",", "").replace(":", "").isdigit() or p in lists.numbers for p in parts)
 
 
 def _classify(token: Token, lists: WordLists) -> _Word:

@@ -1,4 +1,5 @@
-"""Moving an index in and out: Microsoft GraphRAG v3 parquet, GraphML and Neo4j import files.
+"""Moving an index in and out: Microsoft GraphRAG v3 parquet, GraphML, Neo4j import files, Cypher
+(optionally loaded into FalkorDB or Neo4j) and a self-contained HTML picture of the graph.
 
 Two entry points for the CLI:
 
@@ -16,24 +17,41 @@ from pathlib import Path
 from graphrag_assets.core.errors import UserError
 from graphrag_assets.core.settings import Settings
 from graphrag_assets.interop.common import ExportResult, ImportResult
+from graphrag_assets.interop.cypher import export_cypher
+from graphrag_assets.interop.cypher_load import load_graph, parse_target
 from graphrag_assets.interop.graphml import export_graphml
+from graphrag_assets.interop.html_export import export_html
 from graphrag_assets.interop.msgraphrag import export_msgraphrag
 from graphrag_assets.interop.msgraphrag_import import import_msgraphrag
 from graphrag_assets.interop.neo4j import export_neo4j
 
-EXPORT_FORMATS = ("msgraphrag", "graphml", "neo4j")
+EXPORT_FORMATS = ("msgraphrag", "graphml", "neo4j", "cypher", "html")
 IMPORT_FORMATS = ("msgraphrag",)
 
 
-def export_index(settings: Settings, fmt: str, out_dir: str | Path, *, force: bool = False) -> ExportResult:
+def export_index(
+    settings: Settings, fmt: str, out_dir: str | Path, *, force: bool = False, load: str | None = None
+) -> ExportResult:
     """Write the project's index to ``out_dir`` in format ``fmt`` (one of :data:`EXPORT_FORMATS`).
 
     ``out_dir`` must be missing or empty unless ``force`` is set; with ``force`` only the files
-    this format writes are replaced, anything else in the folder is left alone.
+    this format writes are replaced, anything else in the folder is left alone. ``load`` (cypher
+    only) is a ``falkordb://`` or ``bolt://`` URL to run the written statements against; ``force``
+    then also replaces the graph already there.
     """
     if fmt not in EXPORT_FORMATS:
         raise UserError(f"unknown export format {fmt!r}; choose one of: {', '.join(EXPORT_FORMATS)}.")
+    if load is not None and fmt != "cypher":
+        raise UserError("--load works with --format cypher only.")
     target = Path(out_dir).expanduser().resolve()
+    if fmt == "cypher":
+        graph_target = parse_target(load) if load is not None else None
+        result, graph = export_cypher(settings, target, force=force)
+        if graph_target is not None:
+            result.loaded = load_graph(graph_target, graph.schema, graph.statements, force=force).as_dict()
+        return result
+    if fmt == "html":
+        return export_html(settings, target, force=force)
     if fmt == "msgraphrag":
         return export_msgraphrag(settings, target, force=force)
     if fmt == "graphml":

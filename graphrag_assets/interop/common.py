@@ -36,6 +36,7 @@ class ExportResult:
     files: list[str] = field(default_factory=list)
     rows: dict[str, int] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    loaded: dict[str, Any] = field(default_factory=dict)  # cypher --load: target, statements, nodes, relationships
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -44,6 +45,7 @@ class ExportResult:
             "files": list(self.files),
             "rows": dict(self.rows),
             "warnings": list(self.warnings),
+            "loaded": dict(self.loaded),
         }
 
 

@@ -38,13 +38,13 @@ import polars as pl
 from graphrag_assets.core import schemas
 from graphrag_assets.core.errors import UserError
 from graphrag_assets.core.settings import Settings
-from graphrag_assets.index.embedding_texts import embed_frame, entity_texts, report_texts, text_hashes, text_unit_texts
+from graphrag_assets.index.embedding_texts import embed_frame, entity_texts, report_texts, text_hashes, text_unit_texts, with_text
 from graphrag_assets.interop.common import ImportResult
 from graphrag_assets.llm.factory import build_embedding_model
 from graphrag_assets.llm.usage import UsageMeter
 from graphrag_assets.storage import vectors as lance
 from graphrag_assets.storage.database import connect, table_exists
-from graphrag_assets.storage.tables import write_table
+from graphrag_assets.storage.corpus import MANIFEST_COLUMNS, begin_corpus_run, publish_corpus, write_staged
 
 REQUIRED_FILES = ("documents", "text_units", "entities", "relationships", "communities", "community_reports")
 OPTIONAL_FILES = ("covariates",)
@@ -322,16 +322,24 @@ def import_msgraphrag(settings: Settings, source_dir: Path, *, force: bool = Fal
             "(move it away) to embed every text with the project's embedder."
         )
 
+    # Staged, then published in one transaction like a corpus build: an import that fails part-way
+    # leaves the project as it was, and status knows the index holds a finished build.
+    begin_corpus_run(settings.database_path, f"import:{source_dir}")
     for name, frame in tables.items():
-        write_table(settings.database_path, name, frame)
+        write_staged(settings.database_path, name, frame)
         result.rows[name] = frame.height
+    versions: dict[str, int] = {}
     for name, frame in embeddings.items():
         columns = ["id", "document_key"] if name == "text_unit_embeddings" else ["id"]
         stored = frame.select(*columns, "text_hash", "vector", "model")
-        write_table(settings.database_path, name, stored)
-        published = lance.publish(settings.lancedb_path, LANCEDB_TABLES[name], stored.drop("model"))
+        write_staged(settings.database_path, name, stored)
+        published_rows = with_text(stored.drop("model"), texts[name]) if name == "text_unit_embeddings" else stored.drop("model")
+        published = lance.publish(settings.lancedb_path, LANCEDB_TABLES[name], published_rows)
+        versions[LANCEDB_TABLES[name]] = published.version
         result.rows[name] = stored.height
         result.rows[f"lancedb/{LANCEDB_TABLES[name]}"] = published.rows
+    no_documents = pl.DataFrame(schema=dict.fromkeys(MANIFEST_COLUMNS, pl.String))
+    publish_corpus(settings.database_path, no_documents, {"run_id": f"import:{source_dir}", "vector_versions": versions})
     return result
 
 

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
+from graphrag_assets.llm.cache import CHAT_TABLE_DDL, EMBEDDING_TABLE_DDL
 from graphrag_assets.storage.database import connect, table_exists
 
 if TYPE_CHECKING:
@@ -204,6 +205,17 @@ class UsageMeter:
         return frame.height
 
 
+def create_model_tables(db_path: Path) -> None:
+    """Create ``llm_usage`` and the response cache tables, empty, if they do not exist yet.
+
+    An offline index makes no model calls, but ``SELECT … FROM llm_usage`` should answer "nothing"
+    rather than "no such table".
+    """
+    with connect(db_path) as conn:
+        for ddl in (USAGE_TABLE_DDL, CHAT_TABLE_DDL, EMBEDDING_TABLE_DDL):
+            conn.execute(ddl)
+
+
 def usage_by_purpose(db_path: Path, run_ids: list[str]) -> dict[str, dict[str, Any]]:
     """Model calls made and answered from the cache, tokens and cost, per purpose, over these runs."""
     if not run_ids or not Path(db_path).exists():
@@ -213,13 +225,16 @@ def usage_by_purpose(db_path: Path, run_ids: list[str]) -> dict[str, dict[str, A
             return {}
         conn.register("_runs", pl.DataFrame({"run_id": run_ids}).to_arrow())
         rows = conn.sql(
-            "select purpose, sum(requests)::bigint, sum(cache_hits)::bigint, sum(prompt_tokens + embedding_tokens)::bigint, "
-            f"sum(completion_tokens)::bigint, sum(cost_usd) from {USAGE_TABLE} where run_id in (select run_id from _runs) "
-            "group by purpose order by purpose"
+            "select purpose, sum(requests)::bigint, sum(cache_hits)::bigint, sum(failures)::bigint, "
+            "sum(prompt_tokens + embedding_tokens)::bigint, sum(completion_tokens)::bigint, sum(cost_usd) "
+            f"from {USAGE_TABLE} where run_id in (select run_id from _runs) group by purpose order by purpose"
         ).fetchall()
     return {
-        purpose: {"calls": calls, "cached": cached, "prompt_tokens": prompt, "completion_tokens": completion, "cost_usd": round(cost or 0.0, 6)}
-        for purpose, calls, cached, prompt, completion, cost in rows
+        purpose: {
+            "calls": calls, "cached": cached, "failed": failed, "prompt_tokens": prompt,
+            "completion_tokens": completion, "cost_usd": round(cost or 0.0, 6),
+        }
+        for purpose, calls, cached, failed, prompt, completion, cost in rows
     }
 
 

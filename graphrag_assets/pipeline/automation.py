@@ -34,14 +34,13 @@ from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PART
 from graphrag_assets.core.errors import UserError
 from graphrag_assets.core.ids import stable_hash
 from graphrag_assets.core.settings import Settings
-from graphrag_assets.pipeline.instance import pending_runs
+from graphrag_assets.pipeline.instance import TRIGGER_TAG, pending_runs
 from graphrag_assets.pipeline.partitions import CORPUS_JOB, DOCUMENTS_JOB, PARTITIONS_NAME, PartitionPlan, plan_partitions
 from graphrag_assets.pipeline.resources import GraphRAGProject
 from graphrag_assets.project.fingerprints import document_fingerprint
 from graphrag_assets.project.locks import index_lock_held
-from graphrag_assets.project.state import DocumentState, corpus_is_stale, document_state
+from graphrag_assets.project.state import DocumentState, check_input, corpus_is_stale, document_state
 
-TRIGGER_TAG = "graphrag/trigger"
 DATABASE_WAIT_SECONDS = 5.0
 
 
@@ -64,6 +63,7 @@ def plan_reindex(settings: Settings, instance, reason: str, generation: str) -> 
     documents) gets one corpus run.
     """
     state = document_state(settings, wait_seconds=DATABASE_WAIT_SECONDS)
+    check_input(settings, state)  # a missing or emptied input folder never deletes the index from a tick
     changes = state.changes
     registered = list(instance.get_dynamic_partitions(PARTITIONS_NAME))
     partitions = plan_partitions(changes, registered)

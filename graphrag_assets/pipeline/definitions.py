@@ -22,6 +22,7 @@ from graphrag_assets.pipeline.assets.embeddings import community_report_embeddin
 from graphrag_assets.pipeline.assets.extraction import extract
 from graphrag_assets.pipeline.assets.graph import graph
 from graphrag_assets.pipeline.assets.ingest import ingest
+from graphrag_assets.pipeline.assets.publish import corpus_manifest
 from graphrag_assets.pipeline.assets.reports import community_reports
 from graphrag_assets.pipeline.partitions import CORPUS_JOB, DOCUMENT_PARTITIONS, DOCUMENTS_JOB
 from graphrag_assets.pipeline.automation import build_automation
@@ -31,7 +32,7 @@ from graphrag_assets.core.settings import load_settings
 from graphrag_assets.pipeline.io_manager import DuckDBPolarsIOManager
 
 DOCUMENT_ASSETS = AssetSelection.assets(ingest, extract, text_unit_embeddings)
-CORPUS_ASSETS = AssetSelection.assets(graph, communities, community_reports, entity_embeddings, community_report_embeddings)
+CORPUS_ASSETS = AssetSelection.assets(graph, communities, community_reports, entity_embeddings, community_report_embeddings, corpus_manifest)
 
 
 def build_definitions(root: str | Path, overrides: dict[str, Any] | None = None) -> Definitions:
@@ -46,7 +47,8 @@ def build_definitions(root: str | Path, overrides: dict[str, Any] | None = None)
     corpus_job = define_asset_job(
         CORPUS_JOB,
         selection=CORPUS_ASSETS,
-        description="Corpus-wide assets: entity graph, communities, reports and their embeddings, rebuilt from all documents.",
+        description="Corpus-wide assets: entity graph, communities, reports and their embeddings, rebuilt from all documents "
+        "and published together by corpus_manifest.",
     )
     sensors, schedules = build_automation(
         settings.incremental.sensor_interval_seconds, settings.incremental.schedule_cron, [document_job, corpus_job]
@@ -54,7 +56,10 @@ def build_definitions(root: str | Path, overrides: dict[str, Any] | None = None)
     return Definitions(
         sensors=sensors,
         schedules=schedules,
-        assets=[ingest, extract, text_unit_embeddings, graph, communities, community_reports, entity_embeddings, community_report_embeddings],
+        assets=[
+            ingest, extract, text_unit_embeddings,
+            graph, communities, community_reports, entity_embeddings, community_report_embeddings, corpus_manifest,
+        ],
         jobs=[document_job, corpus_job, query_job],
         resources={
             "project": GraphRAGProject(root=str(settings.root), overrides_json=json.dumps(overrides or {})),

@@ -15,17 +15,20 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import polars as pl
 from dagster import DagsterInstance, Definitions
 
+from graphrag_assets.core.progress import warn
 from graphrag_assets.core.settings import Settings
 from graphrag_assets.index.changes import ChangeSet
-from graphrag_assets.llm.usage import usage_by_purpose
+from graphrag_assets.llm.usage import create_model_tables, usage_by_purpose
 from graphrag_assets.pipeline.definitions import build_definitions
 from graphrag_assets.pipeline.instance import open_instance, refuse_while_runs_are_active
 from graphrag_assets.pipeline.partitions import CORPUS_JOB, DOCUMENTS_JOB, PARTITIONS_NAME, contiguous_groups, plan_partitions
 from graphrag_assets.pipeline.runner import run_job
 from graphrag_assets.project.locks import index_lock
-from graphrag_assets.project.state import corpus_is_stale, document_state, failed_extractions
+from graphrag_assets.project.state import check_input, corpus_is_stale, document_state, failed_extractions
+from graphrag_assets.storage.corpus import graph_sizes
 from graphrag_assets.storage.documents import delete_documents, refresh_file_stats
 from graphrag_assets.storage.tables import read_table
 
@@ -40,6 +43,8 @@ class IndexReport:
     seconds: float = 0.0
     method: str = ""
     failed_documents: list[str] = field(default_factory=list)
+    vanished: list[str] = field(default_factory=list)  # new files deleted before their run read them
+    graph: dict[str, int] = field(default_factory=dict)  # sizes of the published build after the run
     usage: dict[str, dict[str, int]] = field(default_factory=dict)
 
     @property
@@ -49,7 +54,9 @@ class IndexReport:
     def as_dict(self) -> dict[str, Any]:
         return {
             "method": self.method,
-            "new": self.changes.new,
+            "new": [key for key in self.changes.new if key not in self.vanished],
+            "vanished": self.vanished,
+            "graph": self.graph,
             "changed": self.changes.changed,
             "deleted": self.changes.deleted,
             "unchanged": len(self.changes.unchanged),
@@ -62,25 +69,47 @@ class IndexReport:
         }
 
 
-def index_project(
-    settings: Settings,
-    *,
-    overrides: dict[str, Any] | None = None,
-    announce: Announce = lambda message: None,
-    force_corpus: bool = False,
-) -> IndexReport:
+@dataclass(frozen=True)
+class IndexOptions:
+    """What the user asked of this update besides "bring the index up to date".
+
+    ``overrides``: settings given on the command line (e.g. the method); ``force_corpus``: rebuild
+    the corpus-wide assets even when nothing changed; ``allow_empty_input``: accept a missing or
+    empty input folder, removing every document from the index.
+    """
+
+    overrides: dict[str, Any] | None = None
+    force_corpus: bool = False
+    allow_empty_input: bool = False
+
+
+def index_project(settings: Settings, options: IndexOptions | None = None, announce: Announce = lambda message: None) -> IndexReport:
     """Bring the index up to date with the input folder; returns what was done.
 
     Holds the project's index lock for the whole update and refuses to start while a Dagster run
-    of this project is in progress, so two writers never interleave.
+    of this project is in progress, so two writers never interleave. Refuses, before writing
+    anything, an input folder that is missing or empty (unless ``allow_empty_input``). Runs left
+    STARTED by a process that died are marked failed first, and an update that was killed part-way
+    is finished (its model calls were cached).
     """
+    options = options or IndexOptions()
+    started = time.monotonic()
+    check_input(settings, document_state(settings), allow_empty=options.allow_empty_input)
     instance = open_instance(settings)
-    with index_lock(settings):
-        refuse_while_runs_are_active(instance)
-        started = time.monotonic()
-        report = _index(settings, instance, build_definitions(settings.root, overrides=overrides), announce, force_corpus)
+    with index_lock(settings) as interrupted:
+        if interrupted:
+            announce(f"the update started at {interrupted.get('started_at')} (pid {interrupted.get('pid')}) was stopped before it finished; finishing it")
+        dead = refuse_while_runs_are_active(instance)
+        if dead:
+            announce(f"marked {len(dead)} run(s) failed whose process is gone: {', '.join(run[:8] for run in dead)}")
+        defs = build_definitions(settings.root, overrides=options.overrides)
+        report = _index(settings, instance, defs, announce, options.force_corpus)
         report.seconds = time.monotonic() - started
+        if settings.database_path.exists():
+            create_model_tables(settings.database_path)
         report.usage = usage_by_purpose(settings.database_path, [run["run_id"] for run in report.runs])
+        if any(run["job"] == CORPUS_JOB for run in report.runs):
+            report.graph = graph_sizes(settings.database_path)
         return report
 
 
@@ -88,6 +117,8 @@ def _index(settings: Settings, instance: DagsterInstance, defs: Definitions, ann
     changes = document_state(settings).changes
     report = IndexReport(changes=changes, method=settings.resolved_method)
     announce(changes.summary())
+    for entry in changes.passed_over:
+        warn(entry)
     refresh_file_stats(settings.database_path, _touched_files(settings, changes))
 
     registered = list(instance.get_dynamic_partitions(PARTITIONS_NAME))
@@ -113,6 +144,7 @@ def _index(settings: Settings, instance: DagsterInstance, defs: Definitions, ann
             announce(f"retrying {key} on its own (its extraction failed)")
             report.runs.append(run_job(defs, instance, DOCUMENTS_JOB, [key]).as_dict())
     report.failed_documents = failed_extractions(settings, changes.new + changes.changed)
+    report.vanished = _vanished(settings, changes.new)
     broken = [run for run in document_runs if not run["success"]]
     if broken:
         announce(f"{len(broken)} document run(s) failed; the corpus graph is left as it was until they succeed")
@@ -120,6 +152,15 @@ def _index(settings: Settings, instance: DagsterInstance, defs: Definitions, ann
         announce("updating the corpus-wide graph")
         report.runs.append(run_job(defs, instance, CORPUS_JOB).as_dict())
     return report
+
+
+def _vanished(settings: Settings, new: list[str]) -> list[str]:
+    """New documents whose file was gone by the time their run read it."""
+    source_files = read_table(settings.database_path, "source_files", read_only=True)
+    if source_files is None or not new:
+        return []
+    missing = source_files.filter(pl.col("status") == "missing")["document_key"].to_list()
+    return sorted(set(new) & set(missing))
 
 
 def _touched_files(settings: Settings, changes: ChangeSet) -> list[dict[str, Any]]:

@@ -8,6 +8,7 @@ from dagster import DagsterInstance, DagsterRunStatus, RunsFilter
 from dagster._core.instance.ref import InstanceRef
 
 from graphrag_assets.core.errors import UserError
+from graphrag_assets.core.processes import ProcessId
 from graphrag_assets.core.settings import Settings
 
 DAGSTER_DIR = "data/dagster"
@@ -42,6 +43,28 @@ def open_instance(settings: Settings) -> DagsterInstance:
 
 ACTIVE_RUN_MAX_AGE_HOURS = 12
 PENDING = [DagsterRunStatus.QUEUED, DagsterRunStatus.NOT_STARTED, DagsterRunStatus.STARTING, DagsterRunStatus.STARTED]
+# The process that executes a run in-process (the CLI's index): "host:pid:start".
+PROCESS_TAG = "graphrag/process"
+# What started a run: the sensor, the schedule or the CLI.
+TRIGGER_TAG = "graphrag/trigger"
+# The code location's name in workspace.yaml and pyproject's [tool.dagster].
+LOCATION_NAME = "graphrag_assets"
+
+
+def fail_dead_runs(instance: DagsterInstance) -> list[str]:
+    """Mark failed the pending runs whose process is gone (killed, out of memory, power cut).
+
+    Such a run stays STARTED in Dagster's storage for ever and would block every later index;
+    runs launched by Dagster's daemon have no process tag and are left to Dagster's run monitoring.
+    Returns the ids of the runs marked failed.
+    """
+    failed = []
+    for run in instance.get_runs(RunsFilter(statuses=PENDING)):
+        process = ProcessId.from_tag(run.tags.get(PROCESS_TAG, ""))
+        if process is not None and process.is_dead():
+            instance.report_run_failed(run, f"the process that ran it (pid {process.pid} on {process.host}) is gone")
+            failed.append(run.run_id)
+    return failed
 
 
 def pending_runs(instance: DagsterInstance, tags: dict[str, str] | None = None) -> int:
@@ -50,10 +73,13 @@ def pending_runs(instance: DagsterInstance, tags: dict[str, str] | None = None) 
     return instance.get_runs_count(RunsFilter(statuses=PENDING, tags=tags or {}, created_after=since))
 
 
-def refuse_while_runs_are_active(instance: DagsterInstance) -> None:
+def refuse_while_runs_are_active(instance: DagsterInstance) -> list[str]:
+    """Refuse while live runs are pending; returns the dead runs found and marked failed first."""
+    dead = fail_dead_runs(instance)
     count = pending_runs(instance)
     if count:
         raise UserError(
             f"{count} Dagster run(s) of this project are queued or running (see the Dagster UI); "
             f"wait for them to finish, then run 'graphrag-assets index' again."
         )
+    return dead

@@ -7,7 +7,8 @@ The storage rules themselves live in :mod:`graphrag_assets.storage.tables`.
 
 Table name = the last component of the asset key (or ``table`` in the asset's metadata).
 Partitioned assets name their partition column in metadata ``partition_column``
-(default ``document_key``).
+(default ``document_key``); assets with ``staged`` in their metadata are written to (and read
+back from) the staging schema until the corpus run publishes them (:mod:`graphrag_assets.storage.corpus`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 import polars as pl
 from dagster import ConfigurableIOManager, InputContext, MetadataValue, OutputContext
 
+from graphrag_assets.storage.corpus import read_staged, write_staged
 from graphrag_assets.storage.documents import record_document_step
 from graphrag_assets.storage.tables import read_table, write_partitions, write_table
 
@@ -45,9 +47,13 @@ class DuckDBPolarsIOManager(ConfigurableIOManager):
             keys = context.asset_partition_keys
             write_partitions(self.database, table, obj, _partition_column(metadata), keys)
             record_document_step(self.database, table, keys)
+        elif metadata.get("staged"):
+            write_staged(self.database, table, obj)
         else:
             write_table(self.database, table, obj)
-        context.add_output_metadata({"table": MetadataValue.text(table), "dagster/row_count": obj.height})
+        # A partitioned output's row count is given per partition by the asset (a range run writes many).
+        row_count = {} if context.has_asset_partitions else {"dagster/row_count": obj.height}
+        context.add_output_metadata({"table": MetadataValue.text(table), **row_count})
 
     def load_input(self, context: InputContext) -> pl.DataFrame:
         upstream = context.upstream_output
@@ -56,7 +62,10 @@ class DuckDBPolarsIOManager(ConfigurableIOManager):
         keys = None
         if context.has_asset_partitions and context.asset_partitions_def is not None:
             keys = list(context.asset_partition_keys)
-        frame = read_table(self.database, table, partition_column=_partition_column(metadata), partition_keys=keys)
+        if metadata.get("staged"):
+            frame = read_staged(self.database, table)
+        else:
+            frame = read_table(self.database, table, partition_column=_partition_column(metadata), partition_keys=keys)
         if frame is None:
             raise RuntimeError(
                 f"table {table} does not exist yet in {self.database}; materialize {context.asset_key.to_user_string()} first."

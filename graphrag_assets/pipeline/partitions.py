@@ -23,6 +23,9 @@ CORPUS_JOB = "corpus_job"
 SINGLE_RUN = BackfillPolicy.single_run()
 
 PARTITION_METADATA = {"partition_column": "document_key"}
+# Corpus-wide tables are staged by the IO manager and published together at the end of a corpus
+# run (see graphrag_assets.storage.corpus).
+STAGED_METADATA = {"staged": True}
 
 
 @dataclass(frozen=True)

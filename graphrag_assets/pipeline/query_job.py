@@ -41,6 +41,10 @@ def answer_query(context: OpExecutionContext, config: QueryConfig, project: Grap
     )
 
 
-@job(description="Answer one question about the index (configure the question and method in the launchpad).")
+# The launchpad opens with this config to edit, instead of "Missing required config entry 'question'".
+DEFAULT_CONFIG = {"ops": {"answer_query": {"config": {"question": "What are the main themes of the documents?", "method": "global"}}}}
+
+
+@job(config=DEFAULT_CONFIG, description="Answer one question about the index (edit the question and method in the launchpad).")
 def query_job():
     answer_query()

@@ -13,7 +13,11 @@ from dataclasses import dataclass, field
 
 from dagster import DagsterInstance, Definitions
 from dagster._core.storage.defs_state.base import set_defs_state_storage
-from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
+from dagster._core.definitions.repository_definition.valid_definitions import SINGLETON_REPOSITORY_NAME
+from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG, REPOSITORY_LABEL_TAG
+
+from graphrag_assets.core.processes import ProcessId
+from graphrag_assets.pipeline.instance import LOCATION_NAME, PROCESS_TAG, TRIGGER_TAG
 
 
 log = logging.getLogger(__name__)
@@ -45,8 +49,17 @@ def _first_error(result) -> str | None:
                 error = error.cause
             if error is not None:
                 lines = [line for line in (error.message or "").strip().splitlines() if line.strip()]
-                return lines[0] if lines else error.cls_name
+                return _without_class_name(lines[0], error.cls_name) if lines else error.cls_name
     return None
+
+
+def _without_class_name(line: str, cls_name: str | None) -> str:
+    """The message of our own errors (one sentence for the user) without "package.ClassName: ";
+    a short class name is kept for anything else, since it says what kind of bug it is."""
+    head, sep, rest = line.partition(": ")
+    if not sep or not cls_name or head.rsplit(".", 1)[-1] != cls_name:
+        return line
+    return rest if head.startswith(("graphrag_assets.", "dagster.")) else f"{cls_name}: {rest}"
 
 
 def run_job(
@@ -71,7 +84,14 @@ def run_job(
 
 def _run_job(defs, instance, job_name, partition_keys, tags, console_log_level) -> RunOutcome:
     job = defs.resolve_job_def(job_name)
-    run_tags = dict(tags or {})
+    # The UI lists a job's runs by the repository label runs launched from the UI carry; without
+    # it the CLI's runs would be missing from the job's page and the timeline.
+    run_tags = {
+        REPOSITORY_LABEL_TAG: f"{SINGLETON_REPOSITORY_NAME}@{LOCATION_NAME}",
+        TRIGGER_TAG: "graphrag-assets index",
+        **(tags or {}),
+        PROCESS_TAG: ProcessId.current().as_tag(),
+    }
     partition_key = None
     keys = list(partition_keys or [])
     if len(keys) == 1:

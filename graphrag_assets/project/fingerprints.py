@@ -17,7 +17,8 @@ from graphrag_assets.prompts.templates import load_prompt
 
 # Bumped when a release changes how documents are read or chunked (e.g. line endings, cut
 # characters at chunk edges), so existing indexes re-ingest their documents on the next run.
-DOCUMENT_PIPELINE_VERSION = 2
+# 3: the text units' LanceDB table stores their text under a full-text index (hybrid search).
+DOCUMENT_PIPELINE_VERSION = 3
 
 
 def _prompt_version(name: str, override: str | None, settings: Settings) -> str:

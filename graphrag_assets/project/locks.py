@@ -2,17 +2,23 @@
 
 ``graphrag-assets index`` holds it for the whole of an update; the sensor and the schedule skip
 their tick while it is held. An ``fcntl`` lock belongs to the process holding the file open, so
-it is released by the kernel when that process dies, however it dies.
+the kernel releases it when that process dies, however it dies. While held, the file names the
+holder (host, pid, start time, when it started); a clean finish empties it, so a file that still
+names a holder nobody holds tells that the last update was killed part-way.
 """
 
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import fcntl
+import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from graphrag_assets.core.errors import UserError
+from graphrag_assets.core.processes import ProcessId
 from graphrag_assets.core.settings import Settings
 
 LOCK_FILE = ".index.lock"
@@ -23,11 +29,15 @@ def lock_path(settings: Settings) -> Path:
 
 
 @contextlib.contextmanager
-def index_lock(settings: Settings) -> Iterator[None]:
-    """An exclusive lock on the project's index for the whole of an update."""
+def index_lock(settings: Settings) -> Iterator[dict[str, Any] | None]:
+    """An exclusive lock on the project's index for the whole of an update.
+
+    Yields what the lock file said about an earlier holder that died without finishing (None
+    when the last update finished).
+    """
     path = lock_path(settings)
     path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a+") as handle:
+    with path.open("a+", encoding="utf-8") as handle:
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -35,7 +45,12 @@ def index_lock(settings: Settings) -> Iterator[None]:
                 f"another 'graphrag-assets index' is updating {settings.root}; wait for it to finish and run again."
             ) from None
         try:
-            yield
+            handle.seek(0)
+            previous = _holder(handle.read())
+            me = ProcessId.current()
+            _rewrite(handle, json.dumps({"host": me.host, "pid": me.pid, "started_at": _now()}))
+            yield previous
+            _rewrite(handle, "")
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
@@ -52,3 +67,30 @@ def index_lock_held(settings: Settings) -> bool:
             return True
         fcntl.flock(handle, fcntl.LOCK_UN)
         return False
+
+
+def interrupted_update(settings: Settings) -> dict[str, Any] | None:
+    """The holder of the last update when it was killed before finishing (and nobody holds it now)."""
+    path = lock_path(settings)
+    if not path.exists() or index_lock_held(settings):
+        return None
+    return _holder(path.read_text(encoding="utf-8"))
+
+
+def _holder(text: str) -> dict[str, Any] | None:
+    try:
+        value = json.loads(text) if text.strip() else None
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _rewrite(handle, text: str) -> None:
+    handle.seek(0)
+    handle.truncate()
+    handle.write(text)
+    handle.flush()
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")

@@ -9,7 +9,8 @@ from graphrag_assets.core.errors import UserError
 from graphrag_assets.core.settings import Settings
 from graphrag_assets.query.types import QueryData
 from graphrag_assets.storage.database import connect, table_exists
-from graphrag_assets.storage.vectors import ENTITY_TABLE, REPORT_TABLE, TEXT_UNIT_TABLE, LanceVectorIndex
+from graphrag_assets.storage.corpus import vector_versions
+from graphrag_assets.storage.vectors import ENTITY_TABLE, REPORT_TABLE, TEXT_UNIT_TABLE, LanceVectorIndex, lexical_index
 
 QUERY_TABLES = {
     "entities": schemas.ENTITIES,
@@ -39,9 +40,11 @@ def load_query_data(settings: Settings) -> QueryData:
             select = ", ".join(f'"{c}"' for c in columns if c in present)
             frames[table] = schemas.conform(conn.sql(f'select {select} from "{table}"').pl(), {c: schema[c] for c in columns})
     lance = settings.lancedb_path
+    versions = vector_versions(settings.database_path)
     return QueryData(
         **frames,
-        entity_description=LanceVectorIndex(lance, ENTITY_TABLE),
+        entity_description=LanceVectorIndex(lance, ENTITY_TABLE, versions.get(ENTITY_TABLE)),
         text_unit_text=LanceVectorIndex(lance, TEXT_UNIT_TABLE),
-        community_full_content=LanceVectorIndex(lance, REPORT_TABLE),
+        community_full_content=LanceVectorIndex(lance, REPORT_TABLE, versions.get(REPORT_TABLE)),
+        text_unit_lexical=lexical_index(lance, TEXT_UNIT_TABLE),
     )

@@ -9,14 +9,17 @@ never from Dagster, so ``status`` and the dry run work (and start quickly) witho
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import polars as pl
 
+from graphrag_assets.core.errors import UserError
 from graphrag_assets.core.settings import Settings
 from graphrag_assets.index.changes import ChangeSet, detect_changes
 from graphrag_assets.project.fingerprints import corpus_fingerprint, document_fingerprint
+from graphrag_assets.storage.corpus import staged_tables
 from graphrag_assets.storage.documents import STEPS_TABLE, complete_documents
 from graphrag_assets.storage.tables import read_table
 
@@ -61,18 +64,45 @@ def document_state(settings: Settings, wait_seconds: float = DEFAULT_WAIT_SECOND
     return DocumentState(changes, stored, failed)
 
 
+def check_input(settings: Settings, state: DocumentState, *, allow_empty: bool = False) -> None:
+    """Refuse an update from a missing or empty input folder, in one sentence, before anything is written.
+
+    A typo in ``input.dir`` or an unmounted share looks exactly like "every document was deleted";
+    the index is emptied only when the user says so (``allow_empty``).
+    """
+    if state.changes.paths:
+        return
+    folder = settings.input_dir
+    problem = "does not exist" if not folder.is_dir() else f"holds no documents ({', '.join(settings.input.file_types)} files)"
+    indexed = 0 if state.source_files is None else state.source_files.height
+    if not indexed:
+        raise UserError(f"the input folder {folder} {problem}; put documents there (or set input.dir in graphrag.yaml) and run 'graphrag-assets index' again.")
+    if not allow_empty:
+        raise UserError(
+            f"the input folder {folder} {problem}, but the index holds {indexed} document file(s); nothing was deleted. "
+            "Fix input.dir in graphrag.yaml, or pass --allow-empty-input to remove them all from the index."
+        )
+
+
 def corpus_is_stale(settings: Settings, source_files: pl.DataFrame | None, wait_seconds: float = DEFAULT_WAIT_SECONDS) -> bool:
-    """True when the corpus graph was built from other documents or other corpus settings."""
+    """True when the published corpus build is not the one the documents and settings call for,
+    or a corpus run staged tables and did not publish them."""
     manifest = _read(settings, "corpus_manifest", wait_seconds)
-    return bool(corpus_staleness(source_files, manifest, corpus_fingerprint(settings))["stale"])
+    unfinished = staged_tables(settings.database_path, read_only=True, wait_seconds=wait_seconds)
+    return bool(corpus_staleness(source_files, manifest, corpus_fingerprint(settings), unfinished)["stale"])
 
 
 def corpus_staleness(
-    source_files: pl.DataFrame | None, manifest: pl.DataFrame | None, fingerprint: str | None = None
+    source_files: pl.DataFrame | None,
+    manifest: pl.DataFrame | None,
+    fingerprint: str | None = None,
+    unfinished: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """Which ingested documents (and whether the corpus settings) differ from the last corpus build."""
+    """Which ingested documents (and whether the corpus settings) differ from the last published
+    build; ``unfinished`` are the tables a corpus run staged but did not publish."""
     if manifest is None:
-        return {"built": False, "stale": source_files is not None and not source_files.is_empty()}
+        has_documents = source_files is not None and not source_files.is_empty()
+        return {"built": False, "stale": has_documents or bool(unfinished), "unfinished": list(unfinished)}
     current = {} if source_files is None else dict(zip(source_files["document_key"], source_files["content_hash"]))
     built = dict(zip(manifest["document_key"], manifest["content_hash"]))
     added = sorted(set(current) - set(built))
@@ -83,7 +113,8 @@ def corpus_staleness(
     settings_changed = fingerprint is not None and built_with != {fingerprint} and not manifest.is_empty()
     return {
         "built": True,
-        "stale": bool(added or removed or changed or settings_changed),
+        "stale": bool(added or removed or changed or settings_changed or unfinished),
+        "unfinished": list(unfinished),
         "settings_changed": settings_changed,
         "documents_since_build": {"added": added, "changed": changed, "removed": removed},
         "left_out": failed,

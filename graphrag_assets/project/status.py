@@ -12,7 +12,9 @@ import polars as pl
 
 from graphrag_assets.core.settings import Settings
 from graphrag_assets.project.fingerprints import corpus_fingerprint
+from graphrag_assets.project.locks import index_lock_held, interrupted_update
 from graphrag_assets.project.state import corpus_staleness, document_state
+from graphrag_assets.storage.corpus import staged_tables
 from graphrag_assets.storage.database import connect, table_exists
 
 PIPELINE_TABLES = (
@@ -29,6 +31,7 @@ PIPELINE_TABLES = (
     "entity_embeddings",
     "community_report_embeddings",
     "corpus_manifest",
+    "corpus_build",
     "llm_cache",
     "llm_usage",
 )
@@ -36,6 +39,12 @@ PIPELINE_TABLES = (
 
 def _read(conn, table: str) -> pl.DataFrame | None:
     return conn.sql(f'select * from "{table}"').pl() if table_exists(conn, table) else None
+
+
+def _paths_on_disk(on_disk: dict[str, str], source_files: pl.DataFrame | None) -> dict[str, str]:
+    """Each document's file name as it is (or was) on disk: partition keys are sanitized."""
+    stored = {} if source_files is None else dict(source_files.select("document_key", "path").drop_nulls().iter_rows())
+    return {**stored, **on_disk}
 
 
 def project_status(settings: Settings) -> dict[str, Any]:
@@ -65,6 +74,8 @@ def project_status(settings: Settings) -> dict[str, Any]:
         "reconfigured": changes.reconfigured,
         "skipped": [],
         "failed": [],
+        "paths": _paths_on_disk(changes.paths, source_files),
+        "passed_over": changes.passed_over,
     }
     if source_files is not None:
         documents["skipped"] = (
@@ -75,5 +86,8 @@ def project_status(settings: Settings) -> dict[str, Any]:
             extraction_status.filter(pl.col("status") == "failed").select("document_key", "error").sort("document_key").to_dicts()
         )
     report["documents"] = documents
-    report["corpus"] = corpus_staleness(source_files, manifest, corpus_fingerprint(settings))
+    unfinished = staged_tables(settings.database_path, read_only=True)
+    report["corpus"] = corpus_staleness(source_files, manifest, corpus_fingerprint(settings), unfinished)
+    report["corpus"]["update_running"] = index_lock_held(settings)
+    report["interrupted_update"] = interrupted_update(settings)
     return report

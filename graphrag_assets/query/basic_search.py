@@ -1,28 +1,36 @@
-"""Basic search: plain vector RAG over the text units (reference §7.4).
+"""Basic search: plain RAG over the text units (reference §7.4).
 
-The ``k`` text units most similar to the question are put in a ``Sources`` table in similarity
-order (Microsoft keeps table order — quirk Q9 — which hides which source matched best), whole
-rows while they fit ``max_context_tokens``, and the model answers from them. Without a chat model
-the answer is extractive, from the same sources.
+The ``k`` text units that best match the question are put in a ``Sources`` table in match order
+(Microsoft keeps table order — quirk Q9 — which hides which source matched best), whole rows
+while they fit ``max_context_tokens``, and the model answers from them. Without a chat model the
+answer is extractive, from the same sources. ``mode: vector`` matches by embedding similarity
+alone, as Microsoft does; ``mode: hybrid`` (the default) fuses those hits with full-text (BM25)
+hits (:mod:`graphrag_assets.query.hybrid_search`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
 import polars as pl
 
 from graphrag_assets.core.ids import short_id
+from graphrag_assets.core.settings import BasicSearchSettings
 from graphrag_assets.llm.types import Message
-from graphrag_assets.query.context_tables import fill_table
+from graphrag_assets.query.context_tables import BudgetedTable, fill_table
+from graphrag_assets.query.hybrid_search import text_unit_hits
 from graphrag_assets.query.local_search import no_llm_answer, source_records
 from graphrag_assets.query.request import SearchRequest
-from graphrag_assets.query.types import ContextRecords, QueryResult, query_prompt
+from graphrag_assets.query.types import ContextRecords, QueryData, QueryResult, TokenCounter, query_prompt
 
 PURPOSE = "query_basic"
 SOURCE_COLUMNS = ("id", "text")
 
 
 def rank_text_units(hits: list[tuple[str, float]], text_units: pl.DataFrame) -> pl.DataFrame:
-    """The text units of the hits, in hit (similarity) order; ids missing from the table are skipped."""
+    """The text units of the hits, in hit order; ids missing from the table are skipped."""
     order: dict[str, int] = {}
     for unit_id, _ in hits:
         order.setdefault(unit_id, len(order))
@@ -31,19 +39,39 @@ def rank_text_units(hits: list[tuple[str, float]], text_units: pl.DataFrame) -> 
     return rows.sort("_order").drop("_order")
 
 
-async def basic_search(request: SearchRequest) -> QueryResult:
-    """Answer the question from the most similar text units."""
-    options, data = request.settings.basic, request.data
-    calls = request.model_calls()
-    vector = await calls.embed(request.question, PURPOSE)
-    hits = data.text_unit_text.search(vector, options.k)
-    units = rank_text_units(hits, data.text_units)
+@dataclass
+class BasicContext:
+    """The Sources table of one basic search, its records, and the hits it was filled from."""
+
+    table: BudgetedTable
+    records: ContextRecords
+    hits: list[tuple[str, float]]
+    mode: Literal["hybrid", "vector"]  # how the hits were found
+    warnings: list[str]
+
+
+def build_basic_context(
+    question: str, vector: Sequence[float], data: QueryData, options: BasicSearchSettings, count: TokenCounter
+) -> BasicContext:
+    """The best ``options.k`` text units for the question, as many as fit the budget."""
+    found = text_unit_hits(data, vector, question, options.k, options.mode)
+    units = rank_text_units(found.hits, data.text_units)
     table = fill_table(
         "Sources", SOURCE_COLUMNS, [(short_id(i), t) for i, t in units.select("id", "text").iter_rows()],
-        options.max_context_tokens, calls.count,
+        options.max_context_tokens, count,
     )
     records = ContextRecords(sources=source_records(units.head(table.rows_used), data.documents))
-    warnings = [] if hits else ["no text unit matched the question (is the text_unit_text index empty?)"]
+    warnings = [*found.warnings, *([] if found.hits else ["no text unit matched the question (is the text_unit_text index empty?)"])]
+    return BasicContext(table, records, found.hits, found.mode, warnings)
+
+
+async def basic_search(request: SearchRequest) -> QueryResult:
+    """Answer the question from the best-matching text units."""
+    data = request.data
+    calls = request.model_calls()
+    vector = await calls.embed(request.question, PURPOSE)
+    context = build_basic_context(request.question, vector, data, request.settings.basic, calls.count)
+    table, records = context.table, context.records
 
     if calls.llm_available:
         prompt = query_prompt("basic_search", request.prompts)
@@ -56,7 +84,7 @@ async def basic_search(request: SearchRequest) -> QueryResult:
         answer = no_llm_answer(request.question, data, records, calls)
         if request.on_token is not None:
             request.on_token(answer)
-    similarity = dict(hits)
+    score = dict(context.hits)
     return QueryResult(
         answer=answer,
         method="basic",
@@ -64,9 +92,10 @@ async def basic_search(request: SearchRequest) -> QueryResult:
         context_text=table.text,
         usage=calls.finish(),
         llm_used=calls.llm_available,
-        warnings=warnings,
+        warnings=context.warnings,
         details={
-            "similarities": {short_id(r.id): round(similarity[r.id], 4) for r in records.sources},
+            "mode": context.mode,
+            "scores": {short_id(r.id): round(score[r.id], 4) for r in records.sources},
             "sources_offered": table.rows_offered,
             "sources_used": table.rows_used,
         },

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from graphrag_assets.core.errors import UserError
+from graphrag_assets.core.tokens import token_counter
 from graphrag_assets.prompts.templates import PromptTemplate, load_prompt
 from graphrag_assets.query.basic_search import basic_search
 from graphrag_assets.query.drift_search import drift_search
@@ -40,6 +41,13 @@ async def run_query(request: SearchRequest) -> QueryResult:
     options.validate()
     if not request.question or not request.question.strip():
         raise UserError("the question is empty; pass the question to ask as text.")
+    count = request.count or token_counter()
+    size, limit = count(request.question), request.settings.max_question_tokens
+    if size > limit:
+        raise UserError(
+            f"the question is {size:,} tokens long and the limit is {limit:,} (query.max_question_tokens); "
+            "shorten it, or raise the limit in graphrag.yaml."
+        )
     if request.embedder is None and options.method != "global":
         raise UserError(f"{options.method} search needs an embedding model to match the question; configure llm.embeddings.")
     return await ENGINES[options.method](request.asking(request.question.strip()))

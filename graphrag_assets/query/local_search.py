@@ -2,6 +2,10 @@
 
 Steps (reference §7.1, with quirk Q7 fixed):
 
+With ``query.local.ranking: graph`` (the default) step 2 ranks the same candidates by a random walk
+from the question's entities and best-matching text units instead
+(:mod:`graphrag_assets.query.graph_ranking`); ``msgraphrag`` keeps Microsoft's order described here.
+
 1. The question, followed by the previous user questions of the conversation (most recent first,
    at most ``conversation_history_max_turns``), is embedded and matched against the entity
    descriptions. We ask the index for 2 × ``top_k_entities`` hits only to skip ids missing from
@@ -46,6 +50,7 @@ from graphrag_assets.llm.local_embedder import LocalEmbedder
 from graphrag_assets.llm.types import Message
 from graphrag_assets.query.context_tables import BudgetedTable, fill_table, format_row, join_sections, section_header
 from graphrag_assets.query.extractive import extractive_answer
+from graphrag_assets.query.graph_ranking import GraphQuery, RankedCandidates, rank_by_graph
 from graphrag_assets.query.request import SearchRequest
 from graphrag_assets.query.types import (
     ContextRecord,
@@ -224,7 +229,13 @@ def claim_records(claims: pl.DataFrame) -> list[ContextRecord]:
 
 
 def source_records(text_units: pl.DataFrame, documents: pl.DataFrame) -> list[ContextRecord]:
-    titles = dict(documents.select("id", "title").iter_rows()) if not documents.is_empty() else {}
+    """Text units as cited records; a source is named by its file, and by its row's title as well
+    for tabular files (a CSV or JSON file holds many documents)."""
+    titles = {}
+    if not documents.is_empty():
+        for doc_id, title, path in documents.select("id", "title", "path").iter_rows():
+            named_by_file = not path or title == path.rsplit("/", 1)[-1]
+            titles[doc_id] = (path or title) if named_by_file else f"{path}: {title}"
     return [
         ContextRecord(r["id"], r["human_readable_id"], short_id(r["id"]), titles.get(r["document_id"]) or "")
         for r in text_units.iter_rows(named=True)
@@ -251,6 +262,23 @@ def history_section(previous_questions: Sequence[str], budget: int, count: Token
     return "\n".join([head, *kept]), used
 
 
+def rank_candidates(
+    text: str, vector: Sequence[float], data: QueryData, settings: LocalSearchSettings, community_level: int | None
+) -> RankedCandidates:
+    """The candidates of each context table, best first, by ``settings.ranking``."""
+    k = settings.top_k_entities
+    hits = data.entity_description.search(vector, k * ENTITY_OVERSAMPLING)
+    if settings.ranking == "graph":
+        return rank_by_graph(GraphQuery(text, vector, hits), data, settings, community_level)
+    mapped = map_entities(hits, data.entities, k)
+    return RankedCandidates(
+        entities=mapped,
+        reports=rank_reports(mapped["id"].to_list(), data.communities, data.community_reports, community_level),
+        relationships=rank_relationships(mapped["title"].to_list(), data.relationships, settings.top_k_relationships),
+        text_units=rank_text_units(mapped, data.relationships, data.text_units),
+    )
+
+
 async def build_local_context(
     request: SearchRequest, calls: ModelCalls, settings: LocalSearchSettings, purpose: str = PURPOSE
 ) -> LocalContext:
@@ -264,10 +292,9 @@ async def build_local_context(
     previous = user_turns(request.options.conversation_history, settings.conversation_history_max_turns)
     history_text, history_tokens = history_section(previous, int(settings.max_context_tokens * HISTORY_SHARE), count)
 
-    vector = await calls.embed(embedding_text(question, previous), purpose)
-    k = settings.top_k_entities
-    hits = data.entity_description.search(vector, k * ENTITY_OVERSAMPLING)
-    mapped = map_entities(hits, data.entities, k)
+    text = embedding_text(question, previous)
+    ranked = rank_candidates(text, await calls.embed(text, purpose), data, settings, community_level)
+    mapped, reports, relationships, units = ranked.entities, ranked.reports, ranked.relationships, ranked.text_units
     warnings: list[str] = []
     if mapped.is_empty():
         warnings.append("no entity matched the question (is the entity_description index empty?)")
@@ -277,7 +304,6 @@ async def build_local_context(
     text_budget = math.floor(available * settings.text_unit_prop)
     local_budget = available - community_budget - text_budget
 
-    reports = rank_reports(mapped["id"].to_list(), data.communities, data.community_reports, community_level)
     report_table = fill_table(
         "Reports", REPORT_COLUMNS, reports.select("human_readable_id", "title", "full_content").rows(),
         community_budget, count, shorter=reports.select("human_readable_id", "title", "summary").rows(),
@@ -287,7 +313,6 @@ async def build_local_context(
         local_budget, count,
     )
     titles = mapped["title"].to_list()
-    relationships = rank_relationships(titles, data.relationships, settings.top_k_relationships)
     relationship_table = fill_table(
         "Relationships", RELATIONSHIP_COLUMNS,
         relationships.select("human_readable_id", "source", "target", "description", "weight").rows(),
@@ -301,7 +326,6 @@ async def build_local_context(
         ).rows(),
         local_budget - entity_table.tokens - relationship_table.tokens, count,
     )
-    units = rank_text_units(mapped, data.relationships, data.text_units)
     source_table = fill_table(
         "Sources", SOURCE_COLUMNS, [(short_id(i), t) for i, t in units.select("id", "text").iter_rows()],
         text_budget, count,
@@ -369,5 +393,5 @@ async def local_search(request: SearchRequest) -> QueryResult:
         usage=calls.finish(),
         llm_used=calls.llm_available,
         warnings=context.warnings,
-        details={"mapped_entities": context.mapped_entities, "tables": context.table_summary()},
+        details={"mapped_entities": context.mapped_entities, "tables": context.table_summary(), "ranking": request.settings.local.ranking},
     )

@@ -3,6 +3,7 @@
 - :class:`QueryData`: the index tables a search reads (polars frames) and the three vector indexes.
 - :class:`VectorIndex`: the one operation a search needs from a vector store; :class:`ArrayVectorIndex`
   implements it with numpy for tests and small indexes (a LanceDB-backed one lives with storage).
+  :class:`LexicalIndex` is its full-text counterpart (LanceDB's BM25 index, also from storage).
 - :class:`QueryResult`: the answer with the records and rendered context it was built from, the
   model usage, and warnings; ``to_dict()`` is JSON-serializable.
 - :class:`ModelCalls`: the chat and embedding calls of one query, counted into :class:`QueryUsage`.
@@ -87,6 +88,18 @@ def empty_index() -> ArrayVectorIndex:
     return ArrayVectorIndex([], np.zeros((0, 1)))
 
 
+class LexicalIndex(Protocol):
+    """Full-text (BM25) search over stored texts, keyed by the id of the record.
+
+    Storage supplies it (LanceDB's full-text index); the query engines only rank with it, so
+    they stay free of I/O and a test can hand in any object with this method.
+    """
+
+    def search(self, query: str, k: int) -> list[tuple[str, float]]:
+        """Up to ``k`` (id, score) pairs, best first."""
+        ...
+
+
 # --- input ---------------------------------------------------------------------------------------
 
 
@@ -104,6 +117,10 @@ class QueryData:
     entity_description: VectorIndex = field(default_factory=empty_index)  # ids: entity ids
     text_unit_text: VectorIndex = field(default_factory=empty_index)  # ids: text unit ids
     community_full_content: VectorIndex = field(default_factory=empty_index)  # ids: report ids
+    text_unit_lexical: LexicalIndex | None = None  # ids: text unit ids; None: the index has no full-text index
+    # Structures derived from the frames above (the local-ranking graph), built on first use and
+    # reused by every query in the process; not copied by dataclasses.replace.
+    derived: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 
 
 # --- output --------------------------------------------------------------------------------------

@@ -27,9 +27,16 @@ def _is_lock_error(exc: Exception) -> bool:
 
 @contextlib.contextmanager
 def connect(
-    path: str | Path, *, read_only: bool = False, wait_seconds: float = LOCK_WAIT_SECONDS
+    path: str | Path,
+    *,
+    read_only: bool = False,
+    wait_seconds: float = LOCK_WAIT_SECONDS,
+    config: dict[str, object] | None = None,
 ) -> Iterator[duckdb.DuckDBPyConnection]:
-    """Open the database file, retrying with backoff while another process holds its lock."""
+    """Open the database file, retrying with backoff while another process holds its lock.
+
+    ``config`` holds DuckDB settings applied when the connection opens (e.g. no file access).
+    """
     path = Path(path)
     if read_only and not path.exists():
         raise UserError(f"no index database at {path}; run 'graphrag-assets index' first.")
@@ -39,7 +46,7 @@ def connect(
     delay = 0.05
     while True:
         try:
-            conn = duckdb.connect(str(path), read_only=read_only)
+            conn = duckdb.connect(str(path), read_only=read_only, config=config or {})
             break
         except duckdb.IOException as exc:
             if not _is_lock_error(exc) or time.monotonic() >= deadline:

@@ -1,16 +1,22 @@
-"""LanceDB tables of embeddings: publishing (incremental merge) and similarity search.
+"""LanceDB tables of embeddings: publishing (incremental merge), similarity and full-text search.
 
 DuckDB holds the embeddings as the system of record; LanceDB is the search index, named like
 Microsoft GraphRAG's (``text_unit_text``, ``entity_description``, ``community_full_content``) so
 its tools find them. Publishing merges by id: rows whose text changed are updated, new rows are
 inserted and rows whose source is gone (within the published scope) are deleted; nothing is
 rewritten wholesale. ``lancedb`` is imported lazily because importing it takes ~2 s.
+
+A table published with a ``text`` column (the text units') also keeps LanceDB's native full-text
+index (BM25, English stemming and stop words) on it, brought up to date after every merge; basic
+search fuses its hits with the vector hits (:mod:`graphrag_assets.query.hybrid_search`).
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +27,7 @@ from graphrag_assets.core.errors import UserError
 TEXT_UNIT_TABLE = "text_unit_text"
 ENTITY_TABLE = "entity_description"
 REPORT_TABLE = "community_full_content"
+TEXT_COLUMN = "text"
 
 
 @dataclass(frozen=True)
@@ -29,6 +36,7 @@ class PublishResult:
     updated: int
     deleted: int
     rows: int
+    version: int = 0  # the table's version after the merge (0: the table does not exist)
 
 
 def _connect(path: Path):
@@ -76,11 +84,12 @@ def publish(
     scope_column: str | None = None,
     scope_keys: Sequence[str] | None = None,
 ) -> PublishResult:
-    """Merge ``frame`` (id, vector, text_hash[, scope column]) into a LanceDB table.
+    """Merge ``frame`` (id, vector, text_hash[, scope column][, text]) into a LanceDB table.
 
     With ``scope_column``/``scope_keys`` only rows of those scopes (e.g. document partitions) are
     candidates for deletion; without them every row missing from ``frame`` is deleted. A change of
-    vector dimension (another embedding model) recreates the table.
+    vector dimension (another embedding model) or of columns (a table published before it stored
+    its text) recreates the table. With a ``text`` column the full-text index is kept up to date.
     """
     db = _connect(path)
     names = _table_names(db)
@@ -90,22 +99,24 @@ def publish(
         existing = db.open_table(table)
         field = existing.schema.field("vector")
         existing_dim = getattr(field.type, "list_size", None)
-        if not frame.is_empty() and existing_dim != _dimension(frame):
+        changed_columns = set(existing.schema.names) != set(frame.columns)
+        if not frame.is_empty() and (existing_dim != _dimension(frame) or changed_columns):
             db.drop_table(table)
             names.discard(table)
     if table not in names:
         if frame.is_empty():
             return PublishResult(0, 0, 0, 0)
         created = db.create_table(table, data=_arrow(frame))
-        return PublishResult(frame.height, 0, 0, created.count_rows())
+        _index_text(created)
+        return PublishResult(frame.height, 0, 0, created.count_rows(), created.version)
     existing = db.open_table(table)
     if frame.is_empty():
         where = None if scope_column is None else f"{scope_column} IN ({_quote_list(scope_keys or [])})"
         if scope_column is not None and not scope_keys:
-            return PublishResult(0, 0, 0, existing.count_rows())
+            return PublishResult(0, 0, 0, existing.count_rows(), existing.version)
         before = existing.count_rows()
         existing.delete(where or "true")
-        return PublishResult(0, 0, before - existing.count_rows(), existing.count_rows())
+        return PublishResult(0, 0, before - existing.count_rows(), existing.count_rows(), existing.version)
     merge = (
         existing.merge_insert("id")
         .when_matched_update_all(where="target.text_hash != source.text_hash")
@@ -116,7 +127,47 @@ def publish(
     elif scope_keys:
         merge = merge.when_not_matched_by_source_delete(f"{scope_column} IN ({_quote_list(scope_keys)})")
     result = merge.execute(_arrow(frame))
-    return PublishResult(result.num_inserted_rows, result.num_updated_rows, result.num_deleted_rows, existing.count_rows())
+    if result.num_inserted_rows or result.num_updated_rows or result.num_deleted_rows:
+        _index_text(existing)
+    return PublishResult(
+        result.num_inserted_rows, result.num_updated_rows, result.num_deleted_rows, existing.count_rows(), existing.version
+    )
+
+
+def compact(path: Path, tables: Sequence[str]) -> dict[str, int]:
+    """Compact these tables and delete every older version; returns each table's new version.
+
+    LanceDB keeps every version of a table (time travel), so vectors of deleted documents stay
+    readable in old versions until they are cleaned up; this is what makes a deletion final.
+    """
+    versions: dict[str, int] = {}
+    for table in tables:
+        existing = _open(path, table)
+        if existing is None:
+            continue
+        with warnings.catch_warnings():
+            # LanceDB warns that readers of an older version fail; ours fall back to the latest one,
+            # which has the same content (see LanceVectorIndex).
+            warnings.filterwarnings("ignore", message=r"optimize\(cleanup_older_than=0\)")
+            existing.optimize(cleanup_older_than=timedelta(0), delete_unverified=True)
+        versions[table] = existing.version
+    return versions
+
+
+def _index_text(table) -> None:
+    """Create the full-text index of a table's ``text`` column, or fold new rows into it.
+
+    Rows the index does not cover yet are still found (LanceDB scans them), so this is about
+    speed, not correctness; ``optimize`` adds new rows to the index without rebuilding it.
+    """
+    if TEXT_COLUMN not in table.schema.names:
+        return
+    if any(TEXT_COLUMN in index.columns for index in table.list_indices()):
+        table.optimize()
+        return
+    from lancedb.index import FTS
+
+    table.create_index(TEXT_COLUMN, config=FTS(with_position=False))
 
 
 def delete_scopes(path: Path, table: str, scope_column: str, scope_keys: Sequence[str]) -> int:
@@ -145,12 +196,54 @@ def table_ids(path: Path, table: str) -> list[str]:
     return [] if existing is None else sorted(existing.to_arrow().column("id").to_pylist())
 
 
-class LanceVectorIndex:
-    """Cosine-similarity search over one LanceDB table (implements the query VectorIndex protocol)."""
+class LanceTextIndex:
+    """BM25 full-text search over a LanceDB table's ``text`` column (the query LexicalIndex protocol).
 
-    def __init__(self, path: Path, table: str) -> None:
+    The question is matched as plain words (a ``MatchQuery``), so quotes, ``AND`` or ``-`` in it
+    are not read as query syntax.
+    """
+
+    def __init__(self, table) -> None:
+        self._table = table
+
+    def search(self, query: str, k: int) -> list[tuple[str, float]]:
+        if k <= 0 or not query.strip():
+            return []
+        from lancedb.query import MatchQuery
+
+        hits = (
+            self._table.search(MatchQuery(query, TEXT_COLUMN), query_type="fts")
+            .select(["id", "_score"])
+            .limit(k)
+            .to_arrow()
+        )
+        return [(i, float(s)) for i, s in zip(hits.column("id").to_pylist(), hits.column("_score").to_pylist())]
+
+
+def lexical_index(path: Path, table: str) -> LanceTextIndex | None:
+    """The full-text search of a table, or None when the table is missing or holds no text."""
+    opened = _open(path, table)
+    if opened is None or TEXT_COLUMN not in opened.schema.names:
+        return None
+    return LanceTextIndex(opened)
+
+
+class LanceVectorIndex:
+    """Cosine-similarity search over one LanceDB table (implements the query VectorIndex protocol).
+
+    ``version`` pins the table at the version the published corpus build recorded, so a corpus run
+    that merged new vectors but did not commit its tables is not seen. A version that is gone was
+    compacted away after a newer commit with the same content, so the latest version is used.
+    """
+
+    def __init__(self, path: Path, table: str, version: int | None = None) -> None:
         self._name = table
         self._table = _open(path, table)
+        if self._table is not None and version is not None and version != self._table.version:
+            try:
+                self._table.checkout(version)
+            except ValueError:
+                self._table.checkout_latest()
 
     def search(self, vector: Sequence[float], k: int) -> list[tuple[str, float]]:
         if self._table is None or k <= 0:

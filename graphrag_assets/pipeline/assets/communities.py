@@ -15,9 +15,11 @@ from dagster import (
     multi_asset,
 )
 
-from graphrag_assets.pipeline.assets.metadata import preview
+from graphrag_assets.core.progress import Counter
+from graphrag_assets.pipeline.assets.metadata import largest_communities, preview
 from graphrag_assets.index.community_checks import check_hierarchy
 from graphrag_assets.index.communities import build_communities_from_settings
+from graphrag_assets.pipeline.partitions import STAGED_METADATA
 from graphrag_assets.pipeline.resources import GraphRAGProject
 
 CHECKS = [
@@ -31,7 +33,12 @@ CHECKS = [
 
 
 @multi_asset(
-    outs={"communities": AssetOut(description="Hierarchical Leiden communities of the entity graph (MS GraphRAG v3 columns); level 0 is the coarsest.")},
+    outs={
+        "communities": AssetOut(
+            description="Hierarchical Leiden communities of the entity graph (MS GraphRAG v3 columns); level 0 is the coarsest.",
+            metadata=STAGED_METADATA,
+        )
+    },
     ins={"entities": AssetIn(), "relationships": AssetIn()},
     check_specs=CHECKS,
     group_name="graph",
@@ -39,7 +46,9 @@ CHECKS = [
 def communities(context: AssetExecutionContext, project: GraphRAGProject, entities: pl.DataFrame, relationships: pl.DataFrame):
     settings = project.settings
     period = datetime.now(timezone.utc).date().isoformat()
+    progress = Counter("communities", 1, context.log).start()
     table = build_communities_from_settings(entities, relationships, settings.communities, period)
+    progress.step()
     report = check_hierarchy(table, max_cluster_size=settings.communities.max_cluster_size)
     levels = {str(level): count for level, count in report.levels.items()}
     yield Output(
@@ -52,6 +61,7 @@ def communities(context: AssetExecutionContext, project: GraphRAGProject, entiti
             "unsplittable_oversized": report.unsplit_oversized_count,
             "backend": settings.communities.backend,
             "preview": preview(table.select("community", "level", "parent", "size", "children")),
+            "largest_communities": largest_communities(table, entities),
         },
     )
     yield AssetCheckResult(check_name="strict_hierarchy", passed=report.ok, metadata={"problems": MetadataValue.json(report.problems)})

@@ -1,23 +1,26 @@
 """Embeddings of text units (per document), entities and community reports (corpus-wide).
 
 Stored in DuckDB as the system of record (``FLOAT[n]``, n taken from the model's output) and
-published to LanceDB by merging: changed rows are updated, new ones inserted, rows whose source
-is gone deleted. Calls are cached by content, so only new or changed texts cost anything.
+merged into LanceDB: changed rows are updated, new ones inserted, rows whose source is gone
+deleted. Text-unit vectors are merged by their document run; the corpus-wide ones by the corpus
+run's last step, when the build is published (``publish.py``). Calls are cached by content, so
+only new or changed texts cost anything.
 """
 
 import polars as pl
 from dagster import AssetExecutionContext, AssetIn, MetadataValue, asset
 
+from graphrag_assets.pipeline.assets.metadata import describe_partitions
 from graphrag_assets.pipeline.assets.model_session import ModelSession
-from graphrag_assets.pipeline.partitions import DOCUMENT_PARTITIONS, PARTITION_METADATA, SINGLE_RUN
-from graphrag_assets.index.embedding_texts import embed_frame, entity_texts, report_texts, text_unit_texts
+from graphrag_assets.pipeline.partitions import DOCUMENT_PARTITIONS, PARTITION_METADATA, SINGLE_RUN, STAGED_METADATA
+from graphrag_assets.index.embedding_texts import embed_frame, entity_texts, report_texts, text_unit_texts, with_text
 from graphrag_assets.core.progress import Counter
 from graphrag_assets.pipeline.resources import GraphRAGProject
 from graphrag_assets.storage import vectors
 
 
 def _embed(context: AssetExecutionContext, settings, texts: pl.DataFrame, purpose: str, partition_key: str | None = None):
-    progress = Counter(f"embed {purpose}", texts.height, context.log).start()
+    progress = Counter(purpose.replace("_", " "), texts.height, context.log).start()
     with ModelSession(context, settings, partition_key=partition_key) as session:
         frame = session.run(embed_frame(session.embedder, texts, purpose=purpose)) if texts.height else None
         model_name = session.embedder.model
@@ -30,11 +33,12 @@ def _embed(context: AssetExecutionContext, settings, texts: pl.DataFrame, purpos
     return frame, session.metadata()
 
 
+def _dimension(frame: pl.DataFrame) -> int:
+    return frame.schema["vector"].size if isinstance(frame.schema.get("vector"), pl.Array) else 0
+
+
 def _publish_metadata(result: vectors.PublishResult, frame: pl.DataFrame) -> dict:
-    dimension = frame.schema["vector"].size if isinstance(frame.schema.get("vector"), pl.Array) else 0
     return {
-        "rows": frame.height,
-        "dimension": dimension,
         "lancedb/inserted": result.inserted,
         "lancedb/updated": result.updated,
         "lancedb/deleted": result.deleted,
@@ -56,35 +60,39 @@ def text_unit_embeddings(context: AssetExecutionContext, project: GraphRAGProjec
     texts = text_unit_texts(text_units.filter(pl.col("document_key").is_in(keys)))
     frame, usage = _embed(context, settings, texts, "embed_text_units", keys[0] if len(keys) == 1 else None)
     result = vectors.publish(
-        settings.lancedb_path, vectors.TEXT_UNIT_TABLE, frame.select("id", "vector", "text_hash", "document_key"),
+        settings.lancedb_path, vectors.TEXT_UNIT_TABLE, with_text(frame.select("id", "vector", "text_hash", "document_key"), texts),
         scope_column="document_key", scope_keys=keys,
     )
-    context.add_output_metadata({**usage, **_publish_metadata(result, frame)})
+    describe_partitions(
+        context, "text_unit_embeddings", frame, lambda rows: {"rows": rows.height, "dimension": _dimension(frame)},
+        run_wide={**usage, **_publish_metadata(result, frame)},
+    )
     return frame
 
 
 @asset(
     ins={"entities": AssetIn()},
     group_name="embeddings",
+    metadata=STAGED_METADATA,
     description=f"Embedding of each entity's 'title: description'; published to LanceDB table '{vectors.ENTITY_TABLE}'.",
 )
 def entity_embeddings(context: AssetExecutionContext, project: GraphRAGProject, entities: pl.DataFrame) -> pl.DataFrame:
-    return _corpus_embeddings(context, project.settings, entity_texts(entities), "embed_entities", vectors.ENTITY_TABLE)
+    return _corpus_embeddings(context, project.settings, entity_texts(entities), "embed_entities")
 
 
 @asset(
     ins={"community_reports": AssetIn()},
     group_name="embeddings",
+    metadata=STAGED_METADATA,
     description=f"Embedding of each community report's full_content; published to LanceDB table '{vectors.REPORT_TABLE}'.",
 )
 def community_report_embeddings(context: AssetExecutionContext, project: GraphRAGProject, community_reports: pl.DataFrame) -> pl.DataFrame:
-    return _corpus_embeddings(context, project.settings, report_texts(community_reports), "embed_reports", vectors.REPORT_TABLE)
+    return _corpus_embeddings(context, project.settings, report_texts(community_reports), "embed_reports")
 
 
-def _corpus_embeddings(context: AssetExecutionContext, settings, texts: pl.DataFrame, purpose: str, table: str) -> pl.DataFrame:
-    """Embed a corpus-wide table's texts and merge them into its LanceDB table (rows gone are deleted)."""
+def _corpus_embeddings(context: AssetExecutionContext, settings, texts: pl.DataFrame, purpose: str) -> pl.DataFrame:
+    """Embed a corpus-wide table's texts (merged into LanceDB when the build is published)."""
     frame, usage = _embed(context, settings, texts, purpose)
-    result = vectors.publish(settings.lancedb_path, table, frame.select("id", "vector", "text_hash"))
     model = MetadataValue.text(frame["model"][0] if frame.height else "")
-    context.add_output_metadata({**usage, **_publish_metadata(result, frame), "model": model})
+    context.add_output_metadata({**usage, "rows": frame.height, "dimension": _dimension(frame), "model": model})
     return frame

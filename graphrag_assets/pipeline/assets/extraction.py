@@ -16,7 +16,7 @@ from graphrag_assets.core import schemas
 from graphrag_assets.index.methods import method_steps
 from graphrag_assets.index.graph_extraction import extract_graph_records, extraction_plan
 from graphrag_assets.index.noun_phrases import noun_phrase_records
-from graphrag_assets.pipeline.assets.metadata import preview
+from graphrag_assets.pipeline.assets.metadata import describe_partitions, preview
 from graphrag_assets.pipeline.assets.model_session import ModelSession
 from graphrag_assets.pipeline.partitions import DOCUMENT_PARTITIONS, PARTITION_METADATA, SINGLE_RUN
 from graphrag_assets.core.progress import Counter, warn
@@ -48,7 +48,7 @@ def extract(context: AssetExecutionContext, project: GraphRAGProject, text_units
     failed: dict[str, str] = {}
     failed_units: dict[str, int] = {}
     parse_failures: dict[str, int] = {}
-    metadata: dict = {"method": method}
+    metadata: dict = {}
     if method_steps(method).extraction == "model":
         records, metadata_extra = _llm_extraction(context, settings, units, failed, failed_units, parse_failures)
         metadata.update(metadata_extra)
@@ -74,22 +74,27 @@ def extract(context: AssetExecutionContext, project: GraphRAGProject, text_units
         ],
         schema=schemas.EXTRACTION_STATUS,
     )
-    by_type = dict(records.group_by("record_type").agg(pl.len()).iter_rows()) if not records.is_empty() else {}
-    yield Output(
-        records,
-        output_name="graph_extractions",
-        metadata={
-            **metadata,
-            "records": records.height,
+    def describe_records(rows: pl.DataFrame) -> dict:
+        by_type = dict(rows.group_by("record_type").agg(pl.len()).iter_rows()) if rows.height else {}
+        return {
+            "method": method,
+            "records": rows.height,
             **{f"records/{kind}": count for kind, count in sorted(by_type.items())},
-            "failed_documents": MetadataValue.json(sorted(failed)),
-            "preview": preview(records.select("record_type", "title", "type", "source", "target", "description")),
-        },
-    )
-    yield Output(status, output_name="extraction_status", metadata={"failed": len(failed), "documents": len(keys)})
+            "preview": preview(rows.select("record_type", "title", "type", "source", "target", "description")),
+        }
+
+    describe_partitions(context, "graph_extractions", records, describe_records, run_wide=metadata)
+    yield Output(records, output_name="graph_extractions")
+    describe_partitions(context, "extraction_status", status, _describe_status)
+    yield Output(status, output_name="extraction_status")
     if failed and len(keys) == 1:
         key = keys[0]
         raise Failure(description=f"extraction of {key} failed: {failed[key]}", metadata={"document_key": key})
+
+
+def _describe_status(rows: pl.DataFrame) -> dict:
+    row = rows.row(0, named=True)
+    return {name: value for name, value in row.items() if name != "document_key" and value is not None}
 
 
 def _llm_extraction(context, settings, units, failed, failed_units, parse_failures) -> tuple[pl.DataFrame, dict]:

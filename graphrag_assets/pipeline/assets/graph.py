@@ -1,4 +1,4 @@
-"""Corpus-wide graph: ``entities``, ``relationships``, ``covariates`` and ``corpus_manifest``.
+"""Corpus-wide graph: ``entities``, ``relationships`` and ``covariates`` (the first step of a corpus run).
 
 Always recomputed from every document's extraction rows, so the result after any sequence of
 additions, edits and deletions equals a from-scratch build; description summaries are cached
@@ -18,9 +18,9 @@ from graphrag_assets.index.nlp_graph import build_noun_graph, prune_graph
 from graphrag_assets.index.summarize import SummaryOptions, distinct_descriptions, summarize_all, summary_options
 from graphrag_assets.pipeline.assets.metadata import preview
 from graphrag_assets.pipeline.assets.model_session import ModelSession
-from graphrag_assets.pipeline.partitions import PARTITIONS_NAME
+from graphrag_assets.pipeline.partitions import PARTITIONS_NAME, STAGED_METADATA
+from graphrag_assets.storage.corpus import begin_corpus_run
 from graphrag_assets.pipeline.resources import GraphRAGProject
-from graphrag_assets.project.fingerprints import corpus_fingerprint
 from graphrag_assets.storage.documents import keep_only_documents
 
 CHECKS = [
@@ -32,15 +32,19 @@ CHECKS = [
 
 @multi_asset(
     outs={
-        "entities": AssetOut(description="Entities merged across all documents (MS GraphRAG v3 columns); descriptions summarized when an entity has several."),
-        "relationships": AssetOut(description="Relationships merged across all documents, undirected (source < target), weights summed (MS GraphRAG v3 columns)."),
-        "covariates": AssetOut(description="Claims extracted when extraction.claims.enabled (MS GraphRAG v3 columns)."),
-        "corpus_manifest": AssetOut(description="The documents (and content hashes) the corpus graph was built from, and those left out because their extraction failed."),
+        "entities": AssetOut(
+            description="Entities merged across all documents (MS GraphRAG v3 columns); descriptions summarized when an entity has several.",
+            metadata=STAGED_METADATA,
+        ),
+        "relationships": AssetOut(
+            description="Relationships merged across all documents, undirected (source < target), weights summed (MS GraphRAG v3 columns).",
+            metadata=STAGED_METADATA,
+        ),
+        "covariates": AssetOut(description="Claims extracted when extraction.claims.enabled (MS GraphRAG v3 columns).", metadata=STAGED_METADATA),
     },
     ins={
         "graph_extractions": AssetIn(),
         "extraction_status": AssetIn(),
-        "source_files": AssetIn(),
         "text_units": AssetIn(),
     },
     check_specs=CHECKS,
@@ -52,11 +56,11 @@ def graph(
     project: GraphRAGProject,
     graph_extractions: pl.DataFrame,
     extraction_status: pl.DataFrame,
-    source_files: pl.DataFrame,
     text_units: pl.DataFrame,
 ):
     settings = project.settings
     method = settings.resolved_method
+    begin_corpus_run(settings.database_path, context.run.run_id if context.run else "")
     purged = _purge_removed_documents(context, settings)
     left_out = sorted(extraction_status.filter(pl.col("status") == "failed")["document_key"].to_list())
     extractions = graph_extractions.filter(~pl.col("document_key").is_in(left_out))
@@ -66,9 +70,6 @@ def graph(
     else:
         entities, relationships, covariates, extra = _noun_graph(context, settings, extractions, text_units)
     metadata.update(extra)
-    manifest = _manifest(source_files, extraction_status).with_columns(
-        pl.lit(corpus_fingerprint(settings), dtype=pl.String).alias("settings_fingerprint")
-    )
 
     yield Output(
         entities,
@@ -89,7 +90,6 @@ def graph(
         },
     )
     yield Output(covariates, output_name="covariates", metadata={"covariates": covariates.height})
-    yield Output(manifest, output_name="corpus_manifest", metadata={"documents": manifest.height, "left_out": len(left_out)})
     report = check_graph(entities, relationships)
     yield AssetCheckResult(check_name="relationship_endpoints_exist", asset_key="relationships", passed=not report.orphan_relationships, metadata={"orphans": len(report.orphan_relationships)})
     yield AssetCheckResult(check_name="unique_entity_titles", asset_key="entities", passed=not report.duplicate_titles, metadata={"duplicates": MetadataValue.json(report.duplicate_titles[:20])})
@@ -164,21 +164,3 @@ def _purge_removed_documents(context: AssetExecutionContext, settings) -> dict[s
     """
     keep = context.instance.get_dynamic_partitions(PARTITIONS_NAME)
     return keep_only_documents(settings.database_path, settings.lancedb_path, keep)
-
-
-def _manifest(source_files: pl.DataFrame, extraction_status: pl.DataFrame) -> pl.DataFrame:
-    status = extraction_status.select("document_key", pl.col("status").alias("extraction"), "error")
-    return (
-        source_files.select("document_key", "path", "content_hash", pl.col("status").alias("ingestion"))
-        .join(status, on="document_key", how="left")
-        .with_columns(
-            pl.when(pl.col("extraction") == "failed")
-            .then(pl.lit("failed"))
-            .when(pl.col("ingestion") == "ingested")
-            .then(pl.lit("included"))
-            .otherwise(pl.lit("skipped"))
-            .alias("status")
-        )
-        .select("document_key", "path", "content_hash", "status", "error")
-        .sort("document_key")
-    )

@@ -10,7 +10,7 @@ import polars as pl
 from dagster import AssetExecutionContext, AssetKey, AssetOut, MetadataValue, Output, multi_asset
 
 from graphrag_assets.core import schemas
-from graphrag_assets.pipeline.assets.metadata import preview
+from graphrag_assets.pipeline.assets.metadata import describe_partitions, preview
 from graphrag_assets.project.fingerprints import document_fingerprint
 from graphrag_assets.pipeline.partitions import DOCUMENT_PARTITIONS, PARTITION_METADATA, SINGLE_RUN
 from graphrag_assets.index.chunking import attach_text_unit_ids, chunk_documents
@@ -94,39 +94,41 @@ def ingest(context: AssetExecutionContext, project: GraphRAGProject):
         progress.step()
     for warning in warnings:
         progress_warn(warning, context.log)
+    warnings_of = {source["document_key"]: [w for w in warnings if source.get("path") and w.startswith(f"{source['path']}:")] for source in sources}
     docs = pl.concat(documents) if documents else schemas.empty_frame(schemas.DOCUMENTS)
     units = chunk_documents(docs, settings.chunking.size, settings.chunking.overlap, settings.chunking.encoding)
     docs = attach_text_unit_ids(docs, units)
     source_frame = schemas.conform(pl.DataFrame(sources), schemas.SOURCE_FILES)
-    yield Output(
-        source_frame,
-        output_name="source_files",
-        metadata={
-            "files": source_frame.height,
-            "skipped": MetadataValue.json(
-                source_frame.filter(pl.col("status") != "ingested").select("document_key", "message").to_dicts()
-            ),
-        },
-    )
-    common = {"warnings": MetadataValue.json(warnings), "warning_count": len(warnings)}
-    yield Output(
-        docs,
-        output_name="documents",
-        metadata={
-            **common,
-            "documents": docs.height,
-            "replaced_bytes": int(docs.get_column("replaced_chars").sum() or 0),
-            "preview": preview(docs.select("title", "path", "document_key", "creation_date")),
-        },
-    )
-    yield Output(
-        units,
-        output_name="text_units",
-        metadata={
-            "text_units": units.height,
-            "tokens": int(units.get_column("n_tokens").sum() or 0),
-            "chunk_size": settings.chunking.size,
-            "chunk_overlap": settings.chunking.overlap,
-            "preview": preview(units.select("document_key", "chunk_index", "n_tokens", pl.col("text").str.slice(0, 80))),
-        },
-    )
+    describe_partitions(context, "source_files", source_frame, _describe_source)
+    yield Output(source_frame, output_name="source_files")
+
+    def describe_documents(rows: pl.DataFrame) -> dict:
+        key = rows["document_key"][0] if rows.height else None
+        found = warnings_of.get(key, [])
+        return {
+            "documents": rows.height,
+            "replaced_bytes": int(rows.get_column("replaced_chars").sum() or 0),
+            "warnings": MetadataValue.json(found),
+            "preview": preview(rows.select("title", "path", "creation_date")),
+        }
+
+    describe_partitions(context, "documents", docs, describe_documents)
+    yield Output(docs, output_name="documents")
+    describe_partitions(context, "text_units", units, lambda rows: {
+        "text_units": rows.height,
+        "tokens": int(rows.get_column("n_tokens").sum() or 0),
+        "chunk_size": settings.chunking.size,
+        "chunk_overlap": settings.chunking.overlap,
+        "preview": preview(rows.select("chunk_index", "n_tokens", pl.col("text").str.slice(0, 80))),
+    })
+    yield Output(units, output_name="text_units")
+
+
+def _describe_source(rows: pl.DataFrame) -> dict:
+    row = rows.row(0, named=True) if rows.height else {}
+    return {
+        "path": MetadataValue.path(row.get("path") or ""),
+        "status": row.get("status") or "",
+        "message": row.get("message") or "",
+        "documents": row.get("documents") or 0,
+    }

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+from typing import Any
+
 import polars as pl
-from dagster import MetadataValue
+from dagster import AssetExecutionContext, MetadataValue
+
+PARTITION_COLUMN = "document_key"
 
 
 def _cell(value: object) -> str:
@@ -20,3 +25,53 @@ def preview(frame: pl.DataFrame, rows: int = 5) -> MetadataValue:
     for row in head.iter_rows():
         lines.append("| " + " | ".join(_cell(v) for v in row) + " |")
     return MetadataValue.md("\n".join(lines))
+
+
+def describe_partitions(
+    context: AssetExecutionContext,
+    asset: str,
+    frame: pl.DataFrame,
+    describe: Callable[[pl.DataFrame], Mapping[str, Any]],
+    run_wide: Mapping[str, Any] | None = None,
+) -> None:
+    """Give each document partition of ``asset`` metadata about its own rows.
+
+    A range run materializes many partitions with one output; metadata attached to the output
+    would be copied to every partition (so a file with 3 text units would show the range's 13).
+    ``run_wide`` figures that belong to the run as a whole (model usage of a shared pool) are
+    added under ``run/`` so nobody reads them as the partition's own.
+    """
+    keys = list(context.partition_keys)
+    shared = {f"run/{name}": value for name, value in (run_wide or {}).items()}
+    if len(keys) > 1:
+        shared["run/documents"] = len(keys)
+    for key in keys:
+        rows = frame.filter(pl.col(PARTITION_COLUMN) == key) if PARTITION_COLUMN in frame.columns else frame.head(0)
+        context.add_asset_metadata({**describe(rows), "dagster/row_count": rows.height, **shared}, asset_key=asset, partition_key=key)
+
+
+TOP_MEMBERS = 5
+
+
+def largest_communities(
+    communities: pl.DataFrame, entities: pl.DataFrame, reports: pl.DataFrame | None = None, rows: int = 10
+) -> MetadataValue:
+    """A markdown table of the largest communities: level, parent, size, their best-connected
+    members and, once the reports exist, each report's rank and title."""
+    largest = communities.sort(["size", "level", "community"], descending=[True, False, False]).head(rows)
+    members = (
+        largest.select("community", pl.col("entity_ids").alias("id"))
+        .explode("id")
+        .join(entities.select("id", "title", "degree"), on="id", how="inner")
+        .sort(["degree", "title"], descending=[True, False])
+        .group_by("community", maintain_order=True)
+        .agg(pl.col("title").head(TOP_MEMBERS).str.join(", ").alias("top entities"))
+    )
+    table = largest.join(members, on="community", how="left", maintain_order="left")
+    columns = ["community", "level", "parent", "size", "top entities"]
+    if reports is not None:
+        table = table.join(
+            reports.select("community", "rank", pl.col("title").alias("report")), on="community", how="left", maintain_order="left"
+        )
+        columns = ["community", "level", "size", "rank", "report", "top entities"]
+    return preview(table.select(columns), rows=rows)

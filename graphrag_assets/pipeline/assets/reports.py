@@ -13,15 +13,17 @@ from graphrag_assets.index.community_reports import generate_reports, report_opt
 from graphrag_assets.index.methods import method_steps
 from graphrag_assets.index.report_context import ReportTables
 from graphrag_assets.index.extractive_reports import extractive_reports
-from graphrag_assets.pipeline.assets.metadata import preview
+from graphrag_assets.pipeline.assets.metadata import largest_communities, preview
 from graphrag_assets.pipeline.assets.model_session import ModelSession
 from graphrag_assets.core.progress import Counter, warn
+from graphrag_assets.pipeline.partitions import STAGED_METADATA
 from graphrag_assets.pipeline.resources import GraphRAGProject
 
 
 @asset(
     ins={"communities": AssetIn(), "entities": AssetIn(), "relationships": AssetIn(), "covariates": AssetIn(), "text_units": AssetIn()},
     group_name="reports",
+    metadata=STAGED_METADATA,
     description="A report per community (MS GraphRAG v3 columns): title, summary, rating, findings and markdown full_content; 'generation' says llm or extractive.",
 )
 def community_reports(
@@ -65,6 +67,7 @@ def community_reports(
             "substituted_contexts": int((frame["substituted_reports"].fill_null(0) > 0).sum()) if frame.height else 0,
             "top_reports": MetadataValue.md("\n\n---\n\n".join(top["full_content"].to_list()) or "_(none)_"),
             "preview": preview(frame.select("community", "level", "rank", "title", "generation")),
+            "largest_communities": largest_communities(communities, entities, frame),
         }
     )
     return frame

@@ -1,0 +1,61 @@
+"""What every command shares: the --root and --json options, one-line errors, settings, JSON output."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+
+from graphrag_assets.core.errors import UserError
+from graphrag_assets.core.settings import Settings, load_settings
+
+ROOT_OPTION = click.option(
+    "--root",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Project folder (default: $GRAPHRAG_ROOT or the current directory).",
+)
+JSON_OPTION = click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
+
+
+def fail(message: str) -> None:
+    click.secho(f"error: {message}", fg="red", err=True)
+    sys.exit(1)
+
+
+def guard(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Turn user errors into one clear line and unexpected ones into a short report."""
+
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except UserError as exc:
+            fail(str(exc))
+        except KeyboardInterrupt:
+            fail("interrupted; completed model calls are cached, so re-running continues where it stopped.")
+        except Exception as exc:  # a bug, not a user mistake: keep the detail available
+            if kwargs.get("verbose") or verbose_env():
+                traceback.print_exc()
+            fail(f"{type(exc).__name__}: {exc} (re-run with GRAPHRAG_DEBUG=1 for the traceback)")
+
+    wrapper.__name__ = fn.__name__
+    wrapper.__doc__ = fn.__doc__
+    return wrapper
+
+
+def verbose_env() -> bool:
+    return bool(os.environ.get("GRAPHRAG_DEBUG"))
+
+
+def project_settings(root: Path | None, overrides: dict[str, Any] | None = None) -> Settings:
+    return load_settings(root, overrides=overrides)
+
+
+def print_json(data: Any) -> None:
+    click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))

@@ -1,0 +1,97 @@
+"""The last step of a corpus run: publish the build (``corpus_manifest``).
+
+Every corpus-wide table was written to the staging schema by the steps before. This step merges
+the corpus vectors into LanceDB, then replaces the published tables with the staged ones and
+writes the manifest (the documents the build was made from) in one DuckDB transaction. Until it
+commits, ``status``, ``index`` and queries see the previous build; a run interrupted anywhere
+before leaves staged tables behind, which ``status`` reports and ``index`` finishes (model calls
+already made are answered by the cache). When documents were removed since the previous build,
+LanceDB's older versions are cleaned up so their vectors cannot be read any more.
+"""
+
+import polars as pl
+from dagster import AssetExecutionContext, AssetIn, MaterializeResult, MetadataValue, asset
+
+from graphrag_assets.core.progress import Counter
+from graphrag_assets.pipeline.resources import GraphRAGProject
+from graphrag_assets.project.fingerprints import corpus_fingerprint
+from graphrag_assets.storage import vectors
+from graphrag_assets.storage.corpus import publish_corpus, read_staged, record_vector_versions
+from graphrag_assets.storage.tables import read_table
+
+CORPUS_VECTORS = {"entity_embeddings": vectors.ENTITY_TABLE, "community_report_embeddings": vectors.REPORT_TABLE}
+STAGED_ASSETS = ["entities", "relationships", "covariates", "communities", "community_reports", *CORPUS_VECTORS]
+
+
+@asset(
+    ins={"source_files": AssetIn(), "extraction_status": AssetIn()},
+    deps=STAGED_ASSETS,
+    group_name="graph",
+    description="The documents (and content hashes) the published corpus build was made from, and those left out because "
+    "their extraction failed. Materializing it publishes the staged corpus tables in one transaction.",
+)
+def corpus_manifest(
+    context: AssetExecutionContext, project: GraphRAGProject, source_files: pl.DataFrame, extraction_status: pl.DataFrame
+) -> MaterializeResult:
+    settings = project.settings
+    progress = Counter("publish the build", 1, context.log).start()
+    manifest = build_manifest(source_files, extraction_status).with_columns(
+        pl.lit(corpus_fingerprint(settings), dtype=pl.String).alias("settings_fingerprint")
+    )
+    previous = read_table(settings.database_path, "corpus_manifest")
+    merged: dict[str, vectors.PublishResult] = {}
+    for asset_name, table in CORPUS_VECTORS.items():
+        frame = read_staged(settings.database_path, asset_name)
+        if frame is not None:
+            merged[table] = vectors.publish(settings.lancedb_path, table, frame.select("id", "vector", "text_hash"))
+    versions = {table: result.version for table, result in merged.items() if result.version}
+    run_id = context.run.run_id if context.run else ""
+    published = publish_corpus(
+        settings.database_path,
+        manifest,
+        {"run_id": run_id, "settings_fingerprint": corpus_fingerprint(settings), "vector_versions": versions},
+    )
+    removed = _removed_documents(previous, manifest)
+    if removed:
+        compacted = vectors.compact(settings.lancedb_path, [*CORPUS_VECTORS.values(), vectors.TEXT_UNIT_TABLE])
+        record_vector_versions(settings.database_path, {t: v for t, v in compacted.items() if t in versions})
+    progress.step()
+    left_out = manifest.filter(pl.col("status") == "failed")["document_key"].to_list()
+    return MaterializeResult(
+        metadata={
+            "documents": manifest.height,
+            "left_out": len(left_out),
+            "published_tables": MetadataValue.json(published),
+            "removed_documents": MetadataValue.json(removed),
+            **{f"lancedb/{table}/rows": result.rows for table, result in merged.items()},
+            **{f"lancedb/{table}/inserted": result.inserted for table, result in merged.items()},
+            **{f"lancedb/{table}/updated": result.updated for table, result in merged.items()},
+            **{f"lancedb/{table}/deleted": result.deleted for table, result in merged.items()},
+        }
+    )
+
+
+def build_manifest(source_files: pl.DataFrame, extraction_status: pl.DataFrame) -> pl.DataFrame:
+    """One row per document file: its content hash and whether the build includes it."""
+    status = extraction_status.select("document_key", pl.col("status").alias("extraction"), "error")
+    return (
+        source_files.select("document_key", "path", "content_hash", pl.col("status").alias("ingestion"))
+        .join(status, on="document_key", how="left")
+        .with_columns(
+            pl.when(pl.col("extraction") == "failed")
+            .then(pl.lit("failed"))
+            .when(pl.col("ingestion") == "ingested")
+            .then(pl.lit("included"))
+            .otherwise(pl.lit("skipped"))
+            .alias("status")
+        )
+        .select("document_key", "path", "content_hash", "status", "error")
+        .sort("document_key")
+    )
+
+
+def _removed_documents(previous: pl.DataFrame | None, manifest: pl.DataFrame) -> list[str]:
+    """Documents of the previous build that this build no longer has."""
+    if previous is None:
+        return []
+    return sorted(set(previous["document_key"].to_list()) - set(manifest["document_key"].to_list()))

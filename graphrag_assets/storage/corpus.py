@@ -1,0 +1,155 @@
+"""The corpus build commits as one unit.
+
+A corpus run writes its tables (entities, relationships, communities, reports, embeddings, ...)
+to the ``staging`` schema; its last step, :func:`publish_corpus`, replaces the tables in the main
+schema with them, writes ``corpus_manifest`` (the documents the build was made from) and
+``corpus_build`` (when, by which run, and which LanceDB versions hold its vectors) and drops the
+staged copies, all in one transaction. So readers — ``status``, ``index``, queries, SQL — see the
+previous build or the new one, never a mix, and a run that is interrupted (Ctrl-C, ``kill -9``, a
+power cut) leaves the previous build in place plus staged tables that say work is unfinished.
+
+LanceDB has no transactions with DuckDB; instead its corpus tables are merged before the commit
+and the versions they reached are recorded in ``corpus_build``, so queries open the LanceDB tables
+at the versions of the build DuckDB holds (see :class:`~graphrag_assets.storage.vectors.LanceVectorIndex`).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Mapping
+from pathlib import Path
+
+import polars as pl
+
+from graphrag_assets.storage.database import connect, table_exists
+from graphrag_assets.storage.tables import quote
+
+STAGING_SCHEMA = "staging"
+MANIFEST_TABLE = "corpus_manifest"
+BUILD_TABLE = "corpus_build"
+MANIFEST_COLUMNS = ("document_key", "path", "content_hash", "status", "error", "settings_fingerprint")
+RUN_MARKER = "corpus_run"  # staged first by every corpus run, so even a run stopped before its first table shows
+
+
+def _staged(table: str) -> str:
+    return f"{STAGING_SCHEMA}.{quote(table)}"
+
+
+def staged_table_exists(conn, table: str) -> bool:
+    row = conn.execute(
+        "select count(*) from information_schema.tables where table_schema = ? and table_name = ?", [STAGING_SCHEMA, table]
+    ).fetchall()[0]
+    return bool(row[0])
+
+
+def write_staged(path: str | Path, table: str, frame: pl.DataFrame) -> None:
+    """Write ``frame`` as the staged version of ``table`` (replacing an earlier staged one)."""
+    with connect(path) as conn:
+        conn.register("_incoming", frame.to_arrow())
+        try:
+            conn.execute(f"create schema if not exists {STAGING_SCHEMA}")
+            conn.execute(f"create or replace table {_staged(table)} as select * from _incoming")
+        finally:
+            conn.unregister("_incoming")
+
+
+def read_staged(path: str | Path, table: str) -> pl.DataFrame | None:
+    """The staged version of ``table`` when this run wrote one, else the published one (None: neither)."""
+    with connect(path) as conn:
+        if staged_table_exists(conn, table):
+            return conn.sql(f"select * from {_staged(table)}").pl()
+        if table_exists(conn, table):
+            return conn.sql(f"select * from {quote(table)}").pl()
+    return None
+
+
+def staged_tables(path: str | Path, *, read_only: bool = False, wait_seconds: float = 30.0) -> list[str]:
+    """Tables a corpus run staged and did not publish (an interrupted run leaves some)."""
+    if not Path(path).exists():
+        return []
+    with connect(path, read_only=read_only, wait_seconds=wait_seconds) as conn:
+        rows = conn.execute(
+            "select table_name from information_schema.tables where table_schema = ? order by table_name", [STAGING_SCHEMA]
+        ).fetchall()
+    return [row[0] for row in rows]
+
+
+def begin_corpus_run(path: str | Path, run_id: str) -> None:
+    """Drop what an earlier, unfinished corpus run staged and mark this one as started."""
+    for table in staged_tables(path):
+        with connect(path) as conn:
+            conn.execute(f"drop table if exists {_staged(table)}")
+    marker = pl.DataFrame({"run_id": [run_id], "started_at": [dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)]})
+    write_staged(path, RUN_MARKER, marker)
+
+
+def publish_corpus(path: str | Path, manifest: pl.DataFrame, build: Mapping[str, object]) -> list[str]:
+    """Replace the published corpus tables with the staged ones, in one transaction; returns their names.
+
+    ``manifest`` becomes ``corpus_manifest``; ``build`` (run id, settings fingerprint, LanceDB
+    versions ...) becomes the one row of ``corpus_build``, with the time of the commit.
+    """
+    tables = [table for table in staged_tables(path) if table != RUN_MARKER]
+    row = {**build, "published_at": dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)}
+    build_frame = pl.DataFrame([{k: (json.dumps(v) if isinstance(v, dict) else v) for k, v in row.items()}])
+    with connect(path) as conn:
+        conn.register("_manifest", manifest.to_arrow())
+        conn.register("_build", build_frame.to_arrow())
+        conn.execute("begin transaction")
+        try:
+            for table in tables:
+                conn.execute(f"create or replace table {quote(table)} as select * from {_staged(table)}")
+                conn.execute(f"drop table {_staged(table)}")
+            conn.execute(f"drop table if exists {_staged(RUN_MARKER)}")
+            conn.execute(f"create or replace table {quote(MANIFEST_TABLE)} as select * from _manifest")
+            conn.execute(f"create or replace table {quote(BUILD_TABLE)} as select * from _build")
+            conn.execute("commit")
+        except Exception:
+            conn.execute("rollback")
+            raise
+        finally:
+            conn.unregister("_manifest")
+            conn.unregister("_build")
+    return tables
+
+
+def graph_sizes(path: str | Path) -> dict[str, int]:
+    """Rows of the published build: entities, relationships, communities (and levels), reports."""
+    sizes = {"entities": 0, "relationships": 0, "communities": 0, "levels": 0, "reports": 0}
+    if not Path(path).exists():
+        return sizes
+    queries = {
+        "entities": "select count(*) from entities",
+        "relationships": "select count(*) from relationships",
+        "communities": "select count(*) from communities",
+        "levels": "select count(distinct level) from communities",
+        "reports": "select count(*) from community_reports",
+    }
+    with connect(path, read_only=True) as conn:
+        for name, sql in queries.items():
+            table = sql.rsplit(" ", 1)[1]
+            if table_exists(conn, table):
+                sizes[name] = int(conn.execute(sql).fetchone()[0])
+    return sizes
+
+
+def vector_versions(path: str | Path, *, wait_seconds: float = 30.0) -> dict[str, int]:
+    """The LanceDB table versions of the published build (empty before the first build)."""
+    if not Path(path).exists():
+        return {}
+    with connect(path, read_only=True, wait_seconds=wait_seconds) as conn:
+        if not table_exists(conn, BUILD_TABLE):
+            return {}
+        present = {r[0] for r in conn.execute(f"describe {quote(BUILD_TABLE)}").fetchall()}
+        if "vector_versions" not in present:
+            return {}
+        value = conn.execute(f"select vector_versions from {quote(BUILD_TABLE)}").fetchone()
+    return {str(k): int(v) for k, v in json.loads(value[0]).items()} if value and value[0] else {}
+
+
+def record_vector_versions(path: str | Path, versions: Mapping[str, int]) -> None:
+    """Point the published build at new LanceDB versions of the same content (after compaction)."""
+    with connect(path) as conn:
+        conn.execute(f"update {quote(BUILD_TABLE)} set vector_versions = ?", [json.dumps(dict(versions))])
+

@@ -1,0 +1,181 @@
+"""An interrupted corpus run never leaves a wrong index, and the next `index` finishes it.
+
+A real `graphrag-assets index` process runs the corpus step against a slow scripted model
+server and is interrupted — SIGINT (Ctrl-C) or SIGKILL (an OOM kill, a power cut) — once the
+server has seen the first call of a chosen stage (description summaries, reports, the corpus
+embeddings). Then `status` must say the update did not finish, queries must still see the
+previous build whole, and the next `index` must finish the work with tables equal to a clean
+run, asking the model only for what the interrupted run had not got answered.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import duckdb
+import polars as pl
+import pytest
+from polars.testing import assert_frame_equal
+
+from graphrag_assets.core.settings import load_settings
+from graphrag_assets.llm.cache import EMBEDDING_TABLE
+from graphrag_assets.project.status import project_status
+from graphrag_assets_tests.conftest import RESPONDER, llm_settings_yaml, query_db
+from graphrag_assets_tests.openai_fixtures import ScriptedOpenAIServer
+from graphrag_assets_tests.test_rebuild_equivalence import tables
+
+LATENCY_MS = 120
+CONCURRENCY = 4
+SUMMARY_MARKER = "Several descriptions of the same thing were written separately"
+REPORT_MARKER = "You are writing a briefing about one community of a knowledge graph"
+STAGE_SEEN_TIMEOUT = 60
+
+
+def _text(call: dict) -> str:
+    body = call["body"]
+    if call["endpoint"] == "chat":
+        return " ".join(str(m.get("content", "")) for m in body.get("messages", []))
+    return str(body.get("input", ""))
+
+
+def _stage(call: dict) -> str:
+    if call["endpoint"] == "embeddings":
+        return "embeddings"
+    text = _text(call)
+    return "summaries" if SUMMARY_MARKER in text else "reports" if REPORT_MARKER in text else "other"
+
+
+def _copy_without_corpus_answers(standard_index: Path, root: Path, base_url: str) -> Path:
+    """A copy of the standard index whose corpus-step answers are no longer cached.
+
+    Only the corpus step has work to do (`index --full`): summaries, reports and the corpus
+    embeddings are asked again; the documents are untouched.
+    """
+    shutil.copytree(standard_index, root)
+    (root / "graphrag.yaml").write_text(llm_settings_yaml(base_url, f"  concurrency: {CONCURRENCY}\n"), encoding="utf-8")
+    with duckdb.connect(str(root / "data" / "graphrag.duckdb")) as conn:
+        conn.execute("delete from llm_cache where purpose in ('summarize_descriptions', 'community_report')")
+        conn.execute(f"delete from {EMBEDDING_TABLE}")
+    return root
+
+
+def _index(root: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "graphrag_assets.cli.main", "index", "--root", str(root), *args],
+        capture_output=True, text=True, timeout=300, env=_env(),
+    )
+
+
+def _env() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "GRAPHRAG_ROOT")}
+
+
+@pytest.fixture(scope="module")
+def uninterrupted_calls(standard_index: Path, tmp_path_factory: pytest.TempPathFactory) -> int:
+    """Calls an uninterrupted `index --full` makes from the same starting point."""
+    server = ScriptedOpenAIServer.start(responder=RESPONDER, latency_ms=LATENCY_MS)
+    try:
+        root = _copy_without_corpus_answers(standard_index, tmp_path_factory.mktemp("clean") / "project", server.base_url)
+        done = _index(root, "--full")
+        assert done.returncode == 0, done.stderr
+        return len(server.calls())
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def slow_project(standard_index: Path, openai_server_factory, tmp_path: Path):
+    server = openai_server_factory(responder=RESPONDER, latency_ms=LATENCY_MS)
+    return _copy_without_corpus_answers(standard_index, tmp_path / "project", server.base_url), server
+
+
+def _interrupt_at(root: Path, server, stage: str, sig: signal.Signals) -> None:
+    """Run `index --full`; send ``sig`` once the server answered the first calls of ``stage``.
+
+    Waiting for answers (not just the first request) makes sure the interrupted run had paid for
+    something that the next run must not pay for again.
+    """
+    wanted = 1 if stage == "embeddings" else 2 * CONCURRENCY
+    process = subprocess.Popen(
+        [sys.executable, "-m", "graphrag_assets.cli.main", "index", "--root", str(root), "--full"],
+        env=_env(), start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + STAGE_SEEN_TIMEOUT
+    try:
+        while sum(1 for c in server.calls() if _stage(c) == stage and c["outcome"] == "answered") < wanted:
+            assert process.poll() is None, f"index ended (exit {process.returncode}) before the {stage} stage"
+            assert time.monotonic() < deadline, f"the {stage} stage did not start within {STAGE_SEEN_TIMEOUT} s"
+            time.sleep(0.02)
+        os.killpg(process.pid, sig)
+        process.wait(timeout=60)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+
+
+def _published(root: Path) -> dict[str, pl.DataFrame]:
+    return tables(root)
+
+
+@pytest.mark.parametrize(
+    ("stage", "sig"),
+    [("summaries", signal.SIGINT), ("reports", signal.SIGKILL), ("embeddings", signal.SIGKILL)],
+    ids=["sigint-during-summaries", "sigkill-during-reports", "sigkill-during-corpus-embeddings"],
+)
+def test_an_interrupted_corpus_run_is_reported_and_finished_by_the_next_index(
+    slow_project, standard_index: Path, uninterrupted_calls: int, stage: str, sig: signal.Signals
+) -> None:
+    root, server = slow_project
+    before = _published(root)
+    _interrupt_at(root, server, stage, sig)
+    answered_before_kill = sum(1 for c in server.calls() if c["outcome"] == "answered")
+
+    # The previous build is still published whole, and status says the update did not finish.
+    after_kill = _published(root)
+    for table, frame in before.items():
+        assert_frame_equal(after_kill[table], frame, check_row_order=False), table
+    status = project_status(load_settings(root))
+    assert status["corpus"]["unfinished"] and status["corpus"]["stale"] and not status["corpus"]["update_running"]
+    killed = sig == signal.SIGKILL  # Ctrl-C stops the Dagster run, and `index` itself ends normally
+    assert (status["interrupted_update"] is not None) == killed
+    shown = subprocess.run(
+        [sys.executable, "-m", "graphrag_assets.cli.main", "status", "--root", str(root)], capture_output=True, text=True, env=_env()
+    ).stdout
+    assert "the last update stopped before it was published" in shown
+    assert ("was stopped before it finished" in shown) == killed
+
+    # The next plain `index` finishes the work: only what was not answered is asked again.
+    server.reset()
+    finish = _index(root)
+    assert finish.returncode == 0, finish.stderr
+    assert "updating the corpus-wide graph" in finish.stderr
+    # A killed process leaves its Dagster run STARTED; it is marked failed instead of blocking.
+    assert ("was stopped before it finished; finishing it" in finish.stderr) == killed
+    assert ("whose process is gone" in finish.stderr) == killed
+    calls_after = len(server.calls())
+
+    server.reset()
+    full = _index(root, "--full")
+    assert full.returncode == 0
+    assert len(server.calls()) == 0  # everything the finished index needs is cached now
+
+    expected = _published(standard_index)
+    finished = _published(root)
+    for table, frame in expected.items():
+        assert_frame_equal(finished[table], frame, check_row_order=False), table
+    status = project_status(load_settings(root))
+    assert not status["corpus"]["unfinished"] and not status["corpus"]["stale"] and status["interrupted_update"] is None
+    assert query_db(root, "select count(*) from information_schema.tables where table_schema = 'staging'") == [(0,)]
+
+    # Every answer the interrupted run received was kept (SIGKILL can lose at most the answers
+    # still on their way to the cache writer): the two runs together ask at most one batch of
+    # calls more than a run that was never interrupted.
+    assert answered_before_kill > 0
+    assert calls_after + answered_before_kill <= uninterrupted_calls + CONCURRENCY, (answered_before_kill, calls_after)
