@@ -37,7 +37,9 @@ QUESTIONS = (
 
 @pytest.fixture(scope="module")
 def graph_and_data(standard_index: Path, falkordb_server, tmp_path_factory: pytest.TempPathFactory):
-    settings = load_settings(standard_index)
+    # The Cypher queries reproduce Microsoft's ordering (query.local.ranking: msgraphrag), not the
+    # personalized-PageRank one.
+    settings = load_settings(standard_index, overrides={"query": {"local": {"ranking": "msgraphrag"}}})
     export_index(settings, "cypher", tmp_path_factory.mktemp("retrieval") / "out", load=f"{falkordb_server.url}/retrieval")
     return settings, falkordb_server.client().select_graph("retrieval"), load_query_data(settings)
 
