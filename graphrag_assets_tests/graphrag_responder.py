@@ -245,6 +245,10 @@ def respond(body: dict[str, Any]) -> str:
     everything = _messages_text(body)
     user = _last_user(body)
     head = everything.lstrip()[:400]
+    if head.startswith("Reply with a JSON object"):  # graphrag-assets doctor's probes
+        return json.dumps({"ready": True})
+    if head.startswith("Reply with the single word"):
+        return "ready"
     if "Does the passage still contain" in user:
         return "N"
     if "Your previous answer missed some claims" in user:

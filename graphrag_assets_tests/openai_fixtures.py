@@ -6,8 +6,11 @@ Register with ``pytest_plugins = ["graphrag_assets_tests.openai_fixtures"]`` in 
 - ``openai_server_session`` (session): one server process shared by the whole run.
 - ``openai_server`` (function): the same server, reset (rules, faults, counters, latency 0) before
   the test.
-- ``openai_server_factory`` (function): ``start(responder=None, latency_ms=0, embedding_dim=64)``
-  starts an extra server (custom responder / latency); all of them are stopped after the test.
+- ``profile_servers`` (session): one server per emulated kind of server (``profile_servers.PROFILES``:
+  OpenAI, reasoning models, Azure, Ollama, vLLM, no ``dimensions``, base64), answering like a model.
+- ``openai_server_factory`` (function): ``start(responder=None, latency_ms=0, embedding_dim=64,
+  profile=None)`` starts an extra server (custom responder / latency / a :class:`ProfileSpec` to
+  behave like Azure, Ollama, vLLM...); all of them are stopped after the test.
 
 Every process is stopped by its PID: SIGTERM, wait, then SIGKILL if it is still alive.
 """
@@ -27,6 +30,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from graphrag_assets_tests.server_profiles import ProfileSpec
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 START_TIMEOUT_SECONDS = 10.0
@@ -53,6 +58,7 @@ class ScriptedOpenAIServer:
         embedding_dim: int = 64,
         host: str = "127.0.0.1",
         timeout: float = START_TIMEOUT_SECONDS,
+        profile: ProfileSpec | None = None,
     ) -> "ScriptedOpenAIServer":
         workdir = Path(tempfile.mkdtemp(prefix="scripted-openai-"))
         port_file = workdir / "port"
@@ -64,6 +70,8 @@ class ScriptedOpenAIServer:
         ]
         if responder:
             cmd += ["--responder", responder]
+        if profile is not None:
+            cmd += profile.arguments()
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH", "")) if p)
         with open(log_path, "wb") as log:
@@ -184,8 +192,12 @@ def openai_server(openai_server_session: ScriptedOpenAIServer) -> ScriptedOpenAI
 def openai_server_factory() -> Iterator[Callable[..., ScriptedOpenAIServer]]:
     started: list[ScriptedOpenAIServer] = []
 
-    def start(responder: str | None = None, latency_ms: float = 0.0, embedding_dim: int = 64) -> ScriptedOpenAIServer:
-        server = ScriptedOpenAIServer.start(responder=responder, latency_ms=latency_ms, embedding_dim=embedding_dim)
+    def start(
+        responder: str | None = None, latency_ms: float = 0.0, embedding_dim: int = 64, profile: ProfileSpec | None = None
+    ) -> ScriptedOpenAIServer:
+        server = ScriptedOpenAIServer.start(
+            responder=responder, latency_ms=latency_ms, embedding_dim=embedding_dim, profile=profile
+        )
         started.append(server)
         return server
 
@@ -193,4 +205,18 @@ def openai_server_factory() -> Iterator[Callable[..., ScriptedOpenAIServer]]:
         yield start
     finally:
         for server in started:
+            server.stop()
+
+
+@pytest.fixture(scope="session")
+def profile_servers() -> Iterator[dict[str, ScriptedOpenAIServer]]:
+    from graphrag_assets_tests.profile_servers import PROFILES, RESPONDER  # it imports this module
+
+    started: dict[str, ScriptedOpenAIServer] = {}
+    try:
+        for name, (_, spec) in PROFILES.items():
+            started[name] = ScriptedOpenAIServer.start(responder=RESPONDER, profile=spec)
+        yield started
+    finally:
+        for server in started.values():
             server.stop()

@@ -5,6 +5,13 @@ response parsing) is exercised over loopback::
 
     python -m graphrag_assets_tests.openai_server --port 0 --port-file /tmp/port [--latency-ms 50]
         [--responder pkg.module:function] [--embedding-dim 64]
+        [--profile openai|reasoning|azure|ollama|vllm|no-dimensions|base64] [--api-key KEY]
+        [--load-seconds 1.5] [--profile-option name=value]
+
+``--profile`` makes the server behave like one kind of real server (OpenAI reasoning models, Azure
+OpenAI, Ollama, vLLM, embeddings endpoints without ``dimensions`` or with base64 vectors): see
+:mod:`.server_profiles`. The default, ``openai``, is well behaved and checks nothing; with
+``--api-key`` a profile refuses other keys the way its server does.
 
 Model endpoints: ``POST /v1/chat/completions`` (plain or ``stream: true`` as server-sent events,
 with ``stream_options.include_usage``), ``POST /v1/embeddings`` and ``GET /v1/models``; Azure
@@ -60,9 +67,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
+from graphrag_assets_tests.server_profiles import Profile, Reply, Route, make_profile
+
 Responder = Callable[[dict[str, Any]], str]
 
-MODELS = ["gpt-4o-mini", "gpt-4o", "text-embedding-3-small", "text-embedding-3-large"]
 FAULT_KINDS = ("status", "delay", "malformed", "drop")
 RECORDED_HEADERS = ("authorization", "api-key", "user-agent", "content-type")
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -102,16 +110,6 @@ def request_text(endpoint: str, body: dict[str, Any]) -> str:
         if isinstance(inputs, list):
             return "\n".join(x for x in inputs if isinstance(x, str))
     return ""
-
-
-def model_endpoint(path: str) -> str | None:
-    """``chat`` or ``embeddings`` for OpenAI paths (``/v1/...``) and Azure deployment paths
-    (``/openai/deployments/<name>/...``), else None."""
-    if path.endswith("/chat/completions"):
-        return "chat"
-    if path.endswith("/embeddings"):
-        return "embeddings"
-    return None
 
 
 def load_responder(spec: str | None) -> Responder:
@@ -184,6 +182,7 @@ class ServerState:
     responder: Responder
     embedding_dim: int
     latency_ms: float = 0.0
+    profile: Profile = field(default_factory=Profile)
     rules: list[Rule] = field(default_factory=list)
     faults: list[Fault] = field(default_factory=list)
     calls: list[dict[str, Any]] = field(default_factory=list)
@@ -283,9 +282,11 @@ class ScriptedHandler(BaseHTTPRequestHandler):
         state = self.server.state
         if url.path.endswith("/models"):
             self._record_simple("models")
-            self._send_json(200, {"object": "list", "data": [
-                {"id": m, "object": "model", "created": 0, "owned_by": "scripted"} for m in MODELS
-            ]})
+            route = state.profile.route(url.path, parse_qs(url.query), self.headers)
+            if route.error is not None:
+                self._reply(route.error)
+            else:
+                self._send_json(200, {"object": "list", "data": state.profile.model_list()})
         elif url.path == "/_control/calls":
             endpoint = (parse_qs(url.query).get("endpoint") or [None])[0]
             with state.lock:
@@ -315,11 +316,11 @@ class ScriptedHandler(BaseHTTPRequestHandler):
         if url.path.startswith("/_control/"):
             self._control(url.path.removeprefix("/_control/"), body)
             return
-        endpoint = model_endpoint(url.path)
-        if endpoint is None:
-            self._error(404, f"unknown path {url.path}")
+        route = self.server.state.profile.route(url.path, parse_qs(url.query), self.headers)
+        if route.endpoint not in ("chat", "embeddings"):
+            self._reply(route.error) if route.error is not None else self._error(404, f"unknown path {url.path}")
             return
-        self._model_request(endpoint, body, self.path)
+        self._model_request(route, body)
 
     def _control(self, action: str, body: dict[str, Any]) -> None:
         state = self.server.state
@@ -353,12 +354,28 @@ class ScriptedHandler(BaseHTTPRequestHandler):
             state.calls.append({"endpoint": endpoint, "path": self.path, "time": time.time(), "body": {},
                                 "headers": {}, "outcome": "answered"})
 
+    def _reply(self, reply: Reply) -> None:
+        self._send_json(reply.status, reply.body, reply.headers)
+
     # -- model endpoints ------------------------------------------------------------------------
-    def _model_request(self, endpoint: str, body: dict[str, Any], path: str) -> None:
+    def _refusal(self, route: Route, body: dict[str, Any], text: str) -> Reply | None:
+        """The profile's error for this request, if its server would refuse it."""
+        profile = self.server.state.profile
+        if route.error is not None:
+            return route.error
+        refusal = profile.check_model(str(route.endpoint), route.model or str(body.get("model", "")))
+        if refusal is None and route.endpoint == "chat":
+            refusal = profile.check_chat(body, text, route)
+        if refusal is None and route.endpoint == "embeddings":
+            refusal = profile.check_embeddings(body)
+        return refusal
+
+    def _model_request(self, route: Route, body: dict[str, Any]) -> None:
         state = self.server.state
+        endpoint = str(route.endpoint)
         record: dict[str, Any] = {
             "endpoint": endpoint,
-            "path": path,
+            "path": self.path,
             "time": time.time(),
             "body": body,
             "headers": {h: self.headers[h] for h in RECORDED_HEADERS if self.headers.get(h) is not None},
@@ -377,6 +394,11 @@ class ScriptedHandler(BaseHTTPRequestHandler):
             fault = state.take_fault(endpoint, text)
             if fault is not None:
                 self._apply_fault(fault, endpoint, body, record)
+                return
+            refusal = self._refusal(route, body, text)
+            if refusal is not None:
+                record["outcome"], record["status"] = "refused", refusal.status
+                self._reply(refusal)
                 return
             if endpoint == "chat":
                 self._chat(body, text, record)
@@ -418,42 +440,45 @@ class ScriptedHandler(BaseHTTPRequestHandler):
 
     def _chat(self, body: dict[str, Any], text: str, record: dict[str, Any]) -> None:
         server = self.server
+        profile = server.state.profile
+        model = body.get("model", "unknown")
+        profile.wait_for_model(model)
         answer = server.state.take_rule(text)
         if answer is None:
             answer = server.state.responder(body)
+        content = profile.shape_answer(body, answer)
+        finish_reason = profile.finish_reason(body, answer)
         messages = body.get("messages") or []
         prompt_tokens = sum(server.count_tokens(message_text(m)) + 4 for m in messages) + 3
-        completion_tokens = server.count_tokens(answer)
-        usage = {
+        completion_tokens = server.count_tokens(content)
+        usage = profile.usage(body, {
             "prompt_tokens": prompt_tokens,
             "completion_tokens": completion_tokens,
             "total_tokens": prompt_tokens + completion_tokens,
-        }
-        model = body.get("model", "unknown")
+        })
         ident = "chatcmpl-" + hashlib.sha256(f"{time.time_ns()}{threading.get_ident()}".encode()).hexdigest()[:24]
         created = int(time.time())
         record["usage"] = usage
-        record["reply"] = answer
+        record["reply"] = content
         if body.get("stream"):
-            include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
-            self._stream_chat(ident, created, model, answer, usage if include_usage else None)
+            self._stream_chat(ident, created, model, content, usage if profile.stream_usage(body) else None)
             return
-        self._send_json(200, {
+        self._send_json(200, profile.decorate({
             "id": ident,
             "object": "chat.completion",
             "created": created,
             "model": model,
             "choices": [{
                 "index": 0,
-                "message": {"role": "assistant", "content": answer, "refusal": None},
+                "message": {"role": "assistant", "content": content, "refusal": None},
                 "logprobs": None,
-                "finish_reason": "stop",
+                "finish_reason": finish_reason,
             }],
             "usage": usage,
             "system_fingerprint": "scripted",
-        })
+        }))
 
-    def _stream_chat(self, ident: str, created: int, model: str, answer: str, usage: dict[str, int] | None) -> None:
+    def _stream_chat(self, ident: str, created: int, model: str, answer: str, usage: dict[str, Any] | None) -> None:
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Cache-Control", "no-cache")
@@ -484,8 +509,8 @@ class ScriptedHandler(BaseHTTPRequestHandler):
         server = self.server
         raw = body.get("input")
         inputs: list[Any] = [raw] if isinstance(raw, str) or (isinstance(raw, list) and raw and isinstance(raw[0], int)) else list(raw or [])
-        dim = int(body.get("dimensions") or server.state.embedding_dim)
-        as_base64 = body.get("encoding_format") == "base64"
+        dim = server.state.profile.embedding_dim(body, server.state.embedding_dim)
+        as_base64 = server.state.profile.base64(body)
         data = []
         tokens = 0
         for index, item in enumerate(inputs):
@@ -520,6 +545,8 @@ class ScriptedServer(ThreadingHTTPServer):
         self.state = state
         self.verbose = verbose
         self.count_tokens = TokenCounter()
+        if hasattr(state.profile, "count_tokens"):
+            state.profile.count_tokens = self.count_tokens
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -530,11 +557,17 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--latency-ms", type=float, default=0.0)
     parser.add_argument("--responder", default=None, help="package.module:function(body) -> str")
     parser.add_argument("--embedding-dim", type=int, default=64)
+    parser.add_argument("--profile", default="openai", help="the kind of server to behave like (see server_profiles)")
+    parser.add_argument("--api-key", default=None, help="refuse requests without this key, the way the profile's server does")
+    parser.add_argument("--load-seconds", type=float, default=0.0, help="delay of the first request per model (model loading)")
+    parser.add_argument("--profile-option", action="append", default=[], metavar="NAME=JSON",
+                        help="a profile option, e.g. max_model_len=4096 or refuse=true")
     parser.add_argument("--verbose", action="store_true")
     args = parser.parse_args(argv)
 
+    options = {name: json.loads(value) for name, _, value in (o.partition("=") for o in args.profile_option)}
     state = ServerState(responder=load_responder(args.responder), embedding_dim=args.embedding_dim,
-                        latency_ms=args.latency_ms)
+                        latency_ms=args.latency_ms, profile=make_profile(args.profile, args.api_key, args.load_seconds, options))
     server = ScriptedServer((args.host, args.port), state, verbose=args.verbose)
     port = server.server_address[1]
     if args.port_file:

@@ -20,7 +20,7 @@ from graphrag_assets.index.community_reports import (
     render_markdown,
 )
 from graphrag_assets.index.report_context import ContextBudget, ReportTables
-from graphrag_assets.llm.types import ChatResult, Message
+from graphrag_assets.llm.types import ChatOptions, ChatResult, Message
 from graphrag_assets.core.schemas import COMMUNITY_REPORTS
 from graphrag_assets_tests.shared_data import NANO_MOCK_CACHE, require
 from graphrag_assets_tests.test_report_context import make_graph, text_graph, text_units
@@ -175,19 +175,19 @@ class CannedModel:
         self.raise_for = set(raise_for)
         self.calls: list[dict] = []
 
-    async def chat(self, messages: Sequence[Message], *, purpose: str, json_mode: bool = False,
-                   prompt_version: str = "", **_: object) -> ChatResult:
+    async def chat(self, messages: Sequence[Message], *, purpose: str, options: ChatOptions | None = None) -> ChatResult:
+        options = options or ChatOptions()
         community = community_of(messages[0]["content"])
         attempt = sum(m["role"] == "assistant" for m in messages)
         self.calls.append({"community": community, "messages": list(messages), "purpose": purpose,
-                           "json_mode": json_mode, "prompt_version": prompt_version})
+                           "json_mode": options.wants_json, "prompt_version": options.prompt_version})
         await asyncio.sleep(0)
         if community in self.raise_for:
             raise LLMError("the model endpoint refused the request.")
         options = self.answers[community]
         return ChatResult(text=options[min(attempt, len(options) - 1)], prompt_tokens=1, completion_tokens=1, cached=False)
 
-    def stream(self, messages, *, purpose, temperature=None, max_tokens=None):  # pragma: no cover - unused
+    def stream(self, messages, *, purpose, options=None):  # pragma: no cover - unused
         raise NotImplementedError
 
 

@@ -23,7 +23,7 @@ from graphrag_assets.index.graph_extraction import (
     wants_more,
 )
 from graphrag_assets.prompts.templates import PromptTemplate
-from graphrag_assets.llm.types import ChatResult, Message
+from graphrag_assets.llm.types import ChatOptions, ChatResult, Message
 
 
 class ScriptedModel:
@@ -35,14 +35,15 @@ class ScriptedModel:
         self._answer = answer
         self.calls: list[dict] = []
 
-    async def chat(self, messages: Sequence[Message], *, purpose: str, prompt_version: str = "", **_: object) -> ChatResult:
+    async def chat(self, messages: Sequence[Message], *, purpose: str, options: ChatOptions | None = None) -> ChatResult:
+        prompt_version = (options or ChatOptions()).prompt_version
         conversation = [dict(m) for m in messages]
         self.calls.append({"messages": conversation, "purpose": purpose, "prompt_version": prompt_version})
         await asyncio.sleep(0)
         text = self._answer(conversation, purpose)
         return ChatResult(text=text, prompt_tokens=10, completion_tokens=len(text), cached=False)
 
-    def stream(self, messages, *, purpose, temperature=None, max_tokens=None):  # pragma: no cover - unused
+    def stream(self, messages, *, purpose, options=None):  # pragma: no cover - unused
         raise NotImplementedError
 
 

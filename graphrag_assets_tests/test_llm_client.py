@@ -20,9 +20,10 @@ import numpy as np
 import pytest
 
 from graphrag_assets.core.errors import LLMError, UserError
-from graphrag_assets.llm import client as client_module
+from graphrag_assets.llm import chat as chat_module
 from graphrag_assets.llm.cache import CHAT_TABLE, EMBEDDING_TABLE
-from graphrag_assets.llm.client import plan_batches
+from graphrag_assets.llm.embeddings import plan_batches
+from graphrag_assets.llm.types import ChatOptions
 from graphrag_assets.llm.factory import build_chat_model, build_embedding_model
 from graphrag_assets.llm.usage import UsageMeter
 from graphrag_assets.core.settings import EmbeddingSettings, LLMSettings, Price
@@ -47,20 +48,16 @@ def user(text: str) -> list[dict[str, str]]:
     return [{"role": "user", "content": text}]
 
 
-def ask(model: Any, text: str, **kwargs: Any) -> Any:
-    kwargs.setdefault("purpose", "test")
-
+def ask(model: Any, text: str, purpose: str = "test", **options: Any) -> Any:
     async def go() -> Any:
-        return await model.chat(user(text), **kwargs)
+        return await model.chat(user(text), purpose=purpose, options=ChatOptions(**options))
 
     return asyncio.run(go())
 
 
-def ask_many(model: Any, texts: list[str], **kwargs: Any) -> list[Any]:
-    kwargs.setdefault("purpose", "test")
-
+def ask_many(model: Any, texts: list[str], purpose: str = "test", **options: Any) -> list[Any]:
     async def go() -> list[Any]:
-        return await asyncio.gather(*(model.chat(user(t), **kwargs) for t in texts))
+        return await asyncio.gather(*(model.chat(user(t), purpose=purpose, options=ChatOptions(**options)) for t in texts))
 
     return asyncio.run(go())
 
@@ -226,7 +223,6 @@ def test_azure_endpoint_uses_deployment_paths_and_the_api_key_header(openai_serv
 
 
 def test_json_mode_is_dropped_once_the_endpoint_rejects_it(openai_server):
-    client_module._JSON_MODE_UNSUPPORTED.discard((openai_server.base_url, "no-json-model"))
     openai_server.add_fault("status", status=400, message="'response_format' of type 'json_object' is not supported")
     model = build_chat_model(settings_for(openai_server, chat_model="no-json-model"), None, UsageMeter())
     assert ask(model, "give json", json_mode=True).text == 'echo: give json'
@@ -234,7 +230,6 @@ def test_json_mode_is_dropped_once_the_endpoint_rejects_it(openai_server):
     sent = [("response_format" in c["body"], c["outcome"]) for c in openai_server.calls()]
     assert sent == [(True, "status"), (False, "answered"), (False, "answered")]
     model.close()
-    client_module._JSON_MODE_UNSUPPORTED.discard((openai_server.base_url, "no-json-model"))
 
 
 def test_json_mode_sends_response_format_and_settings_can_turn_it_off(openai_server):
@@ -278,7 +273,8 @@ def test_an_answer_rejected_by_cache_if_is_asked_again_next_run(openai_server, d
 
         async def both() -> None:
             for word in ("unusable", "usable"):
-                await model.chat([{"role": "user", "content": word}], purpose="t", cache_if=lambda t: t.startswith("{"))
+                await model.chat([{"role": "user", "content": word}], purpose="t",
+                                 options=ChatOptions(cache_if=lambda t: t.startswith("{")))
 
         asyncio.run(both())
         model.close()
@@ -491,7 +487,7 @@ def test_dry_run_sends_nothing_but_counts_what_it_would_send(openai_server, db):
     assert openai_server.calls() == []
     assert cached.cached and cached.text == "echo: already paid for"
     assert (fresh.text, fresh.prompt_tokens, fresh.completion_tokens) == ("", count_tokens("never asked before"), 300)
-    assert guessed.completion_tokens == client_module.DRY_RUN_COMPLETION_TOKENS
+    assert guessed.completion_tokens == chat_module.DRY_RUN_COMPLETION_TOKENS
     counts = meter.totals()
     assert (counts.requests, counts.cache_hits) == (2, 1)
     assert counts.prompt_tokens == count_tokens("never asked before") + count_tokens("no max tokens")

@@ -12,7 +12,9 @@ from graphrag_assets.core.errors import LLMError
 from graphrag_assets.llm.rate_limit import SlidingWindowLimiter
 from graphrag_assets.llm.retry import (
     Failure,
+    FailureContext,
     MalformedResponse,
+    RetryHooks,
     RetryPolicy,
     call_with_retries,
     classify,
@@ -65,9 +67,8 @@ def test_scrub_removes_configured_and_key_shaped_secrets():
 def test_describe_failure_is_one_sentence_without_the_key():
     key = "sk-live-SECRETSECRET"
     error = describe_failure(
-        Failure("auth", False, 401, None, f"Incorrect API key provided: {key}"),
-        what="chat", url="http://host:1/v1", model="gpt-x", attempts=1, timeout=30,
-        model_setting="llm.chat_model", url_setting="llm.base_url", secrets=[key],
+        Failure("auth", False, 401, None, f"Incorrect API key provided: {key}"), 1,
+        FailureContext("chat", "http://host:1/v1", "gpt-x", 30, "llm.chat_model", "llm.base_url", [key]),
     )
     message = str(error)
     assert isinstance(error, LLMError)
@@ -86,14 +87,14 @@ def test_call_with_retries_stops_at_max_retries_and_propagates_bugs():
         return LLMError(f"{failure.kind} after {attempts}")
 
     with pytest.raises(LLMError, match="malformed after 3"):
-        asyncio.run(call_with_retries(always_malformed, RetryPolicy(2, 0.0, 0.0), give_up=give_up))
+        asyncio.run(call_with_retries(always_malformed, RetryPolicy(2, 0.0, 0.0), RetryHooks(give_up)))
     assert len(calls) == 3
 
     async def bug() -> None:
         raise KeyError("bug")
 
     with pytest.raises(KeyError):
-        asyncio.run(call_with_retries(bug, RetryPolicy(2, 0.0, 0.0), give_up=give_up))
+        asyncio.run(call_with_retries(bug, RetryPolicy(2, 0.0, 0.0), RetryHooks(give_up)))
 
 
 class FakeClock:

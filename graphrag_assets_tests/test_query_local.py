@@ -16,7 +16,7 @@ import pytest
 
 from graphrag_assets.core.errors import UserError
 from graphrag_assets.core.ids import entity_id, relationship_id, short_id, stable_uuid, text_unit_id
-from graphrag_assets.llm.types import ChatResult, Message
+from graphrag_assets.llm.types import ChatOptions, ChatResult, Message
 from graphrag_assets.query.context_tables import fill_table
 from graphrag_assets.query.engine import load_query_prompts, run_query
 from graphrag_assets.query.local_search import local_search, map_entities
@@ -82,14 +82,13 @@ class ScriptedChat:
         answer = self.answers[purpose]
         return answer(messages) if callable(answer) else answer
 
-    async def chat(
-        self, messages, *, purpose, json_mode=False, temperature=None, max_tokens=None, prompt_version="", use_cache=True
-    ) -> ChatResult:
-        self.calls.append(Call(purpose, list(messages), json_mode, use_cache, prompt_version, streamed=False))
+    async def chat(self, messages, *, purpose, options=None) -> ChatResult:
+        options = options or ChatOptions()
+        self.calls.append(Call(purpose, list(messages), options.json_mode, options.use_cache, options.prompt_version, streamed=False))
         await asyncio.sleep(0)
         return ChatResult(self._answer(messages, purpose), prompt_tokens=100, completion_tokens=10, cached=False)
 
-    async def stream(self, messages, *, purpose, temperature=None, max_tokens=None):
+    async def stream(self, messages, *, purpose, options=None):
         self.calls.append(Call(purpose, list(messages), False, False, "", streamed=True))
         for part in self._answer(messages, purpose).split(" "):
             await asyncio.sleep(0)

@@ -17,7 +17,7 @@ from graphrag_assets.index.summarize import (
     SummaryOptions,
     summarize_all,
 )
-from graphrag_assets.llm.types import ChatResult, Message
+from graphrag_assets.llm.types import ChatOptions, ChatResult, Message
 
 
 def words(text: str) -> int:
@@ -39,7 +39,8 @@ class ScriptedModel:
         self.prompts: list[str] = []
         self.calls: list[dict] = []
 
-    async def chat(self, messages: Sequence[Message], *, purpose: str, prompt_version: str = "", **_: object) -> ChatResult:
+    async def chat(self, messages: Sequence[Message], *, purpose: str, options: ChatOptions | None = None) -> ChatResult:
+        prompt_version = (options or ChatOptions()).prompt_version
         prompt = messages[0]["content"]
         self.prompts.append(prompt)
         self.calls.append({"roles": [m["role"] for m in messages], "purpose": purpose, "prompt_version": prompt_version})
@@ -52,7 +53,7 @@ class ScriptedModel:
         listed = json.loads(prompt.split(" LIST ", 1)[1].split(" MAX ", 1)[0])
         return ChatResult(text="+".join(listed), prompt_tokens=1, completion_tokens=1, cached=False)
 
-    def stream(self, messages, *, purpose, temperature=None, max_tokens=None):  # pragma: no cover - unused
+    def stream(self, messages, *, purpose, options=None):  # pragma: no cover - unused
         raise NotImplementedError
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 import click
 
 from graphrag_assets.cli.common import JSON_OPTION, ROOT_OPTION, guard, print_json, project_settings
+from graphrag_assets.cli.doctor import doctor
 from graphrag_assets.cli.output import render_frame, render_index_report, render_query_result, render_status
 from graphrag_assets.cli.progress import live_progress
 from graphrag_assets.cli.show import show
@@ -231,6 +232,7 @@ def dev(root: Path | None, port: int) -> None:
 
 
 main.add_command(show)
+main.add_command(doctor)
 
 
 if __name__ == "__main__":

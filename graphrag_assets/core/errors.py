@@ -17,4 +17,12 @@ class ConfigError(UserError):
 
 
 class LLMError(UserError):
-    """A model endpoint call failed for good (after retries, or with a non-retryable status)."""
+    """A model endpoint call failed for good (after retries, or with a non-retryable status).
+
+    ``kind`` says how (``auth``, ``not_found``, ``refused``, ``timeout``...), for callers that
+    word their own advice, such as ``graphrag-assets doctor``.
+    """
+
+    def __init__(self, message: str, kind: str = "") -> None:
+        super().__init__(message)
+        self.kind = kind

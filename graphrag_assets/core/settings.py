@@ -50,6 +50,7 @@ class LLMSettings(_Section):
     embedding_model: str = "text-embedding-3-small"
     embedding_base_url: str | None = None  # default: base_url
     embedding_api_key: str | None = Field(None, repr=False)  # default: api_key
+    embedding_dimensions: int | None = Field(None, ge=1)  # sent as `dimensions`; None: the model's own size
     embeddings: Literal["auto", "openai", "local"] = "auto"  # auto: local when no endpoint is configured
     concurrency: int = Field(25, ge=1, le=1000)
     requests_per_minute: int | None = Field(None, ge=1)

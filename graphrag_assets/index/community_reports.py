@@ -29,6 +29,7 @@ import math
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from dataclasses import replace as with_changes
 from pathlib import Path
 from typing import Any
 
@@ -49,7 +50,7 @@ from graphrag_assets.index.report_context import (
     build_report_contexts,
     build_text_report_contexts,
 )
-from graphrag_assets.llm.types import ChatModel, Message
+from graphrag_assets.llm.types import ChatModel, ChatOptions, JsonSchema, Message
 from graphrag_assets.core.schemas import COMMUNITY_REPORTS, empty_frame
 
 PURPOSE = "community_report"
@@ -97,6 +98,31 @@ def load_report_prompt(
 ) -> PromptTemplate:
     """The report prompt of ``variant`` (built-in, or the user's file), checked for ``{input_text}``."""
     return load_prompt(PROMPT_NAMES[variant], override, root, required=REQUIRED_PLACEHOLDERS)
+
+
+# The shape the prompt asks for, sent as response_format json_schema where the server accepts it
+# (vLLM then enforces it while decoding; OpenAI's strict mode needs every key required and no extras).
+_FINDING = {
+    "type": "object",
+    "properties": {"summary": {"type": "string"}, "explanation": {"type": "string"}},
+    "required": ["summary", "explanation"],
+    "additionalProperties": False,
+}
+REPORT_SCHEMA = JsonSchema(
+    "community_report",
+    {
+        "type": "object",
+        "properties": {
+            "title": {"type": "string"},
+            "summary": {"type": "string"},
+            "rating": {"type": "number"},
+            "rating_explanation": {"type": "string"},
+            "findings": {"type": "array", "items": _FINDING},
+        },
+        "required": ["title", "summary", "rating", "rating_explanation", "findings"],
+        "additionalProperties": False,
+    },
+)
 
 
 # --- reading the answer -------------------------------------------------------------------------
@@ -280,7 +306,8 @@ async def _report_for(model: ChatModel, template: PromptTemplate, context: Repor
     calls = reasks = 0
     try:
         calls += 1
-        answer = await model.chat(messages, purpose=PURPOSE, json_mode=True, prompt_version=template.version)
+        options = ChatOptions(json_schema=REPORT_SCHEMA, prompt_version=template.version)
+        answer = await model.chat(messages, purpose=PURPOSE, options=options)
         report = parse_report_answer(answer.text)
         if report is not None:
             return _Outcome(report, calls=calls)
@@ -296,8 +323,8 @@ async def _report_for(model: ChatModel, template: PromptTemplate, context: Repor
         # A still-broken answer is not cached, so the next run asks again for this community
         # (the first, broken answer stays cached: it is part of this conversation).
         again = await model.chat(
-            retry, purpose=PURPOSE, json_mode=True, prompt_version=template.version,
-            cache_if=lambda text: parse_report_answer(text) is not None,
+            retry, purpose=PURPOSE,
+            options=with_changes(options, cache_if=lambda text: parse_report_answer(text) is not None),
         )
         report = parse_report_answer(again.text)
         if report is not None:

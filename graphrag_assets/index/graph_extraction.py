@@ -16,7 +16,9 @@ Two deliberate differences from Microsoft GraphRAG (reference §13):
 
 A unit whose model call fails for good (:class:`LLMError`) is reported in
 ``ExtractionOutput.failed_units`` with its records left out; the caller decides (the Dagster
-asset fails the partition rather than store a silently incomplete graph).
+asset fails the partition rather than store a silently incomplete graph). A unit with text whose
+answers hold no record at all is listed in ``ExtractionOutput.empty_units``: a model that does not
+follow the record format (or answers only with reasoning) otherwise "extracts 0 entities" silently.
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ from graphrag_assets.index.extraction_parser import (
     parse_graph_answer,
 )
 from graphrag_assets.prompts.templates import PromptTemplate, load_prompt
-from graphrag_assets.llm.types import ChatModel, Message
+from graphrag_assets.llm.types import ChatModel, ChatOptions, Message
 
 GRAPH_PURPOSE = "extract_graph"
 CLAIMS_PURPOSE = "extract_claims"
@@ -130,6 +132,8 @@ class ExtractionOutput:
     failed_units: list[FailedUnit] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
     ignored_segments: int = 0  # headings and commentary found between records
+    empty_units: list[str] = field(default_factory=list)  # units with text whose answers held no record
+    model: str = ""  # the chat model that answered
 
     @property
     def parse_failure_count(self) -> int:
@@ -193,7 +197,7 @@ async def glean(
 
     async def ask(messages: list[Message]) -> str:
         # a copy: the history grows after the call, and the client may keep what it was given
-        result = await model.chat(list(messages), purpose=purpose, prompt_version=version)
+        result = await model.chat(list(messages), purpose=purpose, options=ChatOptions(prompt_version=version))
         usage.calls += 1
         usage.cached_calls += int(result.cached)
         usage.prompt_tokens += result.prompt_tokens
@@ -350,7 +354,7 @@ async def extract_graph_records(
 
     results = await asyncio.gather(*(run(unit) for unit in units))
 
-    output = ExtractionOutput(records=schemas.empty_frame(schemas.GRAPH_EXTRACTIONS))
+    output = ExtractionOutput(records=schemas.empty_frame(schemas.GRAPH_EXTRACTIONS), model=model.model)
     rows: list[dict[str, object]] = []
     for unit, result in zip(units, results, strict=True):
         if isinstance(result, FailedUnit):
@@ -360,6 +364,8 @@ async def extract_graph_records(
         output.ignored_segments += result.ignored
         if result.failures:
             output.parse_failures[unit["id"]] = result.failures
+        if not result.rows and (unit["text"] or "").strip():
+            output.empty_units.append(unit["id"])
         for index, row in enumerate(result.rows):
             rows.append({**row, "text_unit_id": unit["id"], "record_index": index, "document_key": unit["document_key"]})
     if rows:

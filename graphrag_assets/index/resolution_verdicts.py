@@ -25,7 +25,7 @@ import polars as pl
 
 from graphrag_assets.core.errors import LLMError
 from graphrag_assets.index.resolution_frames import verdict_frame
-from graphrag_assets.llm.types import ChatModel
+from graphrag_assets.llm.types import ChatModel, ChatOptions
 from graphrag_assets.prompts.templates import PromptTemplate
 
 PURPOSE = "resolve_entities"
@@ -88,13 +88,10 @@ async def judge_groups(
     async def judge(group: Sequence[str]) -> list[tuple[str, str, str, float, str]] | None:
         listed = [members[title] for title in sorted(group)]
         prompt = template.format(entity_list=entity_list(listed))
-        result = await model.chat(
-            [{"role": "user", "content": prompt}],
-            purpose=PURPOSE,
-            json_mode=True,
-            prompt_version=template.version,
-            cache_if=lambda text: parse_groups(text, len(listed)) is not None,
+        options = ChatOptions(
+            json_mode=True, prompt_version=template.version, cache_if=lambda text: parse_groups(text, len(listed)) is not None
         )
+        result = await model.chat([{"role": "user", "content": prompt}], purpose=PURPOSE, options=options)
         parsed = parse_groups(result.text, len(listed))
         if parsed is None:
             return None

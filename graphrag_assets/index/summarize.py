@@ -22,7 +22,7 @@ from typing import TypeVar
 from graphrag_assets.core.errors import LLMError
 from graphrag_assets.core.settings import Settings
 from graphrag_assets.prompts.templates import PromptTemplate, load_prompt
-from graphrag_assets.llm.types import ChatModel
+from graphrag_assets.llm.types import ChatModel, ChatOptions
 from graphrag_assets.core.tokens import token_counter
 
 PURPOSE = "summarize_descriptions"
@@ -138,7 +138,9 @@ async def _summarize_group(
         description_list=json.dumps(list(group), ensure_ascii=False),
         max_length=max_length,
     )
-    result = await model.chat([{"role": "user", "content": prompt}], purpose=PURPOSE, prompt_version=template.version)
+    result = await model.chat(
+        [{"role": "user", "content": prompt}], purpose=PURPOSE, options=ChatOptions(prompt_version=template.version)
+    )
     summary = result.text.strip()
     # An empty answer would erase what is known; keep the descriptions themselves instead.
     return summary or "\n".join(group)

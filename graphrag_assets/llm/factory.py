@@ -15,8 +15,13 @@ from graphrag_assets.core.errors import UserError
 from graphrag_assets.llm.usage import UsageMeter
 
 from graphrag_assets.llm.cache import LLMCache
-from graphrag_assets.llm.client import OpenAIChatModel, chat_model_from_settings, embedding_model_from_settings
+from graphrag_assets.llm.capabilities import CapabilityStore
+from graphrag_assets.llm.chat import ChatDefaults, OpenAIChatModel
+from graphrag_assets.llm.client import CallLimits, Endpoint, ModelServices
+from graphrag_assets.llm.embeddings import EmbeddingBatching, OpenAIEmbeddingModel
 from graphrag_assets.llm.local_embedder import LocalEmbedder
+from graphrag_assets.llm.rate_limit import SlidingWindowLimiter
+from graphrag_assets.llm.retry import RetryPolicy
 from graphrag_assets.llm.types import EmbeddingModel
 
 if TYPE_CHECKING:
@@ -29,6 +34,19 @@ def _cache(settings: "LLMSettings", db_path: str | Path | None) -> "LLMCache | N
     return LLMCache(db_path)
 
 
+def _services(settings: "LLMSettings", db_path: str | Path | None, meter: UsageMeter, dry_run: bool) -> ModelServices:
+    limiter = None
+    if settings.requests_per_minute or settings.tokens_per_minute:
+        limiter = SlidingWindowLimiter(settings.requests_per_minute, settings.tokens_per_minute)
+    limits = CallLimits(
+        settings.concurrency, RetryPolicy(settings.max_retries, settings.retry_base_delay, settings.retry_max_delay), limiter
+    )
+    return ModelServices(
+        meter=meter, cache=_cache(settings, db_path), limits=limits, prices=dict(settings.prices),
+        capabilities=CapabilityStore(db_path), dry_run=dry_run,
+    )
+
+
 def build_chat_model(
     settings: "LLMSettings", db_path: str | Path | None, meter: UsageMeter, dry_run: bool = False
 ) -> "OpenAIChatModel":
@@ -38,7 +56,11 @@ def build_chat_model(
             "no model endpoint is configured; set OPENAI_API_KEY or OPENAI_BASE_URL "
             "(or llm.base_url in graphrag.yaml), or use method: nlp to index without a model."
         )
-    return chat_model_from_settings(settings, meter=meter, cache=_cache(settings, db_path), dry_run=dry_run)
+    endpoint = Endpoint(settings.base_url, settings.api_key, settings.api_version, settings.request_timeout)
+    return OpenAIChatModel(
+        settings.chat_model, endpoint, _services(settings, db_path, meter, dry_run),
+        ChatDefaults(settings.temperature, settings.json_mode),
+    )
 
 
 def build_embedding_model(
@@ -57,9 +79,12 @@ def build_embedding_model(
             "llm.embeddings is 'openai' but no embedding endpoint is configured; set OPENAI_API_KEY or "
             "llm.embedding_base_url in graphrag.yaml, or set llm.embeddings: local."
         )
-    return embedding_model_from_settings(
-        settings, embedding_settings, meter=meter, cache=_cache(settings, db_path), dry_run=dry_run
+    endpoint = Endpoint(
+        settings.embedding_base_url or settings.base_url, settings.embedding_api_key or settings.api_key,
+        settings.api_version, settings.request_timeout,
     )
+    batching = EmbeddingBatching(embedding_settings.batch_size, embedding_settings.batch_max_tokens, settings.embedding_dimensions)
+    return OpenAIEmbeddingModel(settings.embedding_model, endpoint, _services(settings, db_path, meter, dry_run), batching)
 
 
 class ModelSet:

@@ -2,14 +2,15 @@
 
 Core steps (extraction, summarization, reports, query engines) are written against these
 protocols, not against the OpenAI client, so they stay pure and know nothing about retries,
-caching or accounting. :mod:`graphrag_assets.llm.client` provides the real implementation.
+caching, accounting or the quirks of a particular server. :mod:`graphrag_assets.llm.chat` provides
+the real implementation.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Sequence
-from dataclasses import dataclass
-from typing import Protocol, TypedDict
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, TypedDict
 
 
 class Message(TypedDict):
@@ -25,40 +26,60 @@ class ChatResult:
     cached: bool
 
 
+@dataclass(frozen=True)
+class JsonSchema:
+    """The JSON schema an answer must follow (sent as ``response_format`` json_schema where the
+    server accepts it; otherwise the prompt's own instructions and repair have to do)."""
+
+    name: str
+    schema: Mapping[str, Any] = field(hash=False)
+
+
+@dataclass(frozen=True)
+class ChatOptions:
+    """How one chat call is made; the defaults suit most calls.
+
+    ``json_mode`` asks for a JSON object (``response_format`` json_object where accepted);
+    ``json_schema`` asks for one following a schema and implies ``json_mode``. ``temperature``
+    None means the model's configured temperature. ``prompt_version`` is part of the cache key,
+    so changing a prompt template invalidates exactly the answers produced with the old one.
+    ``use_cache`` False asks for a fresh answer; ``cache_if`` keeps an answer out of the cache
+    unless it accepts it (so an unusable answer is asked again on the next run).
+    """
+
+    json_mode: bool = False
+    json_schema: JsonSchema | None = None
+    temperature: float | None = None
+    max_tokens: int | None = None
+    prompt_version: str = ""
+    use_cache: bool = True
+    cache_if: Callable[[str], bool] | None = field(default=None, compare=False)
+
+    @property
+    def wants_json(self) -> bool:
+        return self.json_mode or self.json_schema is not None
+
+
+DEFAULT_CHAT_OPTIONS = ChatOptions()
+
+
 class ChatModel(Protocol):
     """An async chat-completion model."""
 
     model: str
 
-    async def chat(
-        self,
-        messages: Sequence[Message],
-        *,
-        purpose: str,
-        json_mode: bool = False,
-        temperature: float | None = None,
-        max_tokens: int | None = None,
-        prompt_version: str = "",
-        use_cache: bool = True,
-        cache_if: Callable[[str], bool] | None = None,
-    ) -> ChatResult:
+    async def chat(self, messages: Sequence[Message], *, purpose: str, options: ChatOptions | None = None) -> ChatResult:
         """One completion. ``purpose`` (e.g. "extract_graph") groups usage accounting.
 
-        ``prompt_version`` is part of the cache key, so changing a prompt template invalidates
-        exactly the answers produced with the old one. ``cache_if`` keeps an answer out of the
-        cache unless it accepts it (so an unusable answer is asked again on the next run).
+        The text comes back without the ``<think>`` block reasoning models put before their
+        answer; when JSON was asked for, it is JSON whenever the answer could be repaired into it.
         """
         ...
 
     def stream(
-        self,
-        messages: Sequence[Message],
-        *,
-        purpose: str,
-        temperature: float | None = None,
-        max_tokens: int | None = None,
+        self, messages: Sequence[Message], *, purpose: str, options: ChatOptions | None = None
     ) -> AsyncIterator[str]:
-        """Yield the answer's text as it arrives (never cached)."""
+        """Yield the answer's text as it arrives (never cached; ``<think>`` blocks left out)."""
         ...
 
 

@@ -11,6 +11,10 @@ A :class:`UsageMeter` is shared by the chat and embedding models of one step. It
 - tokens as reported by the server (estimated with the tokenizer only when the server reports
   none, or in a dry run); ``cost_usd`` from ``llm.prices`` when the model has a price.
 
+Besides the counters, :meth:`UsageMeter.note` counts what the client adapted to or observed on a
+server (a refused ``temperature``, ``<think>`` blocks stripped, prompts shortened to fit the context
+window, reasoning tokens): they show in the metadata as ``llm/notes/<what>``.
+
 Figures go to Dagster materialization metadata (:meth:`UsageMeter.as_metadata`) and to the
 ``llm_usage`` table (:meth:`UsageMeter.persist`). No credential is ever part of a meter.
 """
@@ -95,6 +99,7 @@ class UsageMeter:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._counts: dict[tuple[str, str], UsageCounts] = {}
+        self._notes: dict[tuple[str, str], int] = {}  # (model, what) -> count
 
     def _bucket(self, purpose: str, model: str) -> UsageCounts:
         key = (purpose, model)
@@ -136,6 +141,16 @@ class UsageMeter:
             bucket.requests += 1
             bucket.failures += 1
 
+    def note(self, model: str, what: str, count: int = 1) -> None:
+        """Count an adaptation or observation (``what``, e.g. ``temperature_dropped``) for ``model``."""
+        with self._lock:
+            self._notes[(model, what)] = self._notes.get((model, what), 0) + count
+
+    def notes(self) -> dict[tuple[str, str], int]:
+        """The noted adaptations and observations, keyed by (model, what)."""
+        with self._lock:
+            return dict(self._notes)
+
     def snapshot(self) -> dict[tuple[str, str], UsageCounts]:
         """A copy of the counters, keyed by (purpose, model)."""
         with self._lock:
@@ -161,6 +176,9 @@ class UsageMeter:
         for scope, counts in [("total", total), *sorted(per_purpose.items())]:
             for name, value in asdict(counts).items():
                 metadata[f"llm/{scope}/{name}"] = round(value, 6) if isinstance(value, float) else value
+        for (model, what), count in sorted(self.notes().items()):
+            models.add(model)
+            metadata[f"llm/notes/{what}"] = metadata.get(f"llm/notes/{what}", 0) + count
         metadata["llm/models"] = ", ".join(sorted(models))
         return metadata
 

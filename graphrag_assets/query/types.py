@@ -22,7 +22,7 @@ import polars as pl
 
 from graphrag_assets.core.errors import UserError
 from graphrag_assets.prompts.templates import PromptTemplate, load_prompt
-from graphrag_assets.llm.types import ChatModel, EmbeddingModel, Message
+from graphrag_assets.llm.types import ChatModel, ChatOptions, EmbeddingModel, Message
 from graphrag_assets.core.schemas import (
     COMMUNITIES,
     COMMUNITY_REPORTS,
@@ -263,9 +263,8 @@ class ModelCalls:
         prompt_version: str = "",
     ) -> str:
         model = self._require_model()
-        result = await model.chat(
-            messages, purpose=purpose, json_mode=json_mode, prompt_version=prompt_version, use_cache=use_cache
-        )
+        options = ChatOptions(json_mode=json_mode, prompt_version=prompt_version, use_cache=use_cache)
+        result = await model.chat(messages, purpose=purpose, options=options)
         self._count_call(purpose, cached=result.cached)
         self.usage.prompt_tokens += result.prompt_tokens
         self.usage.completion_tokens += result.completion_tokens

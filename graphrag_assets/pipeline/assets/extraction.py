@@ -116,10 +116,18 @@ def _llm_extraction(context, settings, units, failed, failed_units, parse_failur
         parse_failures[doc] = parse_failures.get(doc, 0) + len(failures)
     for key, message in sorted(failed.items()):
         warn(f"extraction of {key} failed ({failed_units[key]} text unit(s)): {message}", context.log)
+    if output.empty_units:
+        warn(
+            f"{len(output.empty_units)} of {units.height} text unit(s) gave no entity or relationship from chat model "
+            f"'{output.model}' (first: {output.empty_units[0]}); check that the model follows the extraction format "
+            "('graphrag-assets doctor' shows what the server does).",
+            context.log,
+        )
     records = output.records.filter(~pl.col("document_key").is_in(list(failed)))
     metadata = {
         **usage,
         "parse_failures": output.parse_failure_count,
+        "empty_units": len(output.empty_units),
         "ignored_segments": output.ignored_segments,
         "parse_failures_by_unit": MetadataValue.json(
             {unit: [f.reason for f in failures][:5] for unit, failures in list(output.parse_failures.items())[:20]}

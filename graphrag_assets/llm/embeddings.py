@@ -1,0 +1,221 @@
+""":class:`~graphrag_assets.llm.types.EmbeddingModel` on any OpenAI-compatible endpoint.
+
+Texts are deduplicated, looked up in the cache, and the rest sent in batches (by count and by
+tokens) that run concurrently. A text longer than ``batch_max_tokens`` is embedded in pieces of
+that size whose vectors are averaged (weighted by tokens) and re-normalized, since endpoints
+reject over-long inputs. An empty text is sent as a single space, which endpoints accept.
+
+Servers differ in two ways handled here. Vectors are asked for as floats but may come back as
+base64 strings of little-endian float32 (the form OpenAI's own SDKs ask for by default, so some
+servers answer with it whatever is asked): both are read. ``llm.embedding_dimensions`` is sent as
+``dimensions``; a server that refuses it (HTTP 400) is asked again without it, and one that ignores
+it is noticed by the length of what it returns; either way its own dimension is used and the user
+is told once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import math
+import re
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from graphrag_assets.core.tokens import get_tokenizer
+from graphrag_assets.llm.cache import embedding_cache_key
+from graphrag_assets.llm.capabilities import UNKNOWN
+from graphrag_assets.llm.client import Endpoint, ModelServices, OpenAIModel
+from graphrag_assets.llm.retry import MalformedResponse, classify
+from graphrag_assets.llm.usage import estimate_cost
+
+KNOWN_EMBEDDING_DIMENSIONS = {
+    "text-embedding-3-small": 1536,
+    "text-embedding-3-large": 3072,
+    "text-embedding-ada-002": 1536,
+}
+DEFAULT_EMBEDDING_DIMENSION = 1536
+_DIMENSIONS = re.compile(r"dimension|matryoshka", re.I)
+
+
+@dataclass(frozen=True)
+class EmbeddingBatching:
+    """How texts are grouped into requests, and the vector size asked for (None: the model's)."""
+
+    batch_size: int = 16
+    batch_max_tokens: int = 8191
+    dimensions: int | None = None
+
+
+def plan_batches(token_counts: Sequence[int], batch_size: int, batch_max_tokens: int) -> list[list[int]]:
+    """Group input positions, in order, into batches of at most ``batch_size`` items and
+    ``batch_max_tokens`` tokens (an item larger than the token budget travels alone)."""
+    batches: list[list[int]] = []
+    current: list[int] = []
+    tokens = 0
+    for index, count in enumerate(token_counts):
+        if current and (len(current) >= batch_size or tokens + count > batch_max_tokens):
+            batches.append(current)
+            current, tokens = [], 0
+        current.append(index)
+        tokens += count
+    if current:
+        batches.append(current)
+    return batches
+
+
+def _mean_normalized(vectors: Sequence[Sequence[float]], weights: Sequence[int]) -> list[float]:
+    total = sum(weights) or 1
+    mean = [sum(w * v[i] for v, w in zip(vectors, weights)) / total for i in range(len(vectors[0]))]
+    norm = math.sqrt(sum(x * x for x in mean)) or 1.0
+    return [x / norm for x in mean]
+
+
+def decode_vector(value: Any) -> tuple[list[float], bool]:
+    """A vector from a float list or a base64 string of little-endian float32; and whether it was base64."""
+    if isinstance(value, str):
+        return np.frombuffer(base64.b64decode(value), dtype="<f4").astype(float).tolist(), True
+    return [float(x) for x in value], False
+
+
+class OpenAIEmbeddingModel(OpenAIModel):
+    """:class:`~graphrag_assets.llm.types.EmbeddingModel` on an OpenAI-compatible endpoint."""
+
+    what = "embedding"
+    model_setting = "llm.embedding_model"
+    url_setting = "llm.embedding_base_url"
+
+    def __init__(self, model: str, endpoint: Endpoint, services: ModelServices, batching: EmbeddingBatching = EmbeddingBatching()) -> None:
+        super().__init__(model, endpoint, services)
+        self.batching = batching
+        self._dimension: int | None = None
+
+    def _pieces(self, text: str) -> list[tuple[str, int]]:
+        tokenizer = get_tokenizer(self.encoding)
+        tokens = tokenizer.encode_ordinary(text)
+        if not tokens:
+            return [(" ", 1)]
+        step = self.batching.batch_max_tokens
+        if len(tokens) <= step:
+            return [(text, len(tokens))]
+        return [(tokenizer.decode(tokens[i : i + step]), len(tokens[i : i + step])) for i in range(0, len(tokens), step)]
+
+    async def embed(self, texts: Sequence[str], *, purpose: str) -> list[list[float]]:
+        texts = list(texts)
+        if not texts:
+            return []
+        unique = list(dict.fromkeys(texts))
+        keys = {text: embedding_cache_key(model=self.model, text=text) for text in unique}
+        vectors: dict[str, list[float]] = {}
+        if self.cache is not None:
+            found = await self.cache.get_embeddings(list(keys.values()))
+            vectors = {text: found[key] for text, key in keys.items() if key in found}
+            if vectors:
+                self.meter.record_cache_hits(purpose, self.model, len(vectors))
+                self._dimension = self._dimension or len(next(iter(vectors.values())))
+        missing = [text for text in unique if text not in vectors]
+        if missing:
+            vectors.update(await self._embed_missing(purpose, missing, keys))
+        return [vectors[text] for text in texts]
+
+    def _dry_run(self, purpose: str, texts: list[str], batches: list[list[int]], pieces: list[tuple[int, str, int]]) -> dict[str, list[float]]:
+        for batch in batches:
+            tokens = sum(pieces[i][2] for i in batch)
+            self.meter.record_request(purpose, self.model, embedding_tokens=tokens,
+                                      cost_usd=estimate_cost(self.services.prices, self.model, tokens))
+        dim = (self._dimension or self.batching.dimensions
+               or KNOWN_EMBEDDING_DIMENSIONS.get(self.model, DEFAULT_EMBEDDING_DIMENSION))
+        return {text: [0.0] * dim for text in texts}
+
+    async def _embed_missing(self, purpose: str, texts: list[str], keys: Mapping[str, str]) -> dict[str, list[float]]:
+        pieces: list[tuple[int, str, int]] = []  # (text position, piece text, tokens)
+        for position, text in enumerate(texts):
+            pieces.extend((position, piece, tokens) for piece, tokens in self._pieces(text))
+        batches = plan_batches([p[2] for p in pieces], self.batching.batch_size, self.batching.batch_max_tokens)
+        if self.dry_run:
+            return self._dry_run(purpose, texts, batches, pieces)
+
+        piece_vectors: dict[int, list[float]] = {}
+        remaining = [0] * len(texts)
+        for position, _, _ in pieces:
+            remaining[position] += 1
+        pieces_of: dict[int, list[int]] = {}
+        for index, (position, _, _) in enumerate(pieces):
+            pieces_of.setdefault(position, []).append(index)
+        results: dict[str, list[float]] = {}
+
+        async def run(batch: list[int]) -> None:
+            inputs = [pieces[i][1] for i in batch]
+            embedded, reported = await self.send(purpose, self._request(inputs), sum(pieces[i][2] for i in batch))
+            tokens = reported if reported is not None else sum(pieces[i][2] for i in batch)
+            self.meter.record_request(purpose, self.model, embedding_tokens=tokens,
+                                      cost_usd=estimate_cost(self.services.prices, self.model, tokens))
+            finished: dict[str, list[float]] = {}
+            for index, vector in zip(batch, embedded):
+                piece_vectors[index] = vector
+                position = pieces[index][0]
+                remaining[position] -= 1
+                if remaining[position] == 0:
+                    own = pieces_of[position]
+                    vec = (piece_vectors[own[0]] if len(own) == 1 else
+                           _mean_normalized([piece_vectors[i] for i in own], [pieces[i][2] for i in own]))
+                    results[texts[position]] = vec
+                    finished[keys[texts[position]]] = vec
+            if finished and self.cache is not None:
+                self.cache.put_embeddings(self.model, finished)
+
+        await asyncio.gather(*(run(batch) for batch in batches))
+        if results:
+            self._dimension = self._dimension or len(next(iter(results.values())))
+        return results
+
+    def _args(self, inputs: list[str]) -> dict[str, Any]:
+        args: dict[str, Any] = {"model": self.model, "input": inputs, "encoding_format": "float"}
+        if self.batching.dimensions and self.capabilities.dimensions != "rejected":
+            args["dimensions"] = self.batching.dimensions
+        return args
+
+    async def _create(self, client: Any, inputs: list[str]) -> tuple[Any, dict[str, Any]]:
+        args = self._args(inputs)
+        try:
+            return await client.embeddings.create(**args), args
+        except Exception as exc:
+            failure = classify(exc)
+            refused = failure is not None and failure.kind in ("bad_request", "unprocessable") and _DIMENSIONS.search(failure.detail)
+            if "dimensions" not in args or not refused:
+                raise
+        self.learn("dimensions_refused", f"{self.describe()} refuses the dimensions parameter; its vectors keep their own size "
+                   "(unset llm.embedding_dimensions to silence this).", dimensions="rejected")
+        args = self._args(inputs)
+        return await client.embeddings.create(**args), args
+
+    def _request(self, inputs: list[str]) -> Callable[[Any], Awaitable[tuple[list[list[float]], int | None]]]:
+        async def request(client: Any) -> tuple[list[list[float]], int | None]:
+            response, args = await self._create(client, inputs)
+            data = getattr(response, "data", None)
+            if not data or len(data) != len(inputs):
+                raise MalformedResponse(f"expected {len(inputs)} embeddings, got {len(data or [])}")
+            decoded = [decode_vector(item.embedding) for item in sorted(data, key=lambda item: item.index)]
+            self._notice(args, decoded)
+            usage = getattr(response, "usage", None)
+            reported = getattr(usage, "prompt_tokens", None) if usage is not None else None
+            return [vector for vector, _ in decoded], reported
+
+        return request
+
+    def _notice(self, args: dict[str, Any], decoded: list[tuple[list[float], bool]]) -> None:
+        """Record what the answer shows about the server: base64 vectors, ``dimensions`` followed or not."""
+        if any(was_base64 for _, was_base64 in decoded):
+            self.learn("base64_embeddings", "", base64_embeddings=True)
+        wanted = args.get("dimensions")
+        if wanted is None or self.capabilities.dimensions != UNKNOWN:
+            return
+        size = len(decoded[0][0])
+        if size == wanted:
+            self.learn("dimensions_honoured", "", dimensions="honoured")
+        else:
+            self.learn("dimensions_ignored", f"{self.describe()} ignores the dimensions parameter and returns {size} "
+                       f"dimensions instead of {wanted}; its vectors are used as they are.", dimensions="ignored")
