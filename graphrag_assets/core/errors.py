@@ -26,3 +26,11 @@ class LLMError(UserError):
     def __init__(self, message: str, kind: str = "") -> None:
         super().__init__(message)
         self.kind = kind
+
+
+def dimension_mismatch(name: str, stored: int, given: int) -> str:
+    """The one sentence for a question embedded differently from the index (another model or size)."""
+    return (
+        f"the index's '{name}' vectors have {stored} dimensions but the query embedder gives {given}; query with the "
+        "embedding settings the index was built with (llm.embeddings, llm.embedding_model, OPENAI_API_KEY / OPENAI_BASE_URL)."
+    )

@@ -268,6 +268,8 @@ class BasicSearchSettings(_Section):
 class QuerySettings(_Section):
     response_type: str = "Multiple Paragraphs"
     max_question_tokens: int = Field(2000, ge=16)  # a longer question is refused, not sent into every call
+    # Indexes whose text units hold at most this many tokens are searched in memory, without LanceDB.
+    in_memory_search_max_tokens: int = Field(300_000, ge=0)
     prompts: dict[str, str] = Field(default_factory=dict)  # prompt name (e.g. local_search) -> your file
     local: LocalSearchSettings = Field(default_factory=LocalSearchSettings)
     global_: GlobalSearchSettings = Field(default_factory=GlobalSearchSettings, alias="global")

@@ -20,7 +20,7 @@ from typing import Any, Protocol
 import numpy as np
 import polars as pl
 
-from graphrag_assets.core.errors import UserError
+from graphrag_assets.core.errors import UserError, dimension_mismatch
 from graphrag_assets.prompts.templates import PromptTemplate, load_prompt
 from graphrag_assets.llm.types import ChatModel, ChatOptions, EmbeddingModel, Message
 from graphrag_assets.core.schemas import (
@@ -56,7 +56,8 @@ class ArrayVectorIndex:
     Ties keep the order the ids were given in, so results are deterministic.
     """
 
-    def __init__(self, ids: Sequence[str], matrix: Sequence[Sequence[float]] | np.ndarray):
+    def __init__(self, ids: Sequence[str], matrix: Sequence[Sequence[float]] | np.ndarray, name: str = "stored"):
+        self.name = name
         vectors = np.asarray(matrix, dtype=np.float64)
         if len(ids) == 0:
             vectors = vectors.reshape(0, vectors.shape[-1] if vectors.ndim == 2 else 0)
@@ -74,10 +75,7 @@ class ArrayVectorIndex:
             return []
         query = np.asarray(vector, dtype=np.float64)
         if query.shape != (self._unit.shape[1],):
-            raise UserError(
-                f"the query vector has {query.size} dimensions but the index holds {self._unit.shape[1]}; "
-                "re-run the embeddings with the same embedding model used for querying."
-            )
+            raise UserError(dimension_mismatch(self.name, self._unit.shape[1], query.size))
         norm = float(np.linalg.norm(query))
         similarities = self._unit @ (query / norm) if norm > 0 else np.zeros(len(self.ids))
         order = np.argsort(-similarities, kind="stable")[:k]

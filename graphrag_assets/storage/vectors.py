@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from graphrag_assets.core.errors import UserError
+from graphrag_assets.core.errors import UserError, dimension_mismatch
 
 TEXT_UNIT_TABLE = "text_unit_text"
 ENTITY_TABLE = "entity_description"
@@ -251,11 +251,7 @@ class LanceVectorIndex:
         query = np.asarray(vector, dtype=np.float32)
         stored = getattr(self._table.schema.field("vector").type, "list_size", None)
         if stored is not None and query.shape != (stored,):
-            raise UserError(
-                f"the index's '{self._name}' vectors have {stored} dimensions but the query embedder gives "
-                f"{query.shape[-1] if query.ndim else 0}; query with the embedding settings the index was built with "
-                f"(llm.embeddings, llm.embedding_model, OPENAI_API_KEY / OPENAI_BASE_URL)."
-            )
+            raise UserError(dimension_mismatch(self._name, stored, query.shape[-1] if query.ndim else 0))
         hits = self._table.search(query).distance_type("cosine").limit(k).to_arrow()
         ids = hits.column("id").to_pylist()
         distances = hits.column("_distance").to_pylist()

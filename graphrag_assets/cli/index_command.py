@@ -1,0 +1,49 @@
+"""``index``: bring the index up to date (and ``--dry-run``: what that would cost)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from graphrag_assets.cli.common import JSON_OPTION, ROOT_OPTION, guard, print_json, project_settings
+from graphrag_assets.cli.output import render_index_report
+from graphrag_assets.cli.progress import live_progress
+from graphrag_assets.core.processes import seconds_since_start
+from graphrag_assets.project.dry_run import estimate_next_run
+
+
+@click.command(short_help="Index what changed in the input folder and update the graph.")
+@ROOT_OPTION
+@click.option("--method", type=click.Choice(["standard", "fast", "nlp"]), default=None, help="Indexing method (default: settings, or nlp when no model endpoint is configured).")
+@click.option("--dry-run", is_flag=True, help="Print how many model calls and tokens the next run would need, without calling the model.")
+@click.option("--full", is_flag=True, help="Also rebuild the corpus-wide assets when no document changed.")
+@click.option("--allow-empty-input", is_flag=True, help="Accept a missing or empty input folder and remove every document from the index.")
+@click.option("--recluster", is_flag=True, help="Cluster communities from scratch (communities.update: stable keeps them otherwise); implies a corpus run.")
+@click.option("--verbose", "-v", is_flag=True, help="Show Dagster's own log lines.")
+@JSON_OPTION
+@guard
+def index(root: Path | None, method: str | None, dry_run: bool, full: bool, allow_empty_input: bool, recluster: bool, verbose: bool, as_json: bool) -> None:
+    """Index what changed in data/input (new, changed and deleted documents) and update the graph."""
+    overrides = {"method": method} if method else None
+    settings = project_settings(root, overrides)
+    if not as_json:
+        why = {"nlp": "(no model endpoint configured: offline noun-phrase graph and local embeddings)", "standard": "(model endpoint configured)"}
+        click.echo(f"method: {settings.resolved_method} {why.get(settings.resolved_method, '') if settings.method == 'auto' else '(from the settings)'}".rstrip())
+    if dry_run:
+        estimate = estimate_next_run(settings)
+        print_json(estimate.as_dict()) if as_json else click.echo(estimate.render())
+        return
+    from graphrag_assets.pipeline.indexing import IndexOptions, index_project  # imports Dagster (~1 s): only when indexing
+
+    options = IndexOptions(overrides=overrides, force_corpus=full, allow_empty_input=allow_empty_input, recluster=recluster)
+    with live_progress(enabled=not as_json and not verbose) as announce:
+        report = index_project(settings, options, announce)
+    report.seconds = seconds_since_start()
+    if as_json:
+        print_json(report.as_dict())
+    else:
+        click.echo(render_index_report(report))
+    if not report.success:
+        sys.exit(1)

@@ -1,0 +1,33 @@
+"""BM25 over texts held in memory (``bm25s``): the lexical index of a small index.
+
+A large index is searched with LanceDB's full-text index, built as the text units are written.
+Opening LanceDB costs about a second of imports, which is most of a command-line query on a
+small index, so an index small enough to tokenize in a few milliseconds is searched here instead
+(see ``project/query_data.py``). Same contract: the ids of the texts that contain query words,
+best first; texts without any query word are not returned.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import bm25s
+from bm25s.tokenization import Tokenizer
+
+
+class Bm25Index:
+    """The LexicalIndex protocol over ``texts`` (keyed by ``ids``), built when it is created."""
+
+    def __init__(self, ids: Sequence[str], texts: Sequence[str]) -> None:
+        self._ids = list(ids)
+        self._tokenizer = Tokenizer(stopwords="en")
+        self._retriever = bm25s.BM25()
+        if self._ids:
+            self._retriever.index(self._tokenizer.tokenize(list(texts), return_as="ids", show_progress=False), show_progress=False)
+
+    def search(self, query: str, k: int) -> list[tuple[str, float]]:
+        if k <= 0 or not self._ids or not query.strip():
+            return []
+        tokens = self._tokenizer.tokenize([query], update_vocab=False, return_as="ids", show_progress=False)
+        found, scores = self._retriever.retrieve(tokens, k=min(k, len(self._ids)), show_progress=False)
+        return [(self._ids[i], float(s)) for i, s in zip(found[0].tolist(), scores[0].tolist()) if s > 0]

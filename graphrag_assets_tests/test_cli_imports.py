@@ -1,0 +1,67 @@
+"""What each command imports: reading the index never loads Dagster, and a small index never LanceDB.
+
+Importing Dagster costs about a second and LanceDB about another; for `query`, `status`, `sql` and
+`show` on a small index that would be most of the time a user waits.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from graphrag_assets.cli.main import COMMANDS, main
+
+PROBE = """
+import json, sys
+sys.argv = ["graphrag-assets", *json.loads(sys.argv[1])]
+from graphrag_assets.cli.main import main
+try:
+    main()
+except SystemExit as exit:
+    code = exit.code
+print(json.dumps(sorted(m for m in ("dagster", "lancedb", "openai") if m in sys.modules)), file=sys.stderr)
+"""
+
+
+def loaded_by(args: list[str]) -> list[str]:
+    done = subprocess.run([sys.executable, "-c", PROBE, json.dumps(args)], capture_output=True, text=True, timeout=120)
+    return json.loads(done.stderr.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["query", "Who is Søren Holm?", "--method", "local"],
+        ["query", "Who is Søren Holm?", "--method", "basic"],
+        ["query", "What happened?", "--method", "global"],
+        ["status"],
+        ["sql", "select count(*) from entities"],
+        ["show", "entity", "Søren Holm"],
+    ],
+    ids=["query-local", "query-basic", "query-global", "status", "sql", "show"],
+)
+def test_reading_commands_import_neither_dagster_nor_lancedb_on_a_small_index(nlp_index: Path, args: list[str]) -> None:
+    assert loaded_by([*args, "--root", str(nlp_index)]) == []
+
+
+def test_a_large_index_is_searched_through_lancedb(nlp_index: Path, tmp_path: Path) -> None:
+    import shutil
+
+    root = tmp_path / "project"
+    shutil.copytree(nlp_index, root)
+    with (root / "graphrag.yaml").open("a", encoding="utf-8") as handle:
+        handle.write("query:\n  in_memory_search_max_tokens: 0\n")
+    assert loaded_by(["query", "Who is Søren Holm?", "--method", "basic", "--root", str(root)]) == ["lancedb"]
+
+
+def test_every_command_in_the_lazy_list_is_the_command_it_names() -> None:
+    import click
+
+    context = click.Context(main)
+    for name in COMMANDS:
+        command = main.get_command(context, name)
+        assert isinstance(command, click.Command) and command.name in (name, f"{name}_command"), name
