@@ -18,6 +18,7 @@ from graphrag_assets.cli.common import JSON_OPTION, ROOT_OPTION, guard, print_js
 from graphrag_assets.cli.doctor import doctor
 from graphrag_assets.cli.output import render_frame, render_index_report, render_query_result, render_status
 from graphrag_assets.cli.progress import live_progress
+from graphrag_assets.cli.serve import serve
 from graphrag_assets.cli.show import show
 from graphrag_assets.core.errors import UserError
 from graphrag_assets.core.processes import seconds_since_start
@@ -233,6 +234,7 @@ def dev(root: Path | None, port: int) -> None:
 
 main.add_command(show)
 main.add_command(doctor)
+main.add_command(serve)
 
 
 if __name__ == "__main__":
