@@ -3,7 +3,7 @@ listens.
 
 Several projects on one server: ``--root`` given more than once, or ``--projects DIR`` (every
 folder in it that holds a ``graphrag.yaml`` or an index database). A project's name is its
-folder's name; the first one listed is the default for requests that choose none.
+folder's name as given (a symbolic link's own name); the first one listed is the default for requests that choose none.
 
 The API key comes from ``--api-key``, else ``$GRAPHRAG_SERVE_API_KEY`` (both read by the CLI),
 else the projects' ``serve.api_key``; projects that set different keys are refused, as one
@@ -57,18 +57,23 @@ def looks_like_project(folder: Path) -> bool:
     return (folder / SETTINGS_FILE).is_file() or (folder / DEFAULT_DATABASE).is_file()
 
 
+def _absolute(path: Path) -> Path:
+    """Absolute and normalized, but not through symbolic links (their own name names the project)."""
+    return Path(os.path.abspath(Path(path).expanduser()))
+
+
 def project_roots(roots: Sequence[Path], projects_dir: Path | None) -> list[Path]:
     """The project folders to serve, in the order given (a folder of projects: by name)."""
-    found = [Path(r).expanduser().resolve() for r in roots]
+    found = [_absolute(r) for r in roots]
     if projects_dir is not None:
-        folder = projects_dir.expanduser().resolve()
+        folder = _absolute(projects_dir)
         if not folder.is_dir():
             raise UserError(f"{folder} is not a folder; pass --projects with a folder that holds project folders.")
         inside = sorted(p for p in folder.iterdir() if p.is_dir() and looks_like_project(p))
         if not inside:
             raise UserError(f"{folder} holds no project (a folder with {SETTINGS_FILE} or data/graphrag.duckdb); pass --root for each project instead.")
         found += inside
-    return found or [Path(os.environ.get("GRAPHRAG_ROOT") or Path.cwd()).expanduser().resolve()]
+    return found or [_absolute(Path(os.environ.get("GRAPHRAG_ROOT") or Path.cwd()))]
 
 
 def project_names(roots: Sequence[Path]) -> list[str]:
