@@ -144,7 +144,8 @@ def neighbourhood_view(data: QueryData, ref: str, limit: int) -> dict[str, Any]:
     "community" holding them, laid out like a leaf community of ``export --format html``, so the
     same drawing code (``GraphView.mount``) draws it."""
     entity = find_entity(data, ref)
-    around = neighbourhood(data, entity["title"]).head(limit)
+    everything = neighbourhood(data, entity["title"])
+    around = everything.head(limit)
     titles = [entity["title"], *dict.fromkeys(t for t in around["other"].to_list() if t != entity["title"])]
     found = data.entities.filter(pl.col("title").is_in(titles)).unique("title", keep="first")
     order = {t: i for i, t in enumerate(titles)}
@@ -156,7 +157,7 @@ def neighbourhood_view(data: QueryData, ref: str, limit: int) -> dict[str, Any]:
     layout = leaf_layout(len(members), sorted({(min(a, b), max(a, b)) for a, b, _ in pairs if a != b}))
     center = index.get(entity["title"], 0)
     return {
-        "title": f"{entity['title']}: {around.height} of {neighbourhood(data, entity['title']).height} relationships",
+        "title": f"{entity['title']}: {around.height} of {everything.height} relationships",
         "entities": {
             "title": found["title"].to_list(), "type": found["type"].to_list(), "degree": found["degree"].to_list(),
             "description": found["description"].to_list(), "community": [0] * found.height,
