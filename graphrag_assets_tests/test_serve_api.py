@@ -302,7 +302,13 @@ def test_context_only_retrieves_without_a_chat_call(client: TestClient, graphrag
     assert not any(r["cited"] for rows in body["references"].values() for r in rows)
 
 
-def test_query_options_reach_the_engine(client: TestClient, served: dict[str, Path]) -> None:
+def test_query_options_reach_the_engine(client: TestClient, served: dict[str, Path], graphrag_server) -> None:
+    graphrag_server.reset()
+    body = {"question": QUESTION, "method": "local", "response_type": "Single Haiku", "system_prompt": "Answer in French."}
+    assert client.post("/api/query", json=body, headers=AUTH).status_code == 200
+    (final,) = graphrag_server.calls("chat")
+    system = final["body"]["messages"][0]["content"]
+    assert "Single Haiku" in system and system.endswith("\n\nAnswer in French.")
     body = client.post("/api/query", json={"question": QUESTION, "method": "global", "community_level": 0}, headers=AUTH).json()
     assert body["details"]["community_level"] == 0 and body["method"] == "global"
     numbers = ", ".join(r["citation"] for r in body["references"]["reports"])
