@@ -146,6 +146,10 @@ class ScriptedOpenAIServer:
     def set_latency(self, ms: float) -> None:
         self._request("POST", "/_control/latency", {"ms": ms})
 
+    def set_chunk_delay(self, ms: float) -> None:
+        """Wait ``ms`` before each streamed piece of an answer (reset() sets it back to 0)."""
+        self._request("POST", "/_control/chunk_delay", {"ms": ms})
+
     def calls(self, endpoint: str | None = None) -> list[dict[str, Any]]:
         """Recorded model requests (oldest first): endpoint, time, body, headers, outcome."""
         query = f"?endpoint={endpoint}" if endpoint else ""

@@ -41,7 +41,8 @@ no vector is zero, then the vector is L2-normalized. Texts sharing words are the
 which keeps retrieval tests meaningful without a real model.
 
 Control endpoints (JSON in, JSON out): ``POST /_control/reset``, ``POST /_control/rule``,
-``POST /_control/fault``, ``POST /_control/latency``, ``GET /_control/calls[?endpoint=chat]``,
+``POST /_control/fault``, ``POST /_control/latency``, ``POST /_control/chunk_delay`` (``{"ms"}`` between
+streamed pieces, as a model writes), ``GET /_control/calls[?endpoint=chat]``,
 ``GET /_control/stats``. Every model request is recorded with its endpoint, arrival time, body,
 selected headers and outcome (``answered`` or the fault kind).
 """
@@ -182,6 +183,7 @@ class ServerState:
     responder: Responder
     embedding_dim: int
     latency_ms: float = 0.0
+    chunk_delay_ms: float = 0.0
     profile: Profile = field(default_factory=Profile)
     rules: list[Rule] = field(default_factory=list)
     faults: list[Fault] = field(default_factory=list)
@@ -197,6 +199,7 @@ class ServerState:
             self.faults.clear()
             self.calls.clear()
             self.counts.clear()
+            self.chunk_delay_ms = 0.0
             self.max_in_flight = self.in_flight
 
     def take_fault(self, endpoint: str, text: str) -> Fault | None:
@@ -339,6 +342,9 @@ class ScriptedHandler(BaseHTTPRequestHandler):
             elif action == "latency":
                 with state.lock:
                     state.latency_ms = float(body["ms"])
+            elif action == "chunk_delay":
+                with state.lock:
+                    state.chunk_delay_ms = float(body["ms"])
             else:
                 self._error(404, f"unknown control action {action}")
                 return
@@ -498,6 +504,8 @@ class ScriptedHandler(BaseHTTPRequestHandler):
 
         chunk({"role": "assistant", "content": ""}, None)
         for piece in re.findall(r"\S+\s*|\s+", answer):
+            if self.server.state.chunk_delay_ms > 0:
+                time.sleep(self.server.state.chunk_delay_ms / 1000)
             chunk({"content": piece}, None)
         chunk({}, "stop")
         if usage is not None:

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import polars as pl
 
 from graphrag_assets.index.report_reuse import ReuseSummary
+from graphrag_assets.query.citations import cited_records
 
 
 def render_frame(frame: pl.DataFrame, limit: int = 200) -> str:
@@ -139,27 +139,6 @@ def render_status(report: dict[str, Any]) -> str:
 
 
 SHOWN_RELATIONSHIPS = 20
-_CITATION = re.compile(r"\[Data:([^\]]*)\]")
-_CITED_KIND = re.compile(r"(Reports|Entities|Relationships|Claims|Sources)\s*\(([^)]*)\)")
-
-
-def cited_records(answer: str, records) -> list[tuple[str, str, str]]:
-    """(kind, citation, title) of each record the answer cites, in order of first citation.
-
-    Answers cite ``[Data: Sources (3f9a2c1b); Reports (12)]``: ids a reader cannot look up. The
-    context records know what each one is (a file, a report title, an entity name).
-    """
-    known = {(kind, r.citation): r.title for kind in records.KINDS for r in getattr(records, kind)}
-    cited: dict[tuple[str, str], str] = {}
-    for block in _CITATION.findall(answer):
-        for kind, ids in _CITED_KIND.findall(block):
-            for citation in (part.strip() for part in ids.split(",")):
-                key = (kind.lower(), citation)
-                if key in known and key not in cited:
-                    cited[key] = known[key]
-    return [(kind, citation, title) for (kind, citation), title in cited.items()]
-
-
 def render_query_result(result, *, show_answer: bool = True, show_context: bool = False) -> str:
     """The answer, what it cites (by name), then what it was built from and what it cost."""
     lines: list[str] = []

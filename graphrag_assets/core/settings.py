@@ -289,6 +289,20 @@ class IncrementalSettings(_Section):
     schedule_cron: str | None = None  # e.g. "0 * * * *"; the schedule is only defined when set
 
 
+class ServeSettings(_Section):
+    """``graphrag-assets serve``: the API key and the limits of the HTTP server (see serve/)."""
+
+    api_key: str | None = Field(None, repr=False)  # also --api-key / $GRAPHRAG_SERVE_API_KEY
+    max_request_bytes: int = Field(1_000_000, ge=1_024)  # a larger request body is refused (413)
+    max_question_chars: int = Field(8_000, ge=16)  # also the limit of a system prompt
+    reload_interval_seconds: float = Field(2.0, gt=0)  # how often a newer published index is looked for
+
+    @field_validator("api_key")
+    @classmethod
+    def _blank_is_none(cls, value: str | None) -> str | None:
+        return value or None
+
+
 class Settings(_Section):
     """Validated project settings. Paths are relative to ``root``."""
 
@@ -307,6 +321,7 @@ class Settings(_Section):
     query: QuerySettings = Field(default_factory=QuerySettings)
     storage: StorageSettings = Field(default_factory=StorageSettings)
     incremental: IncrementalSettings = Field(default_factory=IncrementalSettings)
+    serve: ServeSettings = Field(default_factory=ServeSettings)
 
     @property
     def resolved_method(self) -> Method:

@@ -115,6 +115,15 @@ class ModelSet:
             )
         return self._embedder
 
+    async def aclose(self) -> None:
+        """Close the models' HTTP connections in the running loop, then :meth:`close` them (for
+        models kept open across many requests of one event loop, as the HTTP server does)."""
+        for model in (self._chat, self._embedder):
+            aclose = getattr(model, "aclose", None)
+            if aclose is not None:
+                await aclose()
+        self.close()
+
     def close(self) -> None:
         for model in (self._chat, self._embedder):
             close = getattr(model, "close", None)

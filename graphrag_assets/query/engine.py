@@ -3,7 +3,8 @@ benchmarks.
 
 :func:`run_query` validates a :class:`~graphrag_assets.query.request.SearchRequest` and hands it
 to the method's engine. With ``chat_model=None`` every method answers without an LLM (see each
-engine); the result then has ``llm_used=False`` and its answer says so.
+engine); the result then has ``llm_used=False`` and its answer says so. With
+``options.context_only`` it returns the context without an answer (:mod:`.retrieval`).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from graphrag_assets.query.drift_search import drift_search
 from graphrag_assets.query.global_search import global_search
 from graphrag_assets.query.local_search import local_search
 from graphrag_assets.query.request import SearchRequest
+from graphrag_assets.query.retrieval import RETRIEVERS
 from graphrag_assets.query.types import QUERY_PROMPT_PLACEHOLDERS, QueryResult
 
 ENGINES = {"local": local_search, "global": global_search, "drift": drift_search, "basic": basic_search}
@@ -50,4 +52,5 @@ async def run_query(request: SearchRequest) -> QueryResult:
         )
     if request.embedder is None and options.method != "global":
         raise UserError(f"{options.method} search needs an embedding model to match the question; configure llm.embeddings.")
-    return await ENGINES[options.method](request.asking(request.question.strip()))
+    handlers = RETRIEVERS if options.context_only else ENGINES
+    return await handlers[options.method](request.asking(request.question.strip()))

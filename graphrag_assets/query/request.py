@@ -28,6 +28,10 @@ class QueryOptions:
       global uses it as its level (default ``query.global.community_level``).
     - ``dynamic_selection`` / ``roll_up``: global search only (see :mod:`.global_search`).
     - ``conversation_history``: previous ``{"role", "content"}`` messages; local search only.
+    - ``context_only``: retrieve the context and its records without writing an answer (no chat
+      call; see :mod:`.retrieval`).
+    - ``system_prompt``: the asker's own instructions, added to the system message of the final
+      answer's call only (tone, language, format); intermediate calls are left as they are.
     """
 
     method: str = "global"
@@ -36,6 +40,8 @@ class QueryOptions:
     response_type: str | None = None
     conversation_history: Sequence[Mapping[str, str]] = ()
     roll_up: bool = True
+    context_only: bool = False
+    system_prompt: str | None = None
 
     def validate(self) -> None:
         """Refuse requests no engine can serve, with one sentence each."""
@@ -73,7 +79,9 @@ class SearchRequest:
 
     def model_calls(self) -> ModelCalls:
         """A fresh usage-counting wrapper around this request's models (one per search)."""
-        return ModelCalls(self.chat_model, self.embedder, on_token=self.on_token, count=self.count)
+        return ModelCalls(
+            self.chat_model, self.embedder, on_token=self.on_token, count=self.count, instructions=self.options.system_prompt
+        )
 
     def asking(self, question: str) -> "SearchRequest":
         """The same request for another question (DRIFT's follow-ups)."""

@@ -217,7 +217,8 @@ class ModelCalls:
 
     Intermediate calls (map, rate, primer, follow-ups) go through :meth:`chat`; the final answer
     goes through :meth:`answer`, which streams to ``on_token`` when one is given (token counts of a
-    streamed answer are estimated with the tokenizer, since the stream reports none).
+    streamed answer are estimated with the tokenizer, since the stream reports none) and adds the
+    asker's ``instructions`` (a system prompt) to its system message.
     """
 
     def __init__(
@@ -227,8 +228,10 @@ class ModelCalls:
         *,
         on_token: TokenCallback | None = None,
         count: TokenCounter | None = None,
+        instructions: str | None = None,
     ):
         self.chat_model = chat_model
+        self.instructions = instructions
         self.embedder = embedder
         self.on_token = on_token
         self.count = count or token_counter()
@@ -270,6 +273,7 @@ class ModelCalls:
 
     async def answer(self, messages: Sequence[Message], *, purpose: str, prompt_version: str = "") -> str:
         """The final answer: streamed to ``on_token`` when set, never cached."""
+        messages = with_instructions(messages, self.instructions)
         if self.on_token is None:
             return await self.chat(messages, purpose=purpose, prompt_version=prompt_version)
         model = self._require_model()
@@ -292,6 +296,21 @@ class ModelCalls:
         self.usage.chat_calls += 1
         self.usage.cached_calls += int(cached)
         self.usage.calls_by_purpose[purpose] = self.usage.calls_by_purpose.get(purpose, 0) + 1
+
+
+def with_instructions(messages: Sequence[Message], instructions: str | None) -> list[Message]:
+    """``messages`` with ``instructions`` appended to the first system message (one is added in
+    front when there is none). One system message, not two: several chat templates (Llama,
+    Mistral, Gemma servers) accept a system message only in the first position."""
+    result: list[Message] = [{"role": m["role"], "content": m["content"]} for m in messages]
+    extra = (instructions or "").strip()
+    if not extra:
+        return result
+    for message in result:
+        if message["role"] == "system":
+            message["content"] = f"{message['content'].rstrip()}\n\n{extra}"
+            return result
+    return [{"role": "system", "content": extra}, *result]
 
 
 # --- prompts -------------------------------------------------------------------------------------

@@ -165,3 +165,22 @@ def record_vector_versions(path: str | Path, versions: Mapping[str, int]) -> Non
     with connect(path) as conn:
         conn.execute(f"update {quote(BUILD_TABLE)} set vector_versions = ?", [json.dumps(dict(versions))])
 
+
+
+def published_build(path: str | Path, *, wait_seconds: float = 30.0) -> dict[str, str] | None:
+    """Which build is published: run id, commit time and LanceDB versions, as text (None before any).
+
+    One small read: what a long-running reader (the HTTP server) polls to notice a newer build.
+    ``vector_versions`` is part of it because compacting LanceDB re-points the same build.
+    """
+    if not Path(path).exists():
+        return None
+    with connect(path, read_only=True, wait_seconds=wait_seconds) as conn:
+        if not table_exists(conn, BUILD_TABLE):
+            return None
+        relation = conn.sql(f"select * from {quote(BUILD_TABLE)}")
+        columns, rows = relation.columns, relation.fetchall()
+    if not rows:
+        return None
+    row = dict(zip(columns, rows[0]))
+    return {key: "" if row.get(key) is None else str(row[key]) for key in ("run_id", "published_at", "vector_versions")}

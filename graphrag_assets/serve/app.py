@@ -1,0 +1,105 @@
+"""The ASGI application and how it is run.
+
+:func:`create_app` wires the routes (:mod:`.openai_api`, :mod:`.native_api`, :mod:`.web`), the
+gate (:mod:`.gate`: project prefix, API key, request size) and the error handlers around one
+:class:`~.server.Server`; its lifespan loads every project's index before the first request and
+starts watching for newer builds. OpenAPI docs are at ``/docs`` (Swagger UI served from the
+``fastapi-offline`` package, not a CDN) and ``/openapi.json``.
+
+:func:`serve` binds the socket itself, so a port in use is one sentence, not a uvicorn traceback,
+and runs uvicorn quietly on it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import socket
+from collections.abc import AsyncIterator, Callable
+from importlib.metadata import PackageNotFoundError, version
+
+import uvicorn
+from fastapi import Depends, FastAPI
+from fastapi.security import HTTPBearer
+from fastapi_offline import FastAPIOffline
+
+from graphrag_assets.core.errors import UserError
+from graphrag_assets.serve import native_api, openai_api, web
+from graphrag_assets.serve.config import ServeConfig
+from graphrag_assets.serve.errors import install_error_handlers
+from graphrag_assets.serve.gate import Gate
+from graphrag_assets.serve.projects import Project, Projects
+from graphrag_assets.serve.server import Server
+
+DESCRIPTION = """GraphRAG over HTTP: an OpenAI-compatible chat API (`/v1`), a native API (`/api`) and a web page (`/`).
+
+Every route needs the server's API key when it has one: `Authorization: Bearer KEY` or `X-API-Key: KEY`.
+Choose a project with the path prefix `/p/NAME/` (e.g. `/p/NAME/api/query`, or the base URL
+`/p/NAME/v1` for a chat front-end), the `X-GraphRAG-Project` header, or a model named
+`NAME/graphrag-local`; without one, the server's default project answers. Errors are
+`{"error": {"message", "type", "code"}}`."""
+
+
+def create_app(config: ServeConfig, on_ready: Callable[[], None] | None = None) -> FastAPI:
+    """The application for ``config``: its projects load when it starts (its lifespan), then
+    ``on_ready`` is called."""
+    projects = Projects([Project(n, s) for n, s in zip(config.names, config.projects)], config.limits.reload_interval_seconds)
+    server = Server(config, projects)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        await projects.start()
+        if on_ready is not None:
+            on_ready()
+        try:
+            yield
+        finally:
+            await projects.stop()
+
+    app = FastAPIOffline(
+        title="graphrag-assets", description=DESCRIPTION, version=_version(), lifespan=lifespan, redoc_url=None,
+        swagger_ui_parameters={"validatorUrl": None},
+    )
+    app.state.server = server
+    key_scheme = HTTPBearer(auto_error=False, description="The server's API key (the gate checks it on every route).")
+    for router in (openai_api.router, native_api.router):
+        app.include_router(router, dependencies=[Depends(key_scheme)])
+    app.include_router(web.router)
+    install_error_handlers(app)
+    app.add_middleware(Gate, api_key=config.api_key, max_request_bytes=config.limits.max_request_bytes)
+    return app
+
+
+def _version() -> str:
+    try:
+        return version("graphrag-assets")
+    except PackageNotFoundError:
+        return "0"
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A listening socket on ``host:port`` (port 0: any free port), or one sentence saying why not."""
+    family = socket.AF_INET6 if ":" in host.strip("[]") else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host.strip("[]"), port))
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise UserError(f"port {port} on {host} is in use by another program; pass another --port.") from None
+        raise UserError(f"cannot listen on {host}:{port} ({exc.strerror}); check --host and --port.") from None
+    sock.listen(128)
+    return sock
+
+
+def serve(config: ServeConfig, announce: Callable[[str], None]) -> None:
+    """Run the server until interrupted; ``announce`` is told the address once it listens."""
+    sock = bind(config.host, config.port)
+    host, port = sock.getsockname()[:2]
+    shown = f"[{host}]" if ":" in host else host
+    key = "API key required" if config.api_key else "no API key (loopback only)"
+    message = f"serving {len(config.names)} project(s) ({', '.join(config.names)}) at http://{shown}:{port}/ ({key}; API docs at /docs)"
+    app = create_app(config, on_ready=lambda: announce(message))
+    uv = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on", timeout_graceful_shutdown=5))
+    uv.run(sockets=[sock])
