@@ -133,13 +133,15 @@ class ScriptedOpenAIServer:
         times: int = 1,
         match: str | None = None,
         endpoint: str | None = None,
+        keep_chars: int | None = None,
     ) -> None:
         """Queue a fault: ``status`` (HTTP error), ``delay`` (``seconds`` before answering),
-        ``malformed`` (invalid JSON, status 200) or ``drop`` (connection closed without a response)."""
+        ``malformed`` (invalid JSON, status 200), ``truncate`` (the answer's first ``keep_chars``
+        characters with ``finish_reason: length``) or ``drop`` (connection closed without a response)."""
         spec = {
             "kind": kind, "status": status, "message": message, "body": body,
             "retry_after": retry_after, "retry_after_ms": retry_after_ms, "seconds": seconds,
-            "times": times, "match": match, "endpoint": endpoint,
+            "times": times, "match": match, "endpoint": endpoint, "keep_chars": keep_chars,
         }
         self._request("POST", "/_control/fault", {k: v for k, v in spec.items() if v is not None})
 

@@ -27,7 +27,8 @@ What a chat request is answered with, in order:
 Faults (``/_control/fault``) are consumed in the order they were added by the next matching model
 requests: an HTTP status with an OpenAI-style error body and optional ``Retry-After`` /
 ``retry-after-ms`` headers, a delay before answering normally (to trigger client timeouts), a
-malformed body (invalid JSON with status 200), or a dropped connection (socket closed without a
+malformed body (invalid JSON with status 200), an answer cut off at the token limit (``truncate``:
+``keep_chars`` characters, ``finish_reason: length``), or a dropped connection (socket closed without a
 response). A fault may be limited to one endpoint and to requests whose text matches a regex.
 
 Usage figures are approximate but realistic: tokens are counted with
@@ -72,7 +73,7 @@ from graphrag_assets_tests.server_profiles import Profile, Reply, Route, make_pr
 
 Responder = Callable[[dict[str, Any]], str]
 
-FAULT_KINDS = ("status", "delay", "malformed", "drop")
+FAULT_KINDS = ("status", "delay", "malformed", "drop", "truncate")
 RECORDED_HEADERS = ("authorization", "api-key", "user-agent", "content-type")
 _WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -176,6 +177,7 @@ class Fault:
     match: re.Pattern[str] | None = None
     endpoint: str | None = None
     remaining: int = 1
+    keep_chars: int = 40  # kind "truncate": characters of the answer sent before it is cut off
 
 
 @dataclass
@@ -246,6 +248,7 @@ def _parse_fault(spec: dict[str, Any]) -> Fault:
         match=re.compile(spec["match"], re.S) if spec.get("match") else None,
         endpoint=spec.get("endpoint"),
         remaining=int(spec.get("times") or 1),
+        keep_chars=int(spec.get("keep_chars") or 40),
     )
 
 
@@ -439,12 +442,14 @@ class ScriptedHandler(BaseHTTPRequestHandler):
                 self._chat(body, request_text(endpoint, body), record)
             else:
                 self._embeddings(body, record)
+        elif fault.kind == "truncate" and endpoint == "chat":
+            self._chat(body, request_text(endpoint, body), record, keep_chars=fault.keep_chars)
         elif fault.kind == "malformed":
             self._send_raw(200, b'{"id": "chatcmpl-broken", "object": "chat.completion", "choices": [{"ind')
         elif fault.kind == "drop":
             self.close_connection = True
 
-    def _chat(self, body: dict[str, Any], text: str, record: dict[str, Any]) -> None:
+    def _chat(self, body: dict[str, Any], text: str, record: dict[str, Any], keep_chars: int | None = None) -> None:
         server = self.server
         profile = server.state.profile
         model = body.get("model", "unknown")
@@ -454,6 +459,8 @@ class ScriptedHandler(BaseHTTPRequestHandler):
             answer = server.state.responder(body)
         content = profile.shape_answer(body, answer)
         finish_reason = profile.finish_reason(body, answer)
+        if keep_chars is not None:  # the token limit was reached: the answer stops mid-way
+            content, finish_reason = content[:keep_chars], "length"
         messages = body.get("messages") or []
         prompt_tokens = sum(server.count_tokens(message_text(m)) + 4 for m in messages) + 3
         completion_tokens = server.count_tokens(content)

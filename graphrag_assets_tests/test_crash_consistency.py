@@ -179,3 +179,32 @@ def test_an_interrupted_corpus_run_is_reported_and_finished_by_the_next_index(
     # calls more than a run that was never interrupted.
     assert answered_before_kill > 0
     assert calls_after + answered_before_kill <= uninterrupted_calls + CONCURRENCY, (answered_before_kill, calls_after)
+
+
+def test_an_extraction_answer_cut_off_at_the_token_limit_is_retried_by_the_next_index(openai_server_factory, tmp_path: Path) -> None:
+    """A cut-off answer (finish_reason length) is not cached; its document is extracted again next time."""
+    server = openai_server_factory(responder=RESPONDER)
+    root = tmp_path / "project"
+    (root / "data").mkdir(parents=True)
+    (root / "data" / "input").mkdir(parents=True)
+    (root / "graphrag.yaml").write_text(llm_settings_yaml(server.base_url), encoding="utf-8")
+    (root / "data" / "input" / "quill.txt").write_text(
+        "Agatha Quillfeather ran the Brimstone Foundry in Harrowgate. Agatha Quillfeather hired Tobias Venn.\n", encoding="utf-8")
+    (root / "data" / "input" / "other.txt").write_text(
+        "Marta Quell sailed to Port Auberon with Lucien Marchetti.\n", encoding="utf-8")
+    server.add_fault("truncate", endpoint="chat", match="Quillfeather", keep_chars=60)
+
+    first = _index(root)
+    assert first.returncode == 0, first.stderr
+    assert "cut off at the token limit" in first.stdout
+    assert dict(query_db(root, "select document_key, status from extraction_status")) == {"other.txt": "ok", "quill.txt": "incomplete"}
+    report = project_status(load_settings(root))
+    assert report["documents"]["changed"] == ["quill.txt"]
+
+    server.reset()
+    second = _index(root)
+    assert second.returncode == 0, second.stderr
+    extraction_calls = [c for c in server.calls("chat") if "Marta Quell" in _text(c) or "Quillfeather" in _text(c)]
+    assert extraction_calls and all("Marta Quell" not in _text(c) for c in extraction_calls)
+    assert dict(query_db(root, "select document_key, status from extraction_status")) == {"other.txt": "ok", "quill.txt": "ok"}
+    assert ("TOBIAS VENN",) in query_db(root, "select upper(title) from entities")

@@ -38,7 +38,8 @@ class ScriptedModel:
     async def chat(self, messages: Sequence[Message], *, purpose: str, options: ChatOptions | None = None) -> ChatResult:
         prompt_version = (options or ChatOptions()).prompt_version
         conversation = [dict(m) for m in messages]
-        self.calls.append({"messages": conversation, "purpose": purpose, "prompt_version": prompt_version})
+        self.calls.append({"messages": conversation, "purpose": purpose, "prompt_version": prompt_version,
+                           "cache_if": (options or ChatOptions()).cache_if})
         await asyncio.sleep(0)
         text = self._answer(conversation, purpose)
         return ChatResult(text=text, prompt_tokens=10, completion_tokens=len(text), cached=False)
@@ -238,6 +239,19 @@ def test_unit_whose_model_call_fails_is_reported_not_dropped():
     ]
     assert set(output.records.get_column("text_unit_id")) == {"u1"}
     assert sorted(progress) == [(1, 3), (2, 3), (3, 3)]
+
+
+def test_extraction_answers_with_no_readable_record_are_kept_out_of_the_cache():
+    model = ScriptedModel(lambda messages, purpose: "NO" if messages[-1]["content"] == "MORE?" else "<|COMPLETE|>")
+    run(extract_graph_records(model, UNITS, ExtractionPlan(["person", "geo"], PROMPTS, max_gleanings=2)))
+    extraction = [c for c in model.calls if c["messages"][-1]["content"] != "MORE?"]
+    loop_checks = [c for c in model.calls if c["messages"][-1]["content"] == "MORE?"]
+    assert extraction and loop_checks and all(c["cache_if"] is None for c in loop_checks)
+    readable = extraction[0]["cache_if"]
+    assert readable('("entity"<|>ILSE BRANDT<|>person<|>Mayor.")##<|COMPLETE|>')
+    assert readable("<|COMPLETE|>")  # nothing found is an answer too
+    assert readable('("entity"<|>ILSE BRANDT<|>person<|>Mayor.")##("entity"<|>broken)')  # partly readable: kept
+    assert not readable('("entity"<|>broken)##("relationship"<|>also broken)')
 
 
 def test_prompt_tuned_for_ms_graphrag_gets_its_delimiters():

@@ -147,3 +147,45 @@ def test_failed_runs_say_what_went_wrong_without_class_names() -> None:
     assert _without_class_name("graphrag_assets.core.errors.LLMError: the endpoint refused the key.", "LLMError") == "the endpoint refused the key."
     assert _without_class_name("dagster._core.errors.DagsterError: step failed", "DagsterError") == "step failed"
     assert _without_class_name("builtins.KeyError: 'x'", "KeyError") == "KeyError: 'x'"
+
+
+def test_vacuum_keeps_one_version_of_each_vector_table_and_queries_still_answer(project: Path) -> None:
+    import json
+
+    import duckdb
+    import lancedb
+    from click.testing import CliRunner
+
+    from graphrag_assets.cli.main import main
+
+    (project / "data" / "input" / "letter_holm_to_varga.txt").unlink()
+    assert index_project(load_settings(project)).success
+    # searched in LanceDB (not in memory), so the query below reads the versions vacuum pinned
+    (project / "graphrag.yaml").write_text(
+        "method: nlp\nllm:\n  embeddings: local\nquery:\n  in_memory_search_max_tokens: 0\n", encoding="utf-8")
+    db = lancedb.connect(str(project / "data" / "lancedb"))
+    names = list(getattr(db.list_tables(), "tables", db.list_tables()))
+    with duckdb.connect(str(project / "data" / "graphrag.duckdb")) as conn:
+        conn.execute("insert into llm_cache (key, kind, model, purpose, response) values ('k', 'chat', 'm', 'p', '{\"text\": \"Holm wrote\"}')")
+    before = {name: db.open_table(name).version for name in names}
+    done = CliRunner().invoke(main, ["vacuum", "--root", str(project), "--drop-cache", "--json"])
+    assert done.exit_code == 0, done.output
+    figures = json.loads(done.output)
+    assert figures["cache_rows_deleted"] == 1 and figures["bytes_after"] <= figures["bytes_before"]
+    assert query_db(project, "select count(*) from llm_cache") == [(0,)]
+    db = lancedb.connect(str(project / "data" / "lancedb"))
+    assert names and all(len(db.open_table(name).list_versions()) == 1 for name in names), before
+    answered = CliRunner().invoke(main, ["query", "Who is Søren Holm?", "--method", "local", "--root", str(project), "--json"])
+    assert answered.exit_code == 0, answered.output
+    assert json.loads(answered.output)["context_records"]["entities"]
+
+
+def test_vacuum_refuses_while_an_update_is_unpublished(project: Path) -> None:
+    from graphrag_assets.project.vacuum import vacuum_index
+    from graphrag_assets.storage.corpus import write_staged
+
+    import polars as pl
+
+    write_staged(project / "data" / "graphrag.duckdb", "entities", pl.DataFrame({"id": ["x"]}))
+    with pytest.raises(UserError, match="stopped before it was published"):
+        vacuum_index(load_settings(project))

@@ -285,6 +285,25 @@ def test_an_answer_rejected_by_cache_if_is_asked_again_next_run(openai_server, d
     assert asked == ["unusable", "usable", "unusable"]
 
 
+def test_an_answer_cut_off_at_the_token_limit_is_used_but_not_cached(openai_server, db, caplog):
+    caplog.set_level("INFO")
+    openai_server.add_fault("truncate", endpoint="chat", match="summarize", keep_chars=33)
+    meter = UsageMeter()
+    model = build_chat_model(settings_for(openai_server), db, meter)
+    cut = ask(model, "please summarize the chapter")
+    model.close()
+    assert cut.truncated and len(cut.text) == 33
+    assert meter.totals().truncated == 1
+    assert "cut answers off at the token limit" in caplog.text
+    again = build_chat_model(settings_for(openai_server), db, UsageMeter())
+    whole = ask(again, "please summarize the chapter")
+    cached = ask(again, "please summarize the chapter")
+    again.close()
+    assert not whole.cached and not whole.truncated and len(whole.text) > 33
+    assert cached.cached and cached.text == whole.text
+    assert len(openai_server.calls("chat")) == 2
+
+
 def test_the_cache_key_follows_prompt_version_and_sampling_but_not_the_endpoint(openai_server, db):
     model = build_chat_model(settings_for(openai_server), db, UsageMeter())
     ask(model, "same", prompt_version="v1")

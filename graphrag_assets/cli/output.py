@@ -33,11 +33,20 @@ def render_index_report(report) -> str:
         lines.append("nothing to do: the index is up to date")
     if data["failed_documents"]:
         lines.append("extraction failed (left out of the graph): " + ", ".join(data["failed_documents"]))
+    if data.get("parse_failures"):
+        unparsed = data["parse_failures"]
+        lines.append(
+            f"extraction: {sum(unparsed.values())} record(s) in {len(unparsed)} document(s) could not be parsed and were "
+            "left out ('graphrag-assets status' lists them)"
+        )
     if data["usage"]:
         calls = sum(u["calls"] for u in data["usage"].values())
         cached = sum(u["cached"] for u in data["usage"].values())
         failed = sum(u.get("failed", 0) for u in data["usage"].values())
         lines.append(f"model calls: {calls} made{f' ({failed} failed)' if failed else ''}, {cached} answered from the cache")
+        truncated = sum(u.get("truncated", 0) for u in data["usage"].values())
+        if truncated:
+            lines.append(f"  {truncated} answer(s) were cut off at the token limit: used as they are, not cached; the next index asks again")
         for purpose, u in data["usage"].items():
             failures = f" ({u['failed']} failed)" if u.get("failed") else ""
             lines.append(
@@ -96,6 +105,11 @@ def render_status(report: dict[str, Any]) -> str:
         lines.append(f"  skipped  {entry}")
     for failed in docs["failed"]:
         lines.append(f"  failed   {paths.get(failed['document_key'], failed['document_key'])}: extraction failed ({failed['error']}); 'index' retries it")
+    for unparsed in docs.get("parse_failures", []):
+        lines.append(
+            f"  partial  {paths.get(unparsed['document_key'], unparsed['document_key'])}: {unparsed['parse_failures']} "
+            "extraction record(s) could not be parsed and were left out (extraction_status.parse_failures)"
+        )
     interrupted = report.get("interrupted_update")
     if interrupted:
         lines.append(
@@ -125,6 +139,11 @@ def render_status(report: dict[str, Any]) -> str:
             lines.append("corpus graph: up to date with the indexed documents; 'graphrag-assets index' adds the input changes above")
         else:
             lines.append("corpus graph: up to date")
+        if corpus.get("truncated_answers"):
+            lines.append(
+                f"  {corpus['truncated_answers']} model answer(s) of the last corpus run were cut off at the token limit; "
+                "they were not cached, and 'graphrag-assets index --full' asks again"
+            )
         if corpus.get("left_out"):
             lines.append("  left out (extraction failed): " + ", ".join(corpus["left_out"]))
     if report.get("communities"):

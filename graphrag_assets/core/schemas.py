@@ -56,7 +56,7 @@ SOURCE_FILES = {
 # Per document partition: did the extraction succeed, and what did it cost.
 EXTRACTION_STATUS = {
     "document_key": pl.String,
-    "status": pl.String,  # ok | failed
+    "status": pl.String,  # ok | failed | incomplete (an answer was cut off: extracted again by the next index)
     "text_units": pl.Int64,
     "failed_units": pl.Int64,
     "records": pl.Int64,

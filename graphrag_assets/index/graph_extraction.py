@@ -102,12 +102,14 @@ class Usage:
     cached_calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    truncated: int = 0  # answers cut off at the token limit (not cached: the document is extracted again)
 
     def add(self, other: "Usage") -> None:
         self.calls += other.calls
         self.cached_calls += other.cached_calls
         self.prompt_tokens += other.prompt_tokens
         self.completion_tokens += other.completion_tokens
+        self.truncated += other.truncated
 
 
 @dataclass(frozen=True)
@@ -133,6 +135,7 @@ class ExtractionOutput:
     usage: Usage = field(default_factory=Usage)
     ignored_segments: int = 0  # headings and commentary found between records
     empty_units: list[str] = field(default_factory=list)  # units with text whose answers held no record
+    truncated_units: list[str] = field(default_factory=list)  # units with an answer cut off at the token limit
     model: str = ""  # the chat model that answered
 
     @property
@@ -188,20 +191,27 @@ async def glean(
     prompts: GleaningPrompts,
     max_gleanings: int,
     purpose: str,
+    parseable: Callable[[str], bool] | None = None,
 ) -> Conversation:
-    """Run one extraction conversation and return every answer (initial first)."""
+    """Run one extraction conversation and return every answer (initial first).
+
+    An answer ``parseable`` rejects (no record could be read from it) is not cached, so the next
+    run asks again instead of keeping a degraded graph forever.
+    """
     usage = Usage()
     version = prompts.extract.version
     continue_text = prompts.continue_.format()
     loop_check_text = prompts.loop_check.format()
+    records = ChatOptions(prompt_version=version, cache_if=parseable)
 
-    async def ask(messages: list[Message]) -> str:
+    async def ask(messages: list[Message], options: ChatOptions = records) -> str:
         # a copy: the history grows after the call, and the client may keep what it was given
-        result = await model.chat(list(messages), purpose=purpose, options=ChatOptions(prompt_version=version))
+        result = await model.chat(list(messages), purpose=purpose, options=options)
         usage.calls += 1
         usage.cached_calls += int(result.cached)
         usage.prompt_tokens += result.prompt_tokens
         usage.completion_tokens += result.completion_tokens
+        usage.truncated += int(result.truncated)
         return result.text
 
     history: list[Message] = [{"role": "user", "content": first_prompt}]
@@ -215,7 +225,7 @@ async def glean(
         history.append({"role": "assistant", "content": answer})
         if gleaning == max_gleanings - 1:
             break
-        check = await ask([*history, {"role": "user", "content": loop_check_text}])
+        check = await ask([*history, {"role": "user", "content": loop_check_text}], ChatOptions(prompt_version=version))
         if not wants_more(check):
             break
     return Conversation(answers, usage)
@@ -248,6 +258,7 @@ async def _extract_unit(model: ChatModel, text: str, entity_types: str, plan: Ex
         prompts=prompts,
         max_gleanings=max_gleanings,
         purpose=GRAPH_PURPOSE,
+        parseable=_graph_answer_readable,
     )
     if claims is None:
         conversations = [await graph_task]
@@ -264,6 +275,7 @@ async def _extract_unit(model: ChatModel, text: str, entity_types: str, plan: Ex
             prompts=claims.prompts,
             max_gleanings=claims.max_gleanings,
             purpose=CLAIMS_PURPOSE,
+            parseable=_claims_answer_readable,
         )
         outcomes = await asyncio.gather(graph_task, claims_task, return_exceptions=True)
         for outcome in outcomes:  # wait for both, so the other's answers reach the cache
@@ -283,6 +295,17 @@ async def _extract_unit(model: ChatModel, text: str, entity_types: str, plan: Ex
         failures += parsed.failures
         ignored += parsed.ignored
     return _UnitResult(rows, failures, ignored, usage)
+
+
+def _graph_answer_readable(text: str) -> bool:
+    """False for an answer with unreadable segments and not one record (a wrong format, not "nothing found")."""
+    parsed = parse_graph_answer(text)
+    return not parsed.failures or bool(parsed.entities or parsed.relationships)
+
+
+def _claims_answer_readable(text: str) -> bool:
+    parsed = parse_claims_answer(text)
+    return not parsed.failures or bool(parsed.claims)
 
 
 def _graph_rows(parsed: ParsedAnswer) -> list[dict[str, object]]:
@@ -364,6 +387,8 @@ async def extract_graph_records(
         output.ignored_segments += result.ignored
         if result.failures:
             output.parse_failures[unit["id"]] = result.failures
+        if result.usage.truncated:
+            output.truncated_units.append(unit["id"])
         if not result.rows and (unit["text"] or "").strip():
             output.empty_units.append(unit["id"])
         for index, row in enumerate(result.rows):

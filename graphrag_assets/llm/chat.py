@@ -21,6 +21,7 @@ step's metadata, and told to the user once per process.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import re
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
@@ -101,7 +102,7 @@ class OpenAIChatModel(OpenAIModel):
         in_flight[key] = future
         try:
             result = await self._complete(purpose, call)
-            if cache is not None and result.text and (opts.cache_if is None or opts.cache_if(result.text)):
+            if cache is not None and result.text and not result.truncated and (opts.cache_if is None or opts.cache_if(result.text)):
                 cache.put_chat(key, model=self.model, purpose=purpose, text=result.text,
                                prompt_tokens=result.prompt_tokens, completion_tokens=result.completion_tokens)
             future.set_result(result)
@@ -281,7 +282,13 @@ class OpenAIChatModel(OpenAIModel):
             self.tell_once("answers_filtered", f"{self.describe()} withheld answers with finish_reason content_filter "
                            "(its content filter); those calls return no text.")
         usage = getattr(response, "usage", None)
-        return self._record(purpose, call, usage, text)
+        result = self._record(purpose, call, usage, text)
+        if finish_reason != "length":
+            return result
+        self.meter.record_truncated(purpose, self.model)
+        self.tell_once("answers_truncated", f"{self.describe()} cut answers off at the token limit (finish_reason length); "
+                       "they are used as they are but not cached, so the next index asks again (raise max_tokens if it keeps happening).")
+        return dataclasses.replace(result, truncated=True)
 
     def _clean(self, text: str, call: _Call, args: dict[str, Any], complete: bool = True) -> str:
         """The answer without its <think> block, repaired into JSON when JSON was asked for.

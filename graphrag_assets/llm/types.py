@@ -24,6 +24,7 @@ class ChatResult:
     prompt_tokens: int
     completion_tokens: int
     cached: bool
+    truncated: bool = False  # the server stopped at the token limit (finish_reason "length"): never cached
 
 
 @dataclass(frozen=True)

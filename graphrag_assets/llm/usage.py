@@ -53,7 +53,8 @@ create table if not exists {USAGE_TABLE} (
     completion_tokens BIGINT,
     embedding_tokens BIGINT,
     cost_usd DOUBLE,
-    recorded_at TIMESTAMP
+    recorded_at TIMESTAMP,
+    truncated BIGINT
 )
 """
 
@@ -74,6 +75,7 @@ class UsageCounts:
     completion_tokens: int = 0
     embedding_tokens: int = 0
     cost_usd: float = 0.0
+    truncated: int = 0  # answers cut off at the token limit (not cached)
 
     def add(self, other: "UsageCounts") -> None:
         for f in fields(self):
@@ -133,6 +135,10 @@ class UsageMeter:
     def record_retry(self, purpose: str, model: str) -> None:
         with self._lock:
             self._bucket(purpose, model).retries += 1
+
+    def record_truncated(self, purpose: str, model: str) -> None:
+        with self._lock:
+            self._bucket(purpose, model).truncated += 1
 
     def record_failure(self, purpose: str, model: str) -> None:
         """A call that failed for good: it was sent, so it counts as a request too."""
@@ -205,11 +211,18 @@ class UsageMeter:
             pl.lit(dt.datetime.now(dt.timezone.utc).replace(tzinfo=None), pl.Datetime("us")).alias("recorded_at"),
         )
         with connect(db_path) as conn:
-            conn.execute(USAGE_TABLE_DDL)
+            ensure_usage_table(conn)
             conn.register("usage_rows", frame.to_arrow())
             conn.execute(f"insert into {USAGE_TABLE} by name select * from usage_rows")
             conn.unregister("usage_rows")
         return frame.height
+
+
+def ensure_usage_table(conn) -> None:
+    """Create ``llm_usage``, or add the columns a table made by an older version lacks."""
+    conn.execute(USAGE_TABLE_DDL)
+    for column, kind in {"truncated": "BIGINT", **OUTCOME_COLUMNS}.items():
+        conn.execute(f"alter table {USAGE_TABLE} add column if not exists {column} {kind}")
 
 
 def create_model_tables(db_path: Path) -> None:
@@ -219,7 +232,8 @@ def create_model_tables(db_path: Path) -> None:
     rather than "no such table".
     """
     with connect(db_path) as conn:
-        for ddl in (USAGE_TABLE_DDL, CHAT_TABLE_DDL, EMBEDDING_TABLE_DDL):
+        ensure_usage_table(conn)
+        for ddl in (CHAT_TABLE_DDL, EMBEDDING_TABLE_DDL):
             conn.execute(ddl)
 
 
@@ -233,16 +247,22 @@ def usage_by_purpose(db_path: Path, run_ids: list[str]) -> dict[str, dict[str, A
         conn.register("_runs", pl.DataFrame({"run_id": run_ids}).to_arrow())
         rows = conn.sql(
             "select purpose, sum(requests)::bigint, sum(cache_hits)::bigint, sum(failures)::bigint, "
-            "sum(prompt_tokens + embedding_tokens)::bigint, sum(completion_tokens)::bigint, sum(cost_usd) "
-            f"from {USAGE_TABLE} where run_id in (select run_id from _runs) group by purpose order by purpose"
+            "sum(prompt_tokens + embedding_tokens)::bigint, sum(completion_tokens)::bigint, sum(cost_usd), "
+            f"{_truncated_sum(conn)} from {USAGE_TABLE} where run_id in (select run_id from _runs) group by purpose order by purpose"
         ).fetchall()
     return {
         purpose: {
             "calls": calls, "cached": cached, "failed": failed, "prompt_tokens": prompt,
-            "completion_tokens": completion, "cost_usd": round(cost or 0.0, 6),
+            "completion_tokens": completion, "cost_usd": round(cost or 0.0, 6), "truncated": truncated,
         }
-        for purpose, calls, cached, failed, prompt, completion, cost in rows
+        for purpose, calls, cached, failed, prompt, completion, cost, truncated in rows
     }
+
+
+def _truncated_sum(conn) -> str:
+    """``sum(truncated)``, or 0 on a table written before the column existed (read-only: not altered)."""
+    columns = {row[0] for row in conn.execute(f"describe {USAGE_TABLE}").fetchall()}
+    return "coalesce(sum(truncated), 0)::bigint" if "truncated" in columns else "0::bigint"
 
 
 def last_corpus_run_usage(db_path: Path, corpus_assets: tuple[str, ...]) -> dict[str, dict[str, int]]:
@@ -256,10 +276,10 @@ def last_corpus_run_usage(db_path: Path, corpus_assets: tuple[str, ...]) -> dict
         rows = conn.sql(
             f"with last as (select run_id from {USAGE_TABLE} where asset_key in (select asset_key from _assets) "
             "order by recorded_at desc limit 1) "
-            f"select purpose, sum(requests)::bigint, sum(cache_hits)::bigint from {USAGE_TABLE} "
+            f"select purpose, sum(requests)::bigint, sum(cache_hits)::bigint, {_truncated_sum(conn)} from {USAGE_TABLE} "
             "where run_id in (select run_id from last) group by purpose order by purpose"
         ).fetchall()
-    return {purpose: {"calls": calls, "cached": cached} for purpose, calls, cached in rows}
+    return {purpose: {"calls": calls, "cached": cached, "truncated": truncated} for purpose, calls, cached, truncated in rows}
 
 
 def record_outcomes(db_path: str | Path, run_id: str, asset_key: str, purpose: str, outcomes: Mapping[str, Any]) -> None:
@@ -274,9 +294,7 @@ def record_outcomes(db_path: str | Path, run_id: str, asset_key: str, purpose: s
         raise ValueError(f"unknown outcome column(s): {', '.join(sorted(unknown))}")
     values = {k: json.dumps(v, sort_keys=True) if isinstance(v, (dict, list)) else v for k, v in outcomes.items()}
     with connect(db_path) as conn:
-        conn.execute(USAGE_TABLE_DDL)
-        for column, kind in OUTCOME_COLUMNS.items():
-            conn.execute(f"alter table {USAGE_TABLE} add column if not exists {column} {kind}")
+        ensure_usage_table(conn)
         where = "run_id = ? and asset_key = ? and purpose = ?"
         found = conn.execute(f"select min(rowid) from {USAGE_TABLE} where {where}", [run_id, asset_key, purpose]).fetchone()
         if found is None or found[0] is None:

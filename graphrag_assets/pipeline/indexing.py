@@ -28,7 +28,7 @@ from graphrag_assets.pipeline.instance import open_instance, refuse_while_runs_a
 from graphrag_assets.pipeline.partitions import CORPUS_JOB, DOCUMENTS_JOB, PARTITIONS_NAME, contiguous_groups, plan_partitions
 from graphrag_assets.pipeline.runner import run_job
 from graphrag_assets.project.locks import index_lock
-from graphrag_assets.project.state import check_input, corpus_is_stale, document_state, failed_extractions
+from graphrag_assets.project.state import check_input, corpus_is_stale, document_state, extraction_parse_failures, failed_extractions
 from graphrag_assets.storage.corpus import graph_sizes
 from graphrag_assets.storage.documents import delete_documents, refresh_file_stats
 from graphrag_assets.storage.tables import read_table
@@ -44,6 +44,7 @@ class IndexReport:
     seconds: float = 0.0
     method: str = ""
     failed_documents: list[str] = field(default_factory=list)
+    parse_failures: dict[str, int] = field(default_factory=dict)  # extraction records left out, by document
     vanished: list[str] = field(default_factory=list)  # new files deleted before their run read them
     graph: dict[str, int] = field(default_factory=dict)  # sizes of the published build after the run
     reports: dict[str, Any] = field(default_factory=dict)  # reused / regenerated / deleted and why
@@ -66,6 +67,7 @@ class IndexReport:
             "runs": self.runs,
             "deleted_rows": self.deleted_rows,
             "failed_documents": self.failed_documents,
+            "parse_failures": self.parse_failures,
             "usage": self.usage,
             "seconds": round(self.seconds, 3),
             "success": self.success,
@@ -151,6 +153,7 @@ def _index(settings: Settings, instance: DagsterInstance, defs: Definitions, ann
             announce(f"retrying {key} on its own (its extraction failed)")
             report.runs.append(run_job(defs, instance, DOCUMENTS_JOB, [key]).as_dict())
     report.failed_documents = failed_extractions(settings, changes.new + changes.changed)
+    report.parse_failures = extraction_parse_failures(settings, changes.new + changes.changed)
     report.vanished = _vanished(settings, changes.new)
     broken = [run for run in document_runs if not run["success"]]
     if broken:

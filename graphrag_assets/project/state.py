@@ -52,12 +52,28 @@ def failed_extractions(settings: Settings, keys: list[str] | None = None, wait_s
     return sorted(k for k in failed if keys is None or k in keys)
 
 
+def extraction_parse_failures(settings: Settings, keys: list[str]) -> dict[str, int]:
+    """Extraction records that could not be parsed, per document of ``keys`` that had any."""
+    status = _read(settings, "extraction_status", DEFAULT_WAIT_SECONDS)
+    if status is None:
+        return {}
+    found = status.filter(pl.col("document_key").is_in(keys) & (pl.col("parse_failures") > 0))
+    return dict(found.select("document_key", "parse_failures").sort("document_key").iter_rows())
+
+
+def _incomplete_extractions(settings: Settings, wait_seconds: float) -> list[str]:
+    """Documents with an extraction answer cut off at the token limit (not cached): asked again."""
+    status = _read(settings, "extraction_status", wait_seconds)
+    return [] if status is None else status.filter(pl.col("status") == "incomplete")["document_key"].to_list()
+
+
 def document_state(settings: Settings, wait_seconds: float = DEFAULT_WAIT_SECONDS) -> DocumentState:
     """Compare the input folder with what the index holds (reads the database read-only)."""
     stored = _read(settings, "source_files", wait_seconds)
     failed = failed_extractions(settings, None, wait_seconds)
     known = set() if stored is None else set(stored["document_key"].to_list())
-    complete = complete_documents(stored, _read(settings, STEPS_TABLE, wait_seconds)) - set(failed)
+    retried = set(failed) | set(_incomplete_extractions(settings, wait_seconds))
+    complete = complete_documents(stored, _read(settings, STEPS_TABLE, wait_seconds)) - retried
     changes = detect_changes(
         settings.input_dir, settings.input.file_types, stored, known, complete, document_fingerprint(settings)
     )

@@ -11,6 +11,8 @@ from typing import Any
 import polars as pl
 
 from graphrag_assets.core.settings import Settings
+from graphrag_assets.llm.usage import last_corpus_run_usage
+from graphrag_assets.project.dry_run import CORPUS_MODEL_ASSETS
 from graphrag_assets.project.fingerprints import corpus_fingerprint
 from graphrag_assets.project.locks import index_lock_held, interrupted_update
 from graphrag_assets.project.state import corpus_staleness, document_state
@@ -74,6 +76,7 @@ def project_status(settings: Settings) -> dict[str, Any]:
         "reconfigured": changes.reconfigured,
         "skipped": [],
         "failed": [],
+        "parse_failures": [],
         "paths": _paths_on_disk(changes.paths, source_files),
         "passed_over": changes.passed_over,
     }
@@ -85,10 +88,15 @@ def project_status(settings: Settings) -> dict[str, Any]:
         documents["failed"] = (
             extraction_status.filter(pl.col("status") == "failed").select("document_key", "error").sort("document_key").to_dicts()
         )
+        documents["parse_failures"] = (
+            extraction_status.filter(pl.col("parse_failures") > 0).select("document_key", "parse_failures").sort("document_key").to_dicts()
+        )
     report["documents"] = documents
     unfinished = staged_tables(settings.database_path, read_only=True)
     report["corpus"] = corpus_staleness(source_files, manifest, corpus_fingerprint(settings), unfinished)
     report["corpus"]["update_running"] = index_lock_held(settings)
+    last_run = last_corpus_run_usage(settings.database_path, CORPUS_MODEL_ASSETS)
+    report["corpus"]["truncated_answers"] = sum(u["truncated"] for u in last_run.values())
     report["interrupted_update"] = interrupted_update(settings)
     report["communities"] = community_clustering(settings)
     return report

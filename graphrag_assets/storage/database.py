@@ -70,3 +70,25 @@ def table_exists(conn: duckdb.DuckDBPyConnection, table: str) -> bool:
         [table],
     ).fetchall()[0]
     return bool(row and row[0])
+
+
+def rewrite_compact(path: str | Path) -> None:
+    """Copy the database into a fresh file and swap it in, so the space of deleted rows is returned.
+
+    DuckDB reuses the blocks of deleted rows but never shortens its file; a copy holds only live
+    data. The copy is written beside the file and renamed over it in one step, so a failure leaves
+    the original untouched; readers that still have the old file open keep reading it.
+    """
+    path = Path(path)
+    fresh = path.with_name(path.name + ".compact")
+    fresh.unlink(missing_ok=True)
+    try:
+        with connect(path) as conn:
+            conn.execute("checkpoint")
+            source = conn.execute("select current_database()").fetchone()[0]
+            conn.execute(f"attach '{fresh}' as compact_copy")
+            conn.execute(f'copy from database "{source}" to compact_copy')
+            conn.execute("detach compact_copy")
+        fresh.replace(path)
+    finally:
+        fresh.unlink(missing_ok=True)

@@ -51,6 +51,11 @@ def _table_names(db) -> set[str]:
     return set(getattr(listed, "tables", listed))
 
 
+def table_names(path: Path) -> list[str]:
+    """The LanceDB tables under ``path`` (none when the folder does not exist)."""
+    return sorted(_table_names(_connect(path))) if path.exists() else []
+
+
 def _open(path: Path, table: str):
     """The LanceDB table, or None when the database or the table does not exist."""
     if not path.exists():

@@ -9,6 +9,8 @@ In a single-document run the step then fails, so the partition shows as failed i
 range run the caller re-runs failed documents one by one (see :mod:`graphrag_assets.pipeline.indexing`).
 """
 
+from dataclasses import dataclass, field
+
 import polars as pl
 from dagster import AssetExecutionContext, AssetIn, AssetOut, Failure, MetadataValue, Output, multi_asset
 
@@ -45,12 +47,11 @@ def extract(context: AssetExecutionContext, project: GraphRAGProject, text_units
     keys = list(context.partition_keys)
     method = settings.resolved_method
     units = text_units.filter(pl.col("document_key").is_in(keys))
-    failed: dict[str, str] = {}
-    failed_units: dict[str, int] = {}
-    parse_failures: dict[str, int] = {}
+    outcomes = _Outcomes()
+    failed, failed_units, parse_failures, cut_off = outcomes.failed, outcomes.failed_units, outcomes.parse_failures, outcomes.cut_off
     metadata: dict = {}
     if method_steps(method).extraction == "model":
-        records, metadata_extra = _llm_extraction(context, settings, units, failed, failed_units, parse_failures)
+        records, metadata_extra = _llm_extraction(context, settings, units, outcomes)
         metadata.update(metadata_extra)
     else:
         progress = Counter("noun phrases", units.height, context.log).start()
@@ -63,7 +64,7 @@ def extract(context: AssetExecutionContext, project: GraphRAGProject, text_units
         [
             {
                 "document_key": key,
-                "status": "failed" if key in failed else "ok",
+                "status": "failed" if key in failed else "incomplete" if key in cut_off else "ok",
                 "text_units": unit_counts.get(key, 0),
                 "failed_units": failed_units.get(key, 0),
                 "records": record_counts.get(key, 0),
@@ -97,7 +98,17 @@ def _describe_status(rows: pl.DataFrame) -> dict:
     return {name: value for name, value in row.items() if name != "document_key" and value is not None}
 
 
-def _llm_extraction(context, settings, units, failed, failed_units, parse_failures) -> tuple[pl.DataFrame, dict]:
+@dataclass
+class _Outcomes:
+    """What went wrong per document (by document key), for the ``extraction_status`` rows."""
+
+    failed: dict[str, str] = field(default_factory=dict)  # error message
+    failed_units: dict[str, int] = field(default_factory=dict)
+    parse_failures: dict[str, int] = field(default_factory=dict)
+    cut_off: set[str] = field(default_factory=set)  # an answer cut off at the token limit: extracted again next time
+
+
+def _llm_extraction(context, settings, units, outcomes: _Outcomes) -> tuple[pl.DataFrame, dict]:
     plan = extraction_plan(settings.extraction, settings.root)
     progress = Counter("extract graph", units.height, context.log).start()
     with ModelSession(context, settings, partition_key=_partition_label(context)) as session:
@@ -107,6 +118,7 @@ def _llm_extraction(context, settings, units, failed, failed_units, parse_failur
             )
         )
     usage = session.metadata()
+    failed, failed_units, parse_failures = outcomes.failed, outcomes.failed_units, outcomes.parse_failures
     for unit in output.failed_units:
         failed.setdefault(unit.document_key, unit.message)
         failed_units[unit.document_key] = failed_units.get(unit.document_key, 0) + 1
@@ -114,6 +126,7 @@ def _llm_extraction(context, settings, units, failed, failed_units, parse_failur
     for unit_id, failures in output.parse_failures.items():
         doc = unit_docs.get(unit_id, "")
         parse_failures[doc] = parse_failures.get(doc, 0) + len(failures)
+    outcomes.cut_off.update(unit_docs.get(unit_id, "") for unit_id in output.truncated_units)
     for key, message in sorted(failed.items()):
         warn(f"extraction of {key} failed ({failed_units[key]} text unit(s)): {message}", context.log)
     if output.empty_units:
