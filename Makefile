@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test dev install bench clean-index
+.PHONY: run test test-fast dev install bench clean-index
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -24,6 +24,11 @@ run: $(STAMP)
 test: $(STAMP)
 	$(BIN)/lint-imports --no-logo
 	$(BIN)/python -m pytest -q
+
+## The inner loop: layer contracts and the unit tests (no end-to-end indexing, browser or servers).
+test-fast: $(STAMP)
+	$(BIN)/lint-imports --no-logo
+	$(BIN)/python -m pytest -q -m "not slow"
 
 ## Start the Dagster UI on http://127.0.0.1:3000 for this project.
 dev: $(STAMP)

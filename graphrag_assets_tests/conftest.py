@@ -105,3 +105,20 @@ def query_db(root: Path, sql: str) -> list[tuple]:
 
     with duckdb.connect(str(root / "data" / "graphrag.duckdb"), read_only=True) as conn:
         return conn.sql(sql).fetchall()
+
+
+# Fixtures that index a corpus or start a browser / graph database, and modules whose tests index
+# corpora themselves: those tests are end-to-end, and `make test-fast` leaves them out.
+SLOW_FIXTURES = {"nlp_index", "standard_index", "graphrag_server", "chromium", "falkordb_server"}
+SLOW_MODULES = {
+    "test_crash_consistency", "test_serve_process", "test_serve_page", "test_html_export", "test_dev_command",
+    "test_incremental_end_to_end", "test_model_servers", "test_resolution_pipeline", "test_pipeline_standard",
+    "test_cli_foundation", "test_export",
+}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        module = item.module.__name__.rsplit(".", 1)[-1] if item.module else ""
+        if SLOW_FIXTURES & set(getattr(item, "fixturenames", ())) or module in SLOW_MODULES:
+            item.add_marker(pytest.mark.slow)
