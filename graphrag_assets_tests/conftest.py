@@ -101,9 +101,10 @@ def nlp_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def query_db(root: Path, sql: str) -> list[tuple]:
-    import duckdb
+    """Rows of ``sql`` over the project's database (waiting, like the product, while it is written)."""
+    from graphrag_assets.storage.database import connect
 
-    with duckdb.connect(str(root / "data" / "graphrag.duckdb"), read_only=True) as conn:
+    with connect(root / "data" / "graphrag.duckdb", read_only=True) as conn:
         return conn.sql(sql).fetchall()
 
 

@@ -17,6 +17,7 @@ from graphrag_assets.core.tokens import token_counter
 from graphrag_assets.prompts.templates import PromptTemplate, load_prompt
 from graphrag_assets.query.basic_search import basic_search
 from graphrag_assets.query.drift_search import drift_search
+from graphrag_assets.query.evidence import assess
 from graphrag_assets.query.global_search import global_search
 from graphrag_assets.query.local_search import local_search
 from graphrag_assets.query.request import SearchRequest
@@ -53,4 +54,9 @@ async def run_query(request: SearchRequest) -> QueryResult:
     if request.embedder is None and options.method != "global":
         raise UserError(f"{options.method} search needs an embedding model to match the question; configure llm.embeddings.")
     handlers = RETRIEVERS if options.context_only else ENGINES
-    return await handlers[options.method](request.asking(request.question.strip()))
+    result = await handlers[options.method](request.asking(request.question.strip()))
+    evidence = assess(request.question, result.context_text, options.method)
+    result.details["evidence"] = evidence.as_dict()
+    if evidence.weak:
+        result.warnings.append(evidence.warning())
+    return result

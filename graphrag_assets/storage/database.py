@@ -22,7 +22,7 @@ LOCK_WAIT_SECONDS = 30.0
 
 def _is_lock_error(exc: Exception) -> bool:
     text = str(exc).lower()
-    return "lock" in text or "conflicting" in text or "being used by another process" in text
+    return "lock" in text or "conflicting" in text or "being used by another process" in text or "different configuration" in text
 
 
 @contextlib.contextmanager
@@ -48,7 +48,9 @@ def connect(
         try:
             conn = duckdb.connect(str(path), read_only=read_only, config=config or {})
             break
-        except duckdb.IOException as exc:
+        except (duckdb.IOException, duckdb.ConnectionException) as exc:
+            # ConnectionException: this process already has the file open with other settings (a
+            # short-lived cache write while a server reads, say); like a lock, it passes.
             if not _is_lock_error(exc) or time.monotonic() >= deadline:
                 if _is_lock_error(exc):
                     raise UserError(
