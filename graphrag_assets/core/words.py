@@ -27,6 +27,12 @@ class WordLists:
     numbers: frozenset[str]
     ly_nouns: frozenset[str]
     ed_nouns: frozenset[str]
+    # chat stop phrases, for the noun-phrase extractor only (see index/noun_phrases.py)
+    interjections: frozenset[str]  # "ok", "hi", "thanks": treated as function words
+    weekdays: frozenset[str]  # weekdays and times of day: never a name on their own
+    stance: frozenset[str]  # "great", "awesome": cut from both ends of a common phrase
+    predicates: frozenset[str]  # "high", "tonight": cut from the end of a common phrase
+    participles: frozenset[str]  # "going", "flowing": cut from the end of a common phrase
 
 
 @functools.cache
@@ -57,6 +63,11 @@ def word_lists() -> WordLists:
         numbers=get("number"),
         ly_nouns=get("ly_noun"),
         ed_nouns=get("ed_noun"),
+        interjections=get("interjection"),
+        weekdays=get("weekday"),
+        stance=get("stance"),
+        predicates=get("predicate"),
+        participles=get("participle"),
     )
 
 

@@ -45,6 +45,17 @@ roman numerals on their own; phrases with a word longer than ``max_word_length``
 (Microsoft's rule); URLs and e-mail addresses. A text with no lower-case letter at all is read
 as lower case, so it yields common phrases but no names.
 
+Chat text (stop phrases, measured on LiHua-World's chat logs; the word lists are the
+``[interjection]``, ``[weekday]``, ``[stance]``, ``[predicate]`` and ``[participle]`` sections):
+interjections, greetings and chat abbreviations count as function words ("OK", "Hi Li Hua" →
+"LI HUA", "Thanks Jennifer" → "JENNIFER"); a name made only of weekdays, times of day,
+evaluative words and function words is a date or a greeting ("SUNDAY", "SUNDAY MORNING",
+"GOOD MORNING EVERYONE", "SOUNDS GREAT"); evaluative words are cut from both ends of a common
+phrase ("a great jam session" → "JAM SESSION"), and so are clause ends after the noun
+("keep the energy high", "the momentum going", "ideas flowing"); "that's", "let's", "it's" are
+contractions, not possessives. A capitalised word followed by a colon at the start of two or
+more lines is a speaker label, so a name even though it is only ever seen at line starts.
+
 Known limits: no part-of-speech tagging, so verbs missing from the list can end up in a common
 phrase ("the dog barks" → "DOG BARKS"); Title Case headings that are not in capitals produce
 long name runs; a name made only of function words ("The Who") is lost; the pronoun "I" always
@@ -66,6 +77,9 @@ from graphrag_assets.core.sentences import Token, prepare_text, tokenize
 from graphrag_assets.core.words import WordLists, word_lists
 
 MAX_COMMON_PHRASE_WORDS = 6
+# Bumped when a release changes which phrases a text yields, so nlp/fast indexes re-extract their
+# documents on the next run instead of mixing old and new phrases. 2: chat stop phrases.
+NOUN_PHRASE_RULES_VERSION = 2
 _I_FORMS = frozenset({"i", "i'm", "i've", "i'll", "i'd"})
 _ROMAN = re.compile(r"^(?=[MDCLXVI])M{0,4}(?:CM|CD|D?C{0,3})(?:XC|XL|L?X{0,3})(?:IX|IV|V?I{0,3})$")
 _ORDINAL = re.compile(r"^\d+(?:st|nd|rd|th|s)?$", re.IGNORECASE)
@@ -93,7 +107,10 @@ def _is_number(lower: str, lists: WordLists) -> bool:
 
 def _classify(token: Token, lists: WordLists) -> _Word:
     text, lower = token.text, token.text.lower()
-    functional = lower in lists.function or lower in lists.verbs or _is_number(lower, lists)
+    functional = (
+        lower in lists.function or lower in lists.verbs or lower in lists.interjections
+        or _is_number(lower, lists)
+    )
     capitalised = text[:1].isupper()
     if lower in lists.honorifics and capitalised:
         role = "honorific"
@@ -145,16 +162,49 @@ def _trim_common(run: list[_Word], lists: WordLists) -> list[_Word]:
             last.endswith("ed") and len(last) >= 5 and not last.endswith(("eed", "ead"))
             and last not in lists.ed_nouns
         )
-        if not (adverb or past):
+        # "that sounds great", "keep the energy high", "keep the momentum going", "ideas flowing"
+        clause_end = last in lists.stance or last in lists.predicates or last in lists.participles or (
+            last.endswith("ing") and len(run) >= 2 and _plural(run[-2].lower)
+        )
+        if not (adverb or past or clause_end):
             break
         run = run[:-1]
     return run
 
 
+def _plural(lower: str) -> bool:
+    """Looks like an English plural ("ideas", not "class", "bus" or "analysis")."""
+    return len(lower) > 3 and lower.endswith("s") and not lower.endswith(("ss", "us", "is"))
+
+
+def _strip_stance(run: list[_Word], lists: WordLists) -> list[_Word]:
+    """Drop leading evaluative words: "a great jam session" and "a jam session" are one node."""
+    while run and run[0].lower in lists.stance:
+        run = run[1:]
+    return run
+
+
+def _speaker_labels(prepared: str, tokens: list[Token]) -> set[str]:
+    """Speaker labels of a chat log or script ("Li: ...", "Wolfgang: ..."), lower-cased.
+
+    A capitalised word that starts a line and is directly followed by a colon, at least twice in
+    the text: a name even though it only ever appears at line starts, where a capital proves
+    nothing.
+    """
+    counts: dict[str, int] = {}
+    for token, following in zip(tokens, tokens[1:]):
+        if token.kind != "word" or following.kind != "colon" or following.start != token.end:
+            continue
+        line_start = prepared.rfind("\n", 0, token.start) + 1
+        if token.text[:1].isupper() and not prepared[line_start : token.start].strip():
+            counts[token.text.lower()] = counts.get(token.text.lower(), 0) + 1
+    return {word for word, n in counts.items() if n >= 2}
+
+
 class _Extractor:
     """One text's extraction state: evidence about capitalisation, and the phrases found."""
 
-    def __init__(self, tokens: list[Token], max_word_length: int) -> None:
+    def __init__(self, prepared: str, tokens: list[Token], max_word_length: int) -> None:
         self.lists = word_lists()
         self.max_word_length = max_word_length
         self.tokens = tokens
@@ -162,6 +212,7 @@ class _Extractor:
         words = [t for t in tokens if t.kind == "word"]
         self.capitalised_mid = {t.text.lower() for t in words if t.text[:1].isupper() and not t.initial}
         self.seen_lower = {t.text for t in words if t.text[:1].islower()}
+        self.labels = _speaker_labels(prepared, tokens)
 
     def emit(self, words: list[str]) -> None:
         if words and all(len(w) <= self.max_word_length for w in words):
@@ -185,10 +236,16 @@ class _Extractor:
             if token.kind == "word":
                 current.append(_classify(token, self.lists))
                 continue
+            # "that's", "it's", "let's": a contraction, not a possessive that makes a modifier
+            contraction = (
+                token.kind == "poss" and bool(current) and current[-1].lower + "'s" in self.lists.function
+            )
             if current:
-                segments.append((current, context, token.kind == "poss"))
+                segments.append((current, context, token.kind == "poss" and not contraction))
                 current = []
-            if token.kind == "poss":
+            if contraction:
+                context = "other"
+            elif token.kind == "poss":
                 context = "poss"
             elif token.kind == "break" and token.text == ",":
                 context = "comma"
@@ -234,7 +291,7 @@ class _Extractor:
                 run = words[i:j]
                 emitted = False
                 if introduced:
-                    trimmed = _trim_common(run, lists)
+                    trimmed = _trim_common(_strip_stance(run, lists), lists)
                     long_enough = len(trimmed) >= 2 or any("-" in w.lower for w in trimmed)
                     if long_enough and len(trimmed) <= MAX_COMMON_PHRASE_WORDS:
                         self.emit([w.text for w in trimmed])
@@ -281,13 +338,15 @@ class _Extractor:
         if not run:
             return []
         first = run[0]
-        if first.initial and first.lower not in self.capitalised_mid:
+        if first.initial and first.lower not in self.capitalised_mid and first.lower not in self.labels:
             if len(run) == 1:
                 if not possessive_next:
                     return []
             elif first.lower in self.seen_lower:
                 run = run[1:]
         if all(w.functional or w.role == "particle" or _ROMAN.match(w.text) for w in run):
+            return []
+        if all(w.functional or w.lower in self.lists.weekdays or w.lower in self.lists.stance for w in run):
             return []
         if not any(sum(ch.isalpha() for ch in w.text) >= 2 for w in run):
             return []
@@ -299,8 +358,8 @@ def extract_noun_phrases(text: str, *, max_word_length: int = 15) -> list[str]:
 
     See the module docstring for the heuristics and their limits. Deterministic and offline.
     """
-    tokens = tokenize(prepare_text(text))
-    return _Extractor(tokens, max_word_length).run()
+    prepared = prepare_text(text)
+    return _Extractor(prepared, tokenize(prepared), max_word_length).run()
 
 
 def noun_phrase_records(text_units: pl.DataFrame, max_word_length: int = 15) -> pl.DataFrame:

@@ -14,6 +14,7 @@ from graphrag_assets.core.settings import Settings
 from graphrag_assets.index.community_reports import report_options
 from graphrag_assets.index.entity_resolution import resolution_fingerprint
 from graphrag_assets.index.methods import method_steps
+from graphrag_assets.index.noun_phrases import NOUN_PHRASE_RULES_VERSION
 from graphrag_assets.prompts.templates import load_prompt
 
 # Bumped when a release changes how documents are read or chunked (e.g. line endings, cut
@@ -52,7 +53,7 @@ def document_fingerprint(settings: Settings) -> str:
             "model": settings.llm.chat_model,
         }
     else:
-        parts["nlp"] = {"max_word_length": settings.nlp.max_word_length}
+        parts["nlp"] = {"max_word_length": settings.nlp.max_word_length, "rules": NOUN_PHRASE_RULES_VERSION}
     return stable_hash(json.dumps(parts, sort_keys=True, default=str))[:16]
 
 

@@ -4,8 +4,8 @@ HippoRAG 2 has a language model drop retrieved facts that do not fit the questio
 seed its graph walk. Offline there is no model to ask, and the entities of the ``nlp`` method make
 the need plain: a noun-phrase entity's description is one sentence that mentions the phrase, so
 vector search over descriptions maps a question to whatever phrase sits in a sentence sharing its
-words. On LiHua-World's chat logs that brings in "SOUNDS GREAT", "MAKE SURE" or "GREAT WAY" for
-almost any question. So:
+words. On LiHua-World's chat logs that brought in "SOUNDS GREAT", "MAKE SURE" or "GREAT WAY" for
+almost any question (the extractor now drops such chat phrases, but any corpus has its own). So:
 
 - a noun-phrase entity found by vector search seeds the walk only when the question names it:
   every word of its title occurs among the question's words;
