@@ -394,3 +394,17 @@ def test_microsoft_graphrag_queries_our_export(ms_export: Path, server: Scripted
     assert answers["basic"]["context"]["sources"] > 0
     embedded = [c["body"]["input"] for c in server.calls("embeddings")]
     assert embedded  # MS embedded its questions with the scripted model, whose vectors we exported
+
+
+def test_the_export_command_prints_no_lancedb_log_lines(nlp_index: Path, tmp_path: Path) -> None:
+    """LanceDB logs a WARN line for every table it creates; the export creates three."""
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "LANCEDB_LOG"}
+    done = subprocess.run(
+        [sys.executable, "-m", "graphrag_assets.cli.main", "export", str(tmp_path / "out"), "--format", "msgraphrag",
+         "--root", str(nlp_index)],
+        capture_output=True, text=True, env=env, timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "out" / "lancedb").is_dir() and "WARN" not in done.stderr and "No existing dataset" not in done.stderr

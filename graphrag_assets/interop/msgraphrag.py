@@ -37,6 +37,7 @@ import pyarrow as pa
 from graphrag_assets.core.errors import UserError
 from graphrag_assets.core.settings import Settings
 from graphrag_assets.interop.common import ExportResult, prepare_output_dir, read_embeddings, read_index_tables
+from graphrag_assets.storage.vectors import lancedb_module
 
 STR = pa.string()
 INT = pa.int64()
@@ -268,10 +269,8 @@ def ms_vector_table(embeddings: pl.DataFrame, created: str) -> pa.Table:
 
 def write_lancedb(path: Path, tables: dict[str, pa.Table]) -> None:
     """Create (overwrite) one LanceDB table per entry."""
-    import lancedb
-
     path.mkdir(parents=True, exist_ok=True)
-    db = lancedb.connect(str(path))
+    db = lancedb_module().connect(str(path))
     for name, table in tables.items():
         db.create_table(name, data=table, mode="overwrite")
 

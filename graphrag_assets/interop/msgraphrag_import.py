@@ -45,6 +45,7 @@ from graphrag_assets.llm.usage import UsageMeter
 from graphrag_assets.storage import vectors as lance
 from graphrag_assets.storage.database import connect, table_exists
 from graphrag_assets.storage.corpus import MANIFEST_COLUMNS, begin_corpus_run, publish_corpus, write_staged
+from graphrag_assets.storage.vectors import lancedb_module
 
 REQUIRED_FILES = ("documents", "text_units", "entities", "relationships", "communities", "community_reports")
 OPTIONAL_FILES = ("covariates",)
@@ -111,9 +112,7 @@ def read_ms_vectors(source_dir: Path) -> dict[str, pl.DataFrame]:
     path = source_dir / "lancedb"
     if not path.is_dir():
         return {}
-    import lancedb
-
-    db = lancedb.connect(str(path))
+    db = lancedb_module().connect(str(path))
     listed = db.list_tables()
     names = set(getattr(listed, "tables", listed))
     vectors: dict[str, pl.DataFrame] = {}

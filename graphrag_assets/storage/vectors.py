@@ -13,6 +13,8 @@ search fuses its hits with the vector hits (:mod:`graphrag_assets.query.hybrid_s
 
 from __future__ import annotations
 
+import os
+
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -39,11 +41,21 @@ class PublishResult:
     version: int = 0  # the table's version after the merge (0: the table does not exist)
 
 
-def _connect(path: Path):
+def lancedb_module():
+    """``lancedb``, imported on first use (about 1–2 s) with its Rust log limited to errors.
+
+    Its default level prints a WARN line for every table it creates ("No existing dataset ..."),
+    which is how LanceDB always creates one; ``LANCEDB_LOG`` set by the user still wins.
+    """
+    os.environ.setdefault("LANCEDB_LOG", "error")
     import lancedb
 
+    return lancedb
+
+
+def _connect(path: Path):
     path.mkdir(parents=True, exist_ok=True)
-    return lancedb.connect(str(path))
+    return lancedb_module().connect(str(path))
 
 
 def _table_names(db) -> set[str]:
