@@ -50,7 +50,7 @@ QUESTIONS = {
     "sample": "Who is Søren Holm, and what did he do during Storm Odile?",
     "carol": "What does Scrooge learn from the Ghost of Christmas Yet to Come?",
 }
-ENTITY = {"sample": "SØREN HOLM", "carol": "SCROOGE"}
+ENTITY = {"sample": "SØREN HOLM", "carol": "EBENEZER SCROOGE"}
 TARGETS_S = {
     "query --method basic": 0.8, "query --method local": 1.0, "sql": 0.6, "status": 0.6, "index (no change)": 1.5,
 }
