@@ -3,11 +3,13 @@ when it prints its address, stopped by its PID (SIGTERM, wait, then SIGKILL)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from graphrag_assets_tests.graph_fixtures import free_port, stop_process
@@ -42,3 +44,15 @@ class ServeProcess:
 
     def stop(self) -> None:
         stop_process(self.process)
+
+
+@contextlib.contextmanager
+def serving_two_projects(standard_index: Path, nlp_index: Path, folder: Path, key: str) -> Iterator[ServeProcess]:
+    """``serve`` over the sample indexed with a model ("harbour") and offline ("offline")."""
+    (folder / "harbour").symlink_to(standard_index)
+    (folder / "offline").symlink_to(nlp_index)
+    process = ServeProcess.start("--root", str(folder / "harbour"), "--root", str(folder / "offline"), "--api-key", key)
+    try:
+        yield process
+    finally:
+        process.stop()

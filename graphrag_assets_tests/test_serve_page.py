@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from graphrag_assets_tests.conftest import query_db
-from graphrag_assets_tests.serve_process import ServeProcess
+from graphrag_assets_tests.serve_process import ServeProcess, serving_two_projects
 
 KEY = "page-test-key-90d2"
 QUESTION = "Who is Søren Holm and what happened during Storm Odile?"
@@ -24,14 +24,8 @@ QUESTION = "Who is Søren Holm and what happened during Storm Odile?"
 
 @pytest.fixture(scope="module")
 def server(standard_index: Path, nlp_index: Path, tmp_path_factory: pytest.TempPathFactory):
-    folder = tmp_path_factory.mktemp("served-page")
-    (folder / "harbour").symlink_to(standard_index)
-    (folder / "offline").symlink_to(nlp_index)
-    process = ServeProcess.start("--root", str(folder / "harbour"), "--root", str(folder / "offline"), "--api-key", KEY)
-    try:
+    with serving_two_projects(standard_index, nlp_index, tmp_path_factory.mktemp("served-page"), KEY) as process:
         yield process
-    finally:
-        process.stop()
 
 
 WATCH_ANSWER = """() => {

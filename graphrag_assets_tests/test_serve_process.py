@@ -26,7 +26,7 @@ from graphrag_assets.cli.main import main
 from graphrag_assets.core.errors import UserError
 from graphrag_assets.serve.config import build_config
 from graphrag_assets_tests.conftest import make_project, query_db
-from graphrag_assets_tests.serve_process import ServeProcess
+from graphrag_assets_tests.serve_process import ServeProcess, serving_two_projects
 
 KEY = "process-test-key-41c9"
 QUESTION = "Who is Søren Holm and what happened during Storm Odile?"
@@ -34,14 +34,8 @@ QUESTION = "Who is Søren Holm and what happened during Storm Odile?"
 
 @pytest.fixture(scope="module")
 def server(standard_index: Path, nlp_index: Path, tmp_path_factory: pytest.TempPathFactory):
-    folder = tmp_path_factory.mktemp("served-process")
-    (folder / "harbour").symlink_to(standard_index)
-    (folder / "offline").symlink_to(nlp_index)
-    process = ServeProcess.start("--root", str(folder / "harbour"), "--root", str(folder / "offline"), "--api-key", KEY)
-    try:
+    with serving_two_projects(standard_index, nlp_index, tmp_path_factory.mktemp("served-process"), KEY) as process:
         yield process
-    finally:
-        process.stop()
 
 
 def test_the_start_line_says_where_and_how(server: ServeProcess) -> None:

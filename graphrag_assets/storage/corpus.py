@@ -22,7 +22,7 @@ from pathlib import Path
 
 import polars as pl
 
-from graphrag_assets.storage.database import connect, table_exists
+from graphrag_assets.storage.database import connect, table_exists, transaction
 from graphrag_assets.storage.tables import quote
 
 STAGING_SCHEMA = "staging"
@@ -94,24 +94,13 @@ def publish_corpus(path: str | Path, manifest: pl.DataFrame, build: Mapping[str,
     tables = [table for table in staged_tables(path) if table != RUN_MARKER]
     row = {**build, "published_at": dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)}
     build_frame = pl.DataFrame([{k: (json.dumps(v) if isinstance(v, dict) else v) for k, v in row.items()}])
-    with connect(path) as conn:
-        conn.register("_manifest", manifest.to_arrow())
-        conn.register("_build", build_frame.to_arrow())
-        conn.execute("begin transaction")
-        try:
-            for table in tables:
-                conn.execute(f"create or replace table {quote(table)} as select * from {_staged(table)}")
-                conn.execute(f"drop table {_staged(table)}")
-            conn.execute(f"drop table if exists {_staged(RUN_MARKER)}")
-            conn.execute(f"create or replace table {quote(MANIFEST_TABLE)} as select * from _manifest")
-            conn.execute(f"create or replace table {quote(BUILD_TABLE)} as select * from _build")
-            conn.execute("commit")
-        except Exception:
-            conn.execute("rollback")
-            raise
-        finally:
-            conn.unregister("_manifest")
-            conn.unregister("_build")
+    with connect(path) as conn, transaction(conn, _manifest=manifest, _build=build_frame):
+        for table in tables:
+            conn.execute(f"create or replace table {quote(table)} as select * from {_staged(table)}")
+            conn.execute(f"drop table {_staged(table)}")
+        conn.execute(f"drop table if exists {_staged(RUN_MARKER)}")
+        conn.execute(f"create or replace table {quote(MANIFEST_TABLE)} as select * from _manifest")
+        conn.execute(f"create or replace table {quote(BUILD_TABLE)} as select * from _build")
     return tables
 
 

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import duckdb
+import polars as pl
 
 from graphrag_assets.core.errors import UserError
 
@@ -64,6 +65,26 @@ def connect(
         yield conn
     finally:
         conn.close()
+
+
+@contextlib.contextmanager
+def transaction(conn: duckdb.DuckDBPyConnection, **frames: pl.DataFrame) -> Iterator[duckdb.DuckDBPyConnection]:
+    """One transaction on ``conn`` with ``frames`` registered as views by name; rolled back on error.
+
+    Readers never see part of what the block writes: they see the state before or after it.
+    """
+    for name, frame in frames.items():
+        conn.register(name, frame.to_arrow())
+    conn.execute("begin transaction")
+    try:
+        yield conn
+        conn.execute("commit")
+    except BaseException:
+        conn.execute("rollback")
+        raise
+    finally:
+        for name in frames:
+            conn.unregister(name)
 
 
 def table_exists(conn: duckdb.DuckDBPyConnection, table: str) -> bool:

@@ -20,7 +20,7 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
-from graphrag_assets.storage.database import LOCK_WAIT_SECONDS, connect, table_exists
+from graphrag_assets.storage.database import LOCK_WAIT_SECONDS, connect, table_exists, transaction
 
 
 def quote(identifier: str) -> str:
@@ -51,17 +51,8 @@ def _sync_columns(conn: duckdb.DuckDBPyConnection, table: str, frame_view: str, 
 
 def write_table(path: str | Path, table: str, frame: pl.DataFrame) -> None:
     """Replace the whole table with ``frame`` atomically."""
-    with connect(path) as conn:
-        conn.register("_incoming", frame.to_arrow())
-        conn.execute("begin transaction")
-        try:
-            conn.execute(f"create or replace table {quote(table)} as select * from _incoming")
-            conn.execute("commit")
-        except Exception:
-            conn.execute("rollback")
-            raise
-        finally:
-            conn.unregister("_incoming")
+    with connect(path) as conn, transaction(conn, _incoming=frame):
+        conn.execute(f"create or replace table {quote(table)} as select * from _incoming")
 
 
 def write_partitions(
@@ -80,25 +71,15 @@ def write_partitions(
     stray = set(frame.get_column(partition_column).unique().to_list()) - set(keys)
     if stray:
         raise ValueError(f"rows for partitions {sorted(stray)[:3]} cannot be written while writing {keys[:3]} of {table}")
-    with connect(path) as conn:
-        conn.register("_incoming", frame.to_arrow())
-        conn.register("_keys", pl.DataFrame({"key": keys}, schema={"key": pl.String}).to_arrow())
-        conn.execute("begin transaction")
-        try:
-            if not table_exists(conn, table):
-                conn.execute(f"create table {quote(table)} as select * from _incoming limit 0")
-            else:
-                _sync_columns(conn, table, "_incoming", retype=frame.height > 0)
-            conn.execute(f"delete from {quote(table)} where {quote(partition_column)} in (select key from _keys)")
-            if frame.height:
-                conn.execute(f"insert into {quote(table)} by name select * from _incoming")
-            conn.execute("commit")
-        except Exception:
-            conn.execute("rollback")
-            raise
-        finally:
-            conn.unregister("_incoming")
-            conn.unregister("_keys")
+    key_frame = pl.DataFrame({"key": keys}, schema={"key": pl.String})
+    with connect(path) as conn, transaction(conn, _incoming=frame, _keys=key_frame):
+        if not table_exists(conn, table):
+            conn.execute(f"create table {quote(table)} as select * from _incoming limit 0")
+        else:
+            _sync_columns(conn, table, "_incoming", retype=frame.height > 0)
+        conn.execute(f"delete from {quote(table)} where {quote(partition_column)} in (select key from _keys)")
+        if frame.height:
+            conn.execute(f"insert into {quote(table)} by name select * from _incoming")
 
 
 def read_table(
@@ -135,24 +116,16 @@ def _delete_by_keys(
     if not Path(path).exists():
         return deleted
     operator = "not in" if keep else "in"
-    with connect(path) as conn:
-        conn.register("_keys", pl.DataFrame({"key": list(keys)}, schema={"key": pl.String}).to_arrow())
-        conn.execute("begin transaction")
-        try:
-            for table in tables:
-                if not table_exists(conn, table):
-                    continue
-                where = f"{quote(partition_column)} {operator} (select key from _keys)"
-                count = conn.execute(f"select count(*) from {quote(table)} where {where}").fetchall()[0][0]
-                if count:
-                    conn.execute(f"delete from {quote(table)} where {where}")
-                    deleted[table] = int(count)
-            conn.execute("commit")
-        except Exception:
-            conn.execute("rollback")
-            raise
-        finally:
-            conn.unregister("_keys")
+    key_frame = pl.DataFrame({"key": list(keys)}, schema={"key": pl.String})
+    with connect(path) as conn, transaction(conn, _keys=key_frame):
+        for table in tables:
+            if not table_exists(conn, table):
+                continue
+            where = f"{quote(partition_column)} {operator} (select key from _keys)"
+            count = conn.execute(f"select count(*) from {quote(table)} where {where}").fetchall()[0][0]
+            if count:
+                conn.execute(f"delete from {quote(table)} where {where}")
+                deleted[table] = int(count)
     return deleted
 
 
