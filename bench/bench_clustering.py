@@ -34,6 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from graphrag_assets.core.ids import entity_id, relationship_id  # noqa: E402
 from graphrag_assets.index import communities as clustering  # noqa: E402
 from graphrag_assets.index.communities import (  # noqa: E402
+    LeidenOptions,
     build_communities,
     hierarchical_leiden,
     partition_modularity,
@@ -113,9 +114,9 @@ def timed(fn, *args, **kwargs):
 
 
 def bench_graph(name: str, edges: pl.DataFrame, backend: str) -> dict:
-    assignments, seconds = timed(hierarchical_leiden, edges, backend=backend)
+    assignments, seconds = timed(hierarchical_leiden, edges, LeidenOptions(backend=backend))
     entities, relationships = as_tables(edges, n_text_units=max(1, edges.height // 50))
-    table, build_seconds = timed(build_communities, entities, relationships, backend=backend, period="bench")
+    table, build_seconds = timed(build_communities, entities, relationships, period="bench", options=LeidenOptions(backend=backend))
     per_level = table.group_by("level").agg(pl.len().alias("n")).sort("level")["n"].to_list()
     return {
         "graph": name,
@@ -137,9 +138,9 @@ def bench_iterations(name: str, edges: pl.DataFrame, backend: str, *, slow: bool
             print(f"  skipping leidenalg until-stable on {name}: it takes many minutes (pass --slow)")
             continue
         flat, flat_s = timed(
-            hierarchical_leiden, edges, backend=backend, n_iterations=n_iterations, max_cluster_size=10**9
+            hierarchical_leiden, edges, LeidenOptions(backend=backend, n_iterations=n_iterations, max_cluster_size=10**9)
         )
-        full, full_s = timed(hierarchical_leiden, edges, backend=backend, n_iterations=n_iterations)
+        full, full_s = timed(hierarchical_leiden, edges, LeidenOptions(backend=backend, n_iterations=n_iterations))
         rows.append(
             {
                 "graph": name,

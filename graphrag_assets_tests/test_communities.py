@@ -17,6 +17,7 @@ import pytest
 from graphrag_assets.core.ids import stable_uuid
 from graphrag_assets.index.communities import (
     ASSIGNMENTS,
+    LeidenOptions,
     build_communities,
     hierarchical_leiden,
     normalize_edges,
@@ -116,7 +117,7 @@ def test_negative_weights_are_rejected() -> None:
 def test_two_cliques_joined_by_one_edge_give_two_communities(backend: str) -> None:
     left, right = list("ABCDE"), list("FGHIJ")
     edges = edge_frame(clique(right) + clique(left) + [("E", "F", 1.0)])
-    result = hierarchical_leiden(edges, backend=backend)
+    result = hierarchical_leiden(edges, LeidenOptions(backend=backend))
     assert result.schema == pl.Schema(ASSIGNMENTS)
     assert clusters(result) == [(0, 0, -1, left), (0, 1, -1, right)]
 
@@ -125,7 +126,7 @@ def test_two_cliques_joined_by_one_edge_give_two_communities(backend: str) -> No
 def test_large_clusters_are_split_into_the_next_level(backend: str) -> None:
     # At level 0 the resolution limit merges each pair of K4s; on its own subgraph a pair splits.
     edges = edge_frame(grouped_ring("PQRS", bridge=2.0))
-    result = hierarchical_leiden(edges, max_cluster_size=8, backend=backend)
+    result = hierarchical_leiden(edges, LeidenOptions(max_cluster_size=8, backend=backend))
     expected = [(0, i, -1, names(f"{g}A", 4) + names(f"{g}B", 4)) for i, g in enumerate("PQRS")]
     for i, g in enumerate("PQRS"):
         expected += [(1, 4 + 2 * i, i, names(f"{g}A", 4)), (1, 5 + 2 * i, i, names(f"{g}B", 4))]
@@ -135,7 +136,7 @@ def test_large_clusters_are_split_into_the_next_level(backend: str) -> None:
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_cluster_too_small_to_split_is_not_reclustered(backend: str) -> None:
     edges = edge_frame(grouped_ring("PQRS", bridge=2.0))
-    result = hierarchical_leiden(edges, max_cluster_size=9, backend=backend)
+    result = hierarchical_leiden(edges, LeidenOptions(max_cluster_size=9, backend=backend))
     assert result["level"].unique().to_list() == [0]
     assert result["community"].n_unique() == 4
 
@@ -144,7 +145,7 @@ def test_cluster_too_small_to_split_is_not_reclustered(backend: str) -> None:
 def test_cluster_that_cannot_be_split_stays_a_leaf(backend: str) -> None:
     big_a, big_b = [f"A{i:02d}" for i in range(12)], [f"B{i:02d}" for i in range(12)]
     edges = edge_frame(clique(big_a) + clique(big_b) + [("A00", "B00", 1.0)])
-    result = hierarchical_leiden(edges, max_cluster_size=10, backend=backend)
+    result = hierarchical_leiden(edges, LeidenOptions(max_cluster_size=10, backend=backend))
     assert clusters(result) == [(0, 0, -1, big_a), (0, 1, -1, big_b)]
 
 
@@ -152,8 +153,8 @@ def test_cluster_that_cannot_be_split_stays_a_leaf(backend: str) -> None:
 def test_use_lcc_keeps_only_the_largest_component(backend: str) -> None:
     # The smaller component holds the smallest title, so "first component" would be wrong.
     edges = edge_frame(clique(list("ABC")) + clique(list("PQRST")))
-    assert clusters(hierarchical_leiden(edges, backend=backend)) == [(0, 0, -1, list("PQRST"))]
-    assert clusters(hierarchical_leiden(edges, backend=backend, use_lcc=False)) == [
+    assert clusters(hierarchical_leiden(edges, LeidenOptions(backend=backend))) == [(0, 0, -1, list("PQRST"))]
+    assert clusters(hierarchical_leiden(edges, LeidenOptions(backend=backend, use_lcc=False))) == [
         (0, 0, -1, list("PQRST")),
         (0, 1, -1, list("ABC")),
     ]
@@ -170,12 +171,12 @@ def test_weights_decide_the_communities(backend: str) -> None:
     ring = list("ABCDEF")
     heavy_even = [(ring[i], ring[(i + 1) % 6], 5.0 if i % 2 == 0 else 1.0) for i in range(6)]
     heavy_odd = [(ring[i], ring[(i + 1) % 6], 1.0 if i % 2 == 0 else 5.0) for i in range(6)]
-    assert clusters(hierarchical_leiden(edge_frame(heavy_even), backend=backend)) == [
+    assert clusters(hierarchical_leiden(edge_frame(heavy_even), LeidenOptions(backend=backend))) == [
         (0, 0, -1, ["A", "B"]),
         (0, 1, -1, ["C", "D"]),
         (0, 2, -1, ["E", "F"]),
     ]
-    assert clusters(hierarchical_leiden(edge_frame(heavy_odd), backend=backend)) == [
+    assert clusters(hierarchical_leiden(edge_frame(heavy_odd), LeidenOptions(backend=backend))) == [
         (0, 0, -1, ["A", "F"]),
         (0, 1, -1, ["B", "C"]),
         (0, 2, -1, ["D", "E"]),
@@ -189,8 +190,8 @@ def test_resolution_changes_the_communities(backend: str) -> None:
         edges += clique(names(c, 4)) + [("H", f"{c}0", 1.0)]
     frame = edge_frame(edges)
     hub_joins_a = (0, 0, -1, ["A0", "A1", "A2", "A3", "H"])
-    assert clusters(hierarchical_leiden(frame, backend=backend))[0] == hub_joins_a
-    assert clusters(hierarchical_leiden(frame, backend=backend, resolution=1.5))[3] == (0, 3, -1, ["H"])
+    assert clusters(hierarchical_leiden(frame, LeidenOptions(backend=backend)))[0] == hub_joins_a
+    assert clusters(hierarchical_leiden(frame, LeidenOptions(backend=backend, resolution=1.5)))[3] == (0, 3, -1, ["H"])
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -199,18 +200,18 @@ def test_input_row_order_and_direction_do_not_change_the_result(backend: str) ->
     shuffled = edges.sample(fraction=1.0, shuffle=True, seed=11).select(
         pl.col("target").alias("source"), pl.col("source").alias("target"), "weight"
     )
-    expected = hierarchical_leiden(edges, backend=backend)
+    expected = hierarchical_leiden(edges, LeidenOptions(backend=backend))
     assert expected["level"].max() >= 1
-    assert hierarchical_leiden(shuffled, backend=backend).equals(expected)
+    assert hierarchical_leiden(shuffled, LeidenOptions(backend=backend)).equals(expected)
 
 
 _CHILD = """
 import json, random, sys
 sys.path.insert(0, {root!r})
 from graphrag_assets_tests.test_communities import planted_edges
-from graphrag_assets.index.communities import hierarchical_leiden
+from graphrag_assets.index.communities import LeidenOptions, hierarchical_leiden
 random.seed(12345)  # a different global random state must not matter
-print(json.dumps({{b: hierarchical_leiden(planted_edges(), backend=b).rows() for b in {backends!r}}}))
+print(json.dumps({{b: hierarchical_leiden(planted_edges(), LeidenOptions(backend=b)).rows() for b in {backends!r}}}))
 """
 
 
@@ -221,14 +222,14 @@ def test_result_is_identical_in_a_new_process() -> None:
     )
     theirs = json.loads(out.stdout)
     for backend in BACKENDS:
-        ours = [list(row) for row in hierarchical_leiden(planted_edges(), backend=backend).rows()]
+        ours = [list(row) for row in hierarchical_leiden(planted_edges(), LeidenOptions(backend=backend)).rows()]
         assert theirs[backend] == ours, backend
 
 
 def test_seed_is_used() -> None:
     edges = planted_edges()
     default = hierarchical_leiden(edges).rows()
-    same = {hierarchical_leiden(edges, seed=s).rows() == default for s in range(1, 6)}
+    same = {hierarchical_leiden(edges, LeidenOptions(seed=s)).rows() == default for s in range(1, 6)}
     assert False in same  # some other seed gives a different hierarchy on this noisy graph
 
 
@@ -236,7 +237,7 @@ def test_igraph_random_generator_is_restored_and_global_random_untouched() -> No
     random.seed(99)
     expected_next = random.random()
     random.seed(99)
-    hierarchical_leiden(planted_edges(), backend="igraph")
+    hierarchical_leiden(planted_edges(), LeidenOptions(backend="igraph"))
     assert random.random() == expected_next
 
     # igraph must be back on the global ``random`` module: seeding it makes igraph reproducible.
@@ -250,15 +251,15 @@ def test_igraph_random_generator_is_restored_and_global_random_untouched() -> No
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_empty_and_self_loop_only_input_give_empty_frames(backend: str) -> None:
-    assert hierarchical_leiden(edge_frame([]), backend=backend).schema == pl.Schema(ASSIGNMENTS)
-    assert hierarchical_leiden(edge_frame([("A", "A", 1.0)]), backend=backend).is_empty()
+    assert hierarchical_leiden(edge_frame([]), LeidenOptions(backend=backend)).schema == pl.Schema(ASSIGNMENTS)
+    assert hierarchical_leiden(edge_frame([("A", "A", 1.0)]), LeidenOptions(backend=backend)).is_empty()
 
 
 def test_invalid_arguments_are_rejected() -> None:
     with pytest.raises(ValueError, match="backend"):
-        hierarchical_leiden(edge_frame([("A", "B", 1.0)]), backend="networkx")  # type: ignore[arg-type]
+        hierarchical_leiden(edge_frame([("A", "B", 1.0)]), LeidenOptions(backend="networkx"))  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="max_cluster_size"):
-        hierarchical_leiden(edge_frame([("A", "B", 1.0)]), max_cluster_size=0)
+        hierarchical_leiden(edge_frame([("A", "B", 1.0)]), LeidenOptions(max_cluster_size=0))
 
 
 def test_partition_modularity_of_two_cliques() -> None:
@@ -292,7 +293,7 @@ def tables(
 def test_build_communities_two_cliques(backend: str) -> None:
     edges = clique(list("ABC")) + clique(list("DEF")) + [("C", "D", 1.0), ("B", "A", 1.0)]
     entities, relationships = tables(edges, extra_titles=["LONER"])
-    table = build_communities(entities, relationships, backend=backend, period="2026-05-01")
+    table = build_communities(entities, relationships, period="2026-05-01", options=LeidenOptions(backend=backend))
     assert table.schema == pl.Schema(COMMUNITIES)
     left, right = ["e-A", "e-B", "e-C"], ["e-D", "e-E", "e-F"]
     assert table.rows(named=True) == [
@@ -332,9 +333,7 @@ def test_build_communities_keeps_singleton_children_so_children_partition_parent
     # Six groups of two K4s linked through a hub node; at resolution 1.5 each group is a level-0
     # community and splits into its two K4s and the hub alone, which has no internal relationship.
     entities, relationships = tables(grouped_ring("PQRSTU", bridge=1.0, hub=True))
-    table = build_communities(
-        entities, relationships, max_cluster_size=9, resolution=1.5, backend=backend, period="p"
-    )
+    table = build_communities(entities, relationships, period="p", options=LeidenOptions(max_cluster_size=9, resolution=1.5, backend=backend))
     assert table.group_by("level").agg(pl.len()).sort("level").rows() == [(0, 6), (1, 18)]
     first = table.row(0, named=True)
     assert first["entity_ids"] == [f"e-{t}" for t in names("PA", 4) + names("PB", 4) + ["PH"]]
@@ -372,7 +371,7 @@ def test_exact_update_uses_every_clustering_setting() -> None:
     entities, relationships = tables(grouped_ring("PQRSTU", bridge=1.0, hub=True))
     fields = {"max_cluster_size": 9, "resolution": 1.5, "seed": 5, "backend": "leidenalg", "use_lcc": False}
     settings = CommunitySettings(**fields)
-    direct = build_communities(entities, relationships, **fields, period="p")
+    direct = build_communities(entities, relationships, period="p", options=LeidenOptions(**fields))
     table, outcome = communities_for_update(entities, relationships, ClusteringRequest(settings), "p")
     assert table.equals(direct) and outcome.strategy == "fresh"
     assert direct.height == 24
@@ -382,7 +381,7 @@ def test_exact_update_uses_every_clustering_setting() -> None:
 def test_build_communities_on_empty_input_gives_empty_table_with_schema(backend: str) -> None:
     entities, relationships = tables([])
     relationships = relationships.cast({"text_unit_ids": pl.List(pl.String), "weight": pl.Float64})
-    table = build_communities(entities, relationships, backend=backend, period="p")
+    table = build_communities(entities, relationships, period="p", options=LeidenOptions(backend=backend))
     assert table.is_empty()
     assert table.schema == pl.Schema(COMMUNITIES)
 
@@ -393,7 +392,7 @@ def test_build_communities_on_empty_input_gives_empty_table_with_schema(backend:
 @pytest.fixture(scope="module")
 def split_table() -> pl.DataFrame:
     entities, relationships = tables(grouped_ring("PQRS", bridge=2.0))
-    return build_communities(entities, relationships, max_cluster_size=8, period="p")
+    return build_communities(entities, relationships, period="p", options=LeidenOptions(max_cluster_size=8))
 
 
 def test_check_hierarchy_accepts_a_sound_table(split_table: pl.DataFrame) -> None:
@@ -403,7 +402,7 @@ def test_check_hierarchy_accepts_a_sound_table(split_table: pl.DataFrame) -> Non
 
 def test_check_hierarchy_lists_oversized_leaves() -> None:
     edges = clique([f"A{i:02d}" for i in range(12)]) + clique(list("XYZ")) + [("A00", "X", 1.0)]
-    table = build_communities(*tables(edges), max_cluster_size=10, period="p")
+    table = build_communities(*tables(edges), period="p", options=LeidenOptions(max_cluster_size=10))
     report = check_hierarchy(table, max_cluster_size=10)
     assert (report.ok, report.unsplit_oversized, report.unsplit_oversized_count) == (True, [0], 1)
 
@@ -450,7 +449,7 @@ def test_check_hierarchy_reports_each_broken_invariant(
 def test_christmas_carol_hierarchy(backend: str) -> None:
     entities = pl.read_parquet(require(MS_VERBS_DATA / "entities.parquet"))
     relationships = pl.read_parquet(require(MS_VERBS_DATA / "relationships.parquet"))
-    table = build_communities(entities, relationships, backend=backend, period="2026-01-01")
+    table = build_communities(entities, relationships, period="2026-01-01", options=LeidenOptions(backend=backend))
     report = check_hierarchy(table, max_cluster_size=10)
     assert report.ok, report.problems
     assert table["id"].n_unique() == table.height

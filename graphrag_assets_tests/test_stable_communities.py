@@ -7,7 +7,7 @@ import random
 import polars as pl
 import pytest
 
-from graphrag_assets.index.communities import build_communities, hierarchical_leiden, partition_modularity
+from graphrag_assets.index.communities import LeidenOptions, build_communities, hierarchical_leiden, partition_modularity
 from graphrag_assets.index.stable_communities import (
     ClusteringRequest,
     cluster_for_update,
@@ -48,10 +48,10 @@ def stable(**overrides) -> CommunitySettings:
 
 def test_an_untouched_component_keeps_its_communities_when_another_changes() -> None:
     left, right = noisy_groups("L"), noisy_groups("R")
-    before = hierarchical_leiden(edge_frame(left + right), use_lcc=False)
+    before = hierarchical_leiden(edge_frame(left + right), LeidenOptions(use_lcc=False))
     rng = random.Random(7)
     edited = left + [(f"L{rng.randrange(160):03d}", f"L{rng.randrange(160):03d}", 5.0) for _ in range(30)]
-    after = hierarchical_leiden(edge_frame(edited + right), use_lcc=False)
+    after = hierarchical_leiden(edge_frame(edited + right), LeidenOptions(use_lcc=False))
     assert member_sets(before, "L") != member_sets(after, "L")  # the edit did change its own component
     assert member_sets(before, "R") == member_sets(after, "R")
     assert len(member_sets(after, "R")) > 8
@@ -59,8 +59,8 @@ def test_an_untouched_component_keeps_its_communities_when_another_changes() -> 
 
 def test_components_are_clustered_as_they_would_be_alone() -> None:
     left, right = noisy_groups("L"), noisy_groups("R")
-    together = hierarchical_leiden(edge_frame(left + right), use_lcc=False)
-    alone = hierarchical_leiden(edge_frame(right), use_lcc=False)
+    together = hierarchical_leiden(edge_frame(left + right), LeidenOptions(use_lcc=False))
+    alone = hierarchical_leiden(edge_frame(right), LeidenOptions(use_lcc=False))
     assert member_sets(together, "R") == member_sets(alone)
 
 
@@ -75,7 +75,7 @@ def test_warm_start_on_an_unchanged_graph_changes_nothing() -> None:
 
 def test_a_two_iteration_partition_is_polished_once_then_kept() -> None:
     edges = edge_frame(noisy_groups("N", seed=2))  # a graph where two iterations leave misplaced nodes
-    rough = hierarchical_leiden(edges, n_iterations=2)
+    rough = hierarchical_leiden(edges, LeidenOptions(n_iterations=2))
     polished = warm_start_hierarchy(edges, rough, stable())
     assert not polished.equals(rough)  # the nodes two iterations left misplaced move ...
     assert warm_start_hierarchy(edges, polished, stable()).equals(polished)  # ... once
@@ -127,7 +127,7 @@ def test_drift_above_the_threshold_triggers_a_fresh_clustering() -> None:
     edges, previous = merged_cliques()
     outcome = cluster_for_update(edges, ClusteringRequest(stable(max_cluster_size=20), previous=previous, warm_starts=3))
     assert outcome.strategy == "fresh" and "drift" in outcome.reason
-    assert outcome.assignments.equals(hierarchical_leiden(edges, max_cluster_size=20))
+    assert outcome.assignments.equals(hierarchical_leiden(edges, LeidenOptions(max_cluster_size=20)))
     assert outcome.drift == 0.0 and outcome.warm_starts == 0
 
 

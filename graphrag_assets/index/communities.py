@@ -60,6 +60,8 @@ one report call that a reshuffled community costs.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import random
 import threading
 from collections.abc import Callable, Sequence
@@ -70,6 +72,7 @@ import polars as pl
 
 from graphrag_assets.core.ids import stable_hash, stable_uuid
 from graphrag_assets.core.schemas import COMMUNITIES, conform, empty_frame
+from graphrag_assets.core.settings import CommunitySettings
 
 Backend = Literal["igraph", "leidenalg"]
 BACKENDS: tuple[str, ...] = ("igraph", "leidenalg")
@@ -218,16 +221,27 @@ def _leiden_per_component(
     return clusters
 
 
-def hierarchical_leiden(
-    edges: pl.DataFrame,
-    *,
-    max_cluster_size: int = 10,
-    seed: int = DEFAULT_SEED,
-    use_lcc: bool = True,
-    backend: Backend = "igraph",
-    resolution: float = 1.0,
-    n_iterations: int | None = None,
-) -> pl.DataFrame:
+@dataclass(frozen=True)
+class LeidenOptions:
+    """How hierarchical Leiden runs: the clustering fields of the ``communities`` settings.
+
+    ``n_iterations`` is exposed for benchmarks (None: the backend's ``N_ITERATIONS``; -1 runs each
+    Leiden until stable).
+    """
+
+    max_cluster_size: int = 10
+    seed: int = DEFAULT_SEED
+    use_lcc: bool = True
+    backend: Backend = "igraph"
+    resolution: float = 1.0
+    n_iterations: int | None = None
+
+
+def leiden_options(settings: CommunitySettings) -> LeidenOptions:
+    return LeidenOptions(settings.max_cluster_size, settings.seed, settings.use_lcc, settings.backend, settings.resolution)
+
+
+def hierarchical_leiden(edges: pl.DataFrame, options: LeidenOptions = LeidenOptions()) -> pl.DataFrame:
     """Cluster a weighted graph hierarchically; one row per (node, level) membership.
 
     ``edges`` has columns source, target and (optionally) weight; see :func:`normalize_edges`
@@ -235,9 +249,9 @@ def hierarchical_leiden(
     sorted by (level, community, node). Community numbers are unique across levels and assigned
     level by level; within a level, clusters are ordered by parent, then size (largest first),
     then smallest member title. Nodes outside the largest connected component (``use_lcc``) get
-    no row at all, as in Microsoft GraphRAG. ``n_iterations`` is exposed for benchmarks (None:
-    the backend's ``N_ITERATIONS``); -1 runs each Leiden until stable.
+    no row at all, as in Microsoft GraphRAG.
     """
+    max_cluster_size, backend = options.max_cluster_size, options.backend
     if max_cluster_size < 1:
         raise ValueError(f"max_cluster_size must be at least 1, got {max_cluster_size}")
     if backend not in BACKENDS:
@@ -246,13 +260,13 @@ def hierarchical_leiden(
     if normalized.is_empty():
         return empty_frame(ASSIGNMENTS)
     graph = _graph_from_edges(normalized)
-    if use_lcc:
+    if options.use_lcc:
         graph = _largest_component(graph)
 
-    iterations = N_ITERATIONS[backend] if n_iterations is None else n_iterations
+    iterations = N_ITERATIONS[backend] if options.n_iterations is None else options.n_iterations
 
     def split(level: int, parent: int, subgraph: igraph.Graph) -> list[list[int]]:
-        return _leiden_per_component(subgraph, backend, seed, resolution, iterations)
+        return _leiden_per_component(subgraph, backend, options.seed, options.resolution, iterations)
 
     return assemble_hierarchy(graph, split, max_cluster_size)
 
@@ -334,12 +348,8 @@ def build_communities(
     entities: pl.DataFrame,
     relationships: pl.DataFrame,
     *,
-    max_cluster_size: int = 10,
-    seed: int = DEFAULT_SEED,
-    use_lcc: bool = True,
-    backend: Backend = "igraph",
-    resolution: float = 1.0,
     period: str,
+    options: LeidenOptions = LeidenOptions(),
 ) -> pl.DataFrame:
     """The ``communities`` table (schema ``COMMUNITIES``) from entities and relationships.
 
@@ -354,12 +364,7 @@ def build_communities(
     known = titles["title"].implode()
     rels = relationships.filter(pl.col("source").is_in(known) & pl.col("target").is_in(known))
     assignments = hierarchical_leiden(
-        rels.select("source", "target", *(["weight"] if "weight" in rels.columns else [])),
-        max_cluster_size=max_cluster_size,
-        seed=seed,
-        use_lcc=use_lcc,
-        backend=backend,
-        resolution=resolution,
+        rels.select("source", "target", *(["weight"] if "weight" in rels.columns else [])), options
     )
     return communities_from_assignments(titles, rels, assignments, period)
 

@@ -51,6 +51,7 @@ from graphrag_assets.index.communities import (
     _run_seed,
     assemble_hierarchy,
     hierarchical_leiden,
+    leiden_options,
     normalize_edges,
     partition_modularity,
 )
@@ -123,14 +124,7 @@ def modularity_drift(fresh_modularity: float, kept_modularity: float) -> float:
 def cluster_for_update(edges: pl.DataFrame, request: ClusteringRequest) -> ClusteringOutcome:
     """The hierarchy an update should store: fresh, or warm-started from ``request.previous``."""
     settings = request.settings
-    fresh = hierarchical_leiden(
-        edges,
-        max_cluster_size=settings.max_cluster_size,
-        seed=settings.seed,
-        use_lcc=settings.use_lcc,
-        backend=settings.backend,
-        resolution=settings.resolution,
-    )
+    fresh = hierarchical_leiden(edges, leiden_options(settings))
     fresh_q = partition_modularity(edges, fresh, resolution=settings.resolution)
 
     def use_fresh(reason: str) -> ClusteringOutcome:
