@@ -10,6 +10,7 @@ from dagster._core.instance.ref import InstanceRef
 from graphrag_assets.core.errors import UserError
 from graphrag_assets.core.processes import ProcessId
 from graphrag_assets.core.settings import Settings
+from graphrag_assets.pipeline import event_log
 
 DAGSTER_DIR = "data/dagster"
 
@@ -23,7 +24,7 @@ def open_instance(settings: Settings) -> DagsterInstance:
     base = settings.path(DAGSTER_DIR)
     base.mkdir(parents=True, exist_ok=True)
     overrides = {
-        "storage": {"sqlite": {"base_dir": str(base / "storage")}},
+        "storage": {"custom": {"module": event_log.__name__, "class": "BatchedSqliteStorage", "config": {"base_dir": str(base / "storage")}}},
         "local_artifact_storage": {
             "module": "dagster._core.storage.root",
             "class": "LocalArtifactStorage",

@@ -6,7 +6,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import polars as pl
-from dagster import AssetExecutionContext, MetadataValue
+from dagster import AssetExecutionContext, AssetKey, MetadataValue
+from dagster._core.execution.context.metadata_logging import AssetMetadataHandle, OutputMetadataAccumulator
 
 PARTITION_COLUMN = "document_key"
 
@@ -45,9 +46,36 @@ def describe_partitions(
     shared = {f"run/{name}": value for name, value in (run_wide or {}).items()}
     if len(keys) > 1:
         shared["run/documents"] = len(keys)
-    for key in keys:
-        rows = frame.filter(pl.col(PARTITION_COLUMN) == key) if PARTITION_COLUMN in frame.columns else frame.head(0)
-        context.add_asset_metadata({**describe(rows), "dagster/row_count": rows.height, **shared}, asset_key=asset, partition_key=key)
+    groups = frame.partition_by(PARTITION_COLUMN, as_dict=True) if PARTITION_COLUMN in frame.columns and frame.height else {}
+    empty = frame.head(0)
+    add_partition_metadata(
+        context,
+        asset,
+        {key: {**describe(rows := groups.get((key,), empty)), "dagster/row_count": rows.height, **shared} for key in keys},
+    )
+
+
+def add_partition_metadata(context: AssetExecutionContext, asset: str, metadata: Mapping[str, Mapping[str, Any]]) -> None:
+    """Attach ``metadata[key]`` to partition ``key`` of ``asset``, for many partitions at once.
+
+    ``context.add_asset_metadata`` checks every call's key against the run's whole partition range,
+    which for dynamic partitions is a database query listing every partition: 18 ms a call at 1,000
+    documents, growing with the corpus, so a range run spent most of its time (O(n²)) there. The
+    keys are checked once here and the metadata handed to the step's accumulator directly.
+    """
+    targeted = set(context.partition_keys)
+    stray = sorted(set(metadata) - targeted)
+    if stray:
+        raise ValueError(f"partitions {stray[:3]} are not materialized by this run")
+    step = context.get_step_execution_context()
+    accumulated = step._metadata_accumulator.per_output_metadata  # noqa: SLF001 - see the docstring
+    asset_key = AssetKey(asset)
+    added = {}
+    for key, values in metadata.items():
+        handle = AssetMetadataHandle(asset_key=asset_key, partition_key=key)
+        added[handle] = {**accumulated.get(handle, {}), **values}
+    # One new accumulator for all partitions: adding them one at a time copies the mapping each time.
+    step._metadata_accumulator = OutputMetadataAccumulator(per_output_metadata={**accumulated, **added})  # noqa: SLF001
 
 
 TOP_MEMBERS = 5
