@@ -287,6 +287,13 @@ class IncrementalSettings(_Section):
     schedule_cron: str | None = None  # e.g. "0 * * * *"; the schedule is only defined when set
 
 
+class PartitionSettings(_Section):
+    """How documents map onto Dagster partitions: one each, or hash buckets for a large corpus (docs/SCALING.md)."""
+
+    bucket_threshold: int = Field(10_000, ge=1)  # from this many document files on, partitions are buckets
+    buckets: int = Field(256, ge=2, le=10_000)
+
+
 class Settings(_Section):
     """Validated project settings. Paths are relative to ``root``."""
 
@@ -305,6 +312,7 @@ class Settings(_Section):
     query: QuerySettings = Field(default_factory=QuerySettings)
     storage: StorageSettings = Field(default_factory=StorageSettings)
     incremental: IncrementalSettings = Field(default_factory=IncrementalSettings)
+    partitions: PartitionSettings = Field(default_factory=PartitionSettings)
 
     @property
     def resolved_method(self) -> Method:
