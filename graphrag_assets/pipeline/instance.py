@@ -27,11 +27,10 @@ def open_instance(settings: Settings) -> DagsterInstance:
     """
     base = settings.path(DAGSTER_DIR)
     base.mkdir(parents=True, exist_ok=True)
-    storage = {"custom": {"module": event_log.__name__, "class": "BatchedSqliteStorage", "config": {"base_dir": str(base / "storage")}}}
-    if uses_postgres(settings):
-        storage = {}
+    postgres = uses_postgres(settings)
+    sqlite = {"custom": {"module": event_log.__name__, "class": "BatchedSqliteStorage", "config": {"base_dir": str(base / "storage")}}}
     overrides = {
-        **({"storage": storage} if storage else {}),
+        **({} if postgres else {"storage": sqlite}),
         "local_artifact_storage": {
             "module": "dagster._core.storage.root",
             "class": "LocalArtifactStorage",
@@ -46,7 +45,18 @@ def open_instance(settings: Settings) -> DagsterInstance:
     }
     config_dir = settings.root if (settings.root / "dagster.yaml").exists() else base
     ref = InstanceRef.from_dir(str(base), config_dir=str(config_dir), overrides=overrides)
-    return DagsterInstance.from_ref(ref)
+    instance = DagsterInstance.from_ref(ref)
+    if postgres:
+        # Dagster's Postgres storage writes a step's events as one batch when batching is on, but
+        # opens a new connection for every query unless it serves the webserver; its webserver
+        # engines (a pooled connection, no statement timeout here) make a run's events cheap.
+        event_log.enable_event_batching()
+        instance.optimize_for_webserver(statement_timeout=0, pool_recycle=POSTGRES_POOL_RECYCLE_SECONDS, max_overflow=POSTGRES_MAX_OVERFLOW)
+    return instance
+
+
+POSTGRES_POOL_RECYCLE_SECONDS = 3600
+POSTGRES_MAX_OVERFLOW = 10
 
 
 def uses_postgres(settings: Settings) -> bool:
