@@ -20,11 +20,15 @@ DEV_SUPERSEDED_WARNING = "ignore:Function `dev_command` is superseded"
 @click.command(short_help="Write graphrag.yaml, dagster.yaml, workspace.yaml and data/input/.")
 @ROOT_OPTION
 @click.option("--force", is_flag=True, help="Overwrite existing files.")
+@click.option("--instance", type=click.Choice(["sqlite", "postgres"]), default="sqlite", show_default=True, help="Where Dagster keeps runs, events and partitions (docs/SCALING.md).")
+@click.option("--postgres-url", default=None, help="postgresql://user:password@host:5432/database, for --instance postgres.")
 @guard
-def init(root: Path | None, force: bool) -> None:
+def init(root: Path | None, force: bool, instance: str, postgres_url: str | None) -> None:
     """Create graphrag.yaml, dagster.yaml, workspace.yaml and data/input/ in the project folder."""
     target = (root or Path.cwd()).resolve()
-    written, kept = write_project_files(target, force=force)
+    if (instance == "postgres") != (postgres_url is not None):
+        raise UserError("--instance postgres needs --postgres-url (and --postgres-url needs --instance postgres).")
+    written, kept = write_project_files(target, force=force, postgres_url=postgres_url)
     for path in written:
         click.echo(f"wrote {path}")
     for path in kept:

@@ -303,6 +303,13 @@ class ServeSettings(_Section):
         return value or None
 
 
+class PartitionSettings(_Section):
+    """How documents map onto Dagster partitions: one each, or hash buckets for a large corpus (docs/SCALING.md)."""
+
+    bucket_threshold: int = Field(10_000, ge=1)  # from this many document files on, partitions are buckets
+    buckets: int = Field(256, ge=2, le=10_000)
+
+
 class Settings(_Section):
     """Validated project settings. Paths are relative to ``root``."""
 
@@ -322,6 +329,7 @@ class Settings(_Section):
     storage: StorageSettings = Field(default_factory=StorageSettings)
     incremental: IncrementalSettings = Field(default_factory=IncrementalSettings)
     serve: ServeSettings = Field(default_factory=ServeSettings)
+    partitions: PartitionSettings = Field(default_factory=PartitionSettings)
 
     @property
     def resolved_method(self) -> Method:

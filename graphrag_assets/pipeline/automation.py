@@ -31,6 +31,7 @@ from dagster import (
 )
 from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
 
+from graphrag_assets.core.buckets import bucket_of
 from graphrag_assets.core.errors import UserError
 from graphrag_assets.core.ids import stable_hash
 from graphrag_assets.core.settings import Settings
@@ -66,7 +67,7 @@ def plan_reindex(settings: Settings, instance, reason: str, generation: str) -> 
     check_input(settings, state)  # a missing or emptied input folder never deletes the index from a tick
     changes = state.changes
     registered = list(instance.get_dynamic_partitions(PARTITIONS_NAME))
-    partitions = plan_partitions(changes, registered)
+    partitions = plan_partitions(changes, registered, settings.partitions)
     plan = ReindexPlan(state, partitions)
     if not changes.any and not partitions.forget and not corpus_is_stale(settings, state.source_files, wait_seconds=DATABASE_WAIT_SECONDS):
         return plan
@@ -76,8 +77,12 @@ def plan_reindex(settings: Settings, instance, reason: str, generation: str) -> 
     def key(kind: str, *parts: str) -> str:
         return f"{kind}:{generation}:{stable_hash(*parts, fingerprint)[:16]}"
 
-    def version(doc: str) -> str:
-        return f"{doc}={hashes.get(doc, 'new')}"
+    def version(key: str) -> str:
+        if partitions.bucketed:  # a bucket's version: those of its documents that need work
+            changed = [doc for doc in [*changes.new, *changes.changed, *changes.deleted] if bucket_of(doc, settings.partitions.buckets) == key]
+            versions = sorted(doc + "=" + hashes.get(doc, "gone") for doc in changed)
+            return f"{key}={stable_hash(*versions)[:16]}"
+        return f"{key}={hashes.get(key, 'new')}"
 
     tags = {TRIGGER_TAG: reason}
     if partitions.add:

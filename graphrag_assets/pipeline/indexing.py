@@ -18,6 +18,7 @@ from typing import Any
 import polars as pl
 from dagster import DagsterInstance, Definitions
 
+from graphrag_assets.core.buckets import bucket_of, is_bucket_key
 from graphrag_assets.core.progress import warn
 from graphrag_assets.core.settings import Settings
 from graphrag_assets.index.changes import ChangeSet
@@ -25,7 +26,7 @@ from graphrag_assets.llm.usage import create_model_tables, report_outcomes, usag
 from graphrag_assets.pipeline.assets.communities import RECLUSTER_TAG
 from graphrag_assets.pipeline.definitions import build_definitions
 from graphrag_assets.pipeline.instance import open_instance, refuse_while_runs_are_active
-from graphrag_assets.pipeline.partitions import CORPUS_JOB, DOCUMENTS_JOB, PARTITIONS_NAME, contiguous_groups, plan_partitions
+from graphrag_assets.pipeline.partitions import CORPUS_JOB, DOCUMENTS_JOB, PARTITIONS_NAME, PartitionPlan, plan_partitions, run_groups
 from graphrag_assets.pipeline.runner import run_job
 from graphrag_assets.project.locks import index_lock
 from graphrag_assets.project.state import check_input, corpus_is_stale, document_state, extraction_parse_failures, failed_extractions
@@ -131,27 +132,40 @@ def _index(settings: Settings, instance: DagsterInstance, defs: Definitions, ann
     refresh_file_stats(settings.database_path, _touched_files(settings, changes))
 
     registered = list(instance.get_dynamic_partitions(PARTITIONS_NAME))
-    plan = plan_partitions(changes, registered)
-    gone = sorted(set(changes.deleted) | set(plan.forget))
+    plan = plan_partitions(changes, registered, settings.partitions)
+    gone = sorted(set(changes.deleted) | {key for key in plan.forget if not is_bucket_key(key) and key not in changes.paths})
     if gone:
         report.deleted_rows = delete_documents(settings.database_path, settings.lancedb_path, gone)
-        for key in plan.forget:
-            instance.delete_dynamic_partition(PARTITIONS_NAME, key)
+    for key in plan.forget:
+        instance.delete_dynamic_partition(PARTITIONS_NAME, key)
+    if plan.forget and plan.bucketed != any(is_bucket_key(key) for key in plan.forget):
+        announce(f"{len(changes.paths)} document files: partitions are now " + (
+            f"{settings.partitions.buckets} hash buckets" if plan.bucketed else "one per document"))
     document_runs: list[dict[str, Any]] = []
     if plan.add:
         instance.add_dynamic_partitions(PARTITIONS_NAME, plan.add)
-        announce(f"indexing {len(plan.add)} new document file(s)")
-        document_runs.append(run_job(defs, instance, DOCUMENTS_JOB, plan.add).as_dict())
-    for group in contiguous_groups(plan.rerun, registered):
-        announce(f"re-indexing {len(group)} changed document file(s)" if len(group) > 1 else f"re-indexing {group[0]}")
-        document_runs.append(run_job(defs, instance, DOCUMENTS_JOB, group).as_dict())
+        new_work = sum(plan.work.get(key, 0) for key in plan.add)
+        for keys in run_groups(plan.add, plan.add, plan.work):
+            announce(_describe_run(keys, plan, new_work, "indexing", "new"))
+            document_runs.append(run_job(defs, instance, DOCUMENTS_JOB, keys).as_dict())
+    order = [key for key in registered if key not in set(plan.forget)]
+    for keys in run_groups(plan.rerun, order, plan.work):
+        announce(_describe_run(keys, plan, None, "re-indexing", "changed"))
+        document_runs.append(run_job(defs, instance, DOCUMENTS_JOB, keys).as_dict())
     report.runs.extend(document_runs)
     # A range run stores the documents that worked; a document whose extraction failed gets one
-    # more try on its own, which marks its partition as failed in Dagster if it fails again.
+    # more try on its own (in bucket mode: its bucket's run, which redoes only that document),
+    # which marks its partition as failed in Dagster if it fails again. (A bucket's retry redoes
+    # all its failed documents, so a bucket is retried once.)
+    retried: set[str] = set()
     for key in failed_extractions(settings, changes.new + changes.changed):
-        if any(run["success"] and len(run["partitions"]) > 1 and key in run["partitions"] for run in document_runs):
+        partition = bucket_of(key, settings.partitions.buckets) if plan.bucketed else key
+        if partition in retried:
+            continue
+        if any(run["success"] and len(run["partitions"]) > 1 and partition in run["partitions"] for run in document_runs):
+            retried.add(partition)
             announce(f"retrying {key} on its own (its extraction failed)")
-            report.runs.append(run_job(defs, instance, DOCUMENTS_JOB, [key]).as_dict())
+            report.runs.append(run_job(defs, instance, DOCUMENTS_JOB, [partition]).as_dict())
     report.failed_documents = failed_extractions(settings, changes.new + changes.changed)
     report.parse_failures = extraction_parse_failures(settings, changes.new + changes.changed)
     report.vanished = _vanished(settings, changes.new)
@@ -163,6 +177,15 @@ def _index(settings: Settings, instance: DagsterInstance, defs: Definitions, ann
         tags = {RECLUSTER_TAG: "true"} if options.recluster else None
         report.runs.append(run_job(defs, instance, CORPUS_JOB, tags=tags).as_dict())
     return report
+
+
+def _describe_run(keys: list[str], plan: PartitionPlan, total: int | None, verb: str, kind: str) -> str:
+    documents = sum(plan.work.get(key, 0) for key in keys)
+    if plan.bucketed:
+        return f"{verb} {documents} {kind} document file(s) in {len(keys)} bucket(s)" + (f" (of {total})" if total and total != documents else "")
+    if len(keys) == 1 and kind == "changed":
+        return f"{verb} {keys[0]}"
+    return f"{verb} {documents} {kind} document file(s)" + (f" (of {total})" if total and total != documents else "")
 
 
 def _vanished(settings: Settings, new: list[str]) -> list[str]:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import importlib.util
 from datetime import datetime, timedelta, timezone
+
+import yaml
 
 from dagster import DagsterInstance, DagsterRunStatus, RunsFilter
 from dagster._core.instance.ref import InstanceRef
@@ -10,6 +13,7 @@ from dagster._core.instance.ref import InstanceRef
 from graphrag_assets.core.errors import UserError
 from graphrag_assets.core.processes import ProcessId
 from graphrag_assets.core.settings import Settings
+from graphrag_assets.pipeline import event_log
 
 DAGSTER_DIR = "data/dagster"
 
@@ -18,12 +22,15 @@ def open_instance(settings: Settings) -> DagsterInstance:
     """The project's Dagster instance, with every storage location under ``data/dagster``.
 
     dagster.yaml (when the root has one) supplies the other instance settings; the storage paths
-    are given as absolute paths so the CLI works from any working directory.
+    are given as absolute paths so the CLI works from any working directory. A dagster.yaml whose
+    storage is PostgreSQL (``init --instance postgres``) keeps runs, events and partitions there.
     """
     base = settings.path(DAGSTER_DIR)
     base.mkdir(parents=True, exist_ok=True)
+    postgres = uses_postgres(settings)
+    sqlite = {"custom": {"module": event_log.__name__, "class": "BatchedSqliteStorage", "config": {"base_dir": str(base / "storage")}}}
     overrides = {
-        "storage": {"sqlite": {"base_dir": str(base / "storage")}},
+        **({} if postgres else {"storage": sqlite}),
         "local_artifact_storage": {
             "module": "dagster._core.storage.root",
             "class": "LocalArtifactStorage",
@@ -38,7 +45,35 @@ def open_instance(settings: Settings) -> DagsterInstance:
     }
     config_dir = settings.root if (settings.root / "dagster.yaml").exists() else base
     ref = InstanceRef.from_dir(str(base), config_dir=str(config_dir), overrides=overrides)
-    return DagsterInstance.from_ref(ref)
+    instance = DagsterInstance.from_ref(ref)
+    if postgres:
+        # Dagster's Postgres storage writes a step's events as one batch when batching is on, but
+        # opens a new connection for every query unless it serves the webserver; its webserver
+        # engines (a pooled connection, no statement timeout here) make a run's events cheap.
+        event_log.enable_event_batching()
+        instance.optimize_for_webserver(statement_timeout=0, pool_recycle=POSTGRES_POOL_RECYCLE_SECONDS, max_overflow=POSTGRES_MAX_OVERFLOW)
+    return instance
+
+
+POSTGRES_POOL_RECYCLE_SECONDS = 3600
+POSTGRES_MAX_OVERFLOW = 10
+
+
+def uses_postgres(settings: Settings) -> bool:
+    """Whether the project's dagster.yaml keeps Dagster's state in PostgreSQL (checks the extra is installed)."""
+    path = settings.root / "dagster.yaml"
+    if not path.exists():
+        return False
+    try:
+        config = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as exc:
+        raise UserError(f"{path} is not valid YAML ({exc.__class__.__name__}); fix it or write it again with graphrag-assets init --force.") from exc
+    storage = config.get("storage") if isinstance(config, dict) else None
+    if not (isinstance(storage, dict) and "postgres" in storage):
+        return False
+    if importlib.util.find_spec("dagster_postgres") is None:
+        raise UserError(f"{path} keeps Dagster's state in PostgreSQL, but dagster-postgres is not installed: pip install 'graphrag-assets[postgres]'.")
+    return True
 
 
 ACTIVE_RUN_MAX_AGE_HOURS = 12

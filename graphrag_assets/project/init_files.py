@@ -2,18 +2,49 @@
 
 from __future__ import annotations
 
+import json
 from importlib import resources
 from pathlib import Path
 
+from graphrag_assets.core.errors import UserError
+
 TEMPLATES = ("graphrag.yaml", "dagster.yaml", "workspace.yaml")
+SQLITE_STORAGE = "storage:\n  sqlite:\n    base_dir: data/dagster/storage\n"
+POSTGRES_SCHEMES = ("postgresql://", "postgres://", "postgresql+psycopg2://")
+# dagster-postgres installs psycopg2, while SQLAlchemy 2.1 opens a bare postgresql:// URL with psycopg 3.
+POSTGRES_DRIVER = "postgresql+psycopg2://"
 
 
 def template_text(name: str) -> str:
     return resources.files("graphrag_assets.project.templates").joinpath(name).read_text(encoding="utf-8")
 
 
-def write_project_files(root: Path, *, force: bool = False) -> tuple[list[Path], list[Path]]:
-    """Write the templates and ``data/input/`` under ``root``; returns (written, kept) paths."""
+def postgres_storage(url: str) -> str:
+    """The ``storage`` section of a dagster.yaml that keeps runs, events and partitions in PostgreSQL.
+
+    One database per project: the document partitions have the same name in every project.
+    """
+    if not url.startswith(POSTGRES_SCHEMES) or "\n" in url:
+        raise UserError(f"--postgres-url must be a URL such as postgresql://user:password@host:5432/database, not {url!r}.")
+    url = POSTGRES_DRIVER + url.split("://", 1)[1]
+    return (
+        "# Runs, events and partitions live in PostgreSQL (graphrag-assets init --instance postgres;\n"
+        "# needs the postgres extra: pip install 'graphrag-assets[postgres]'). One database per project.\n"
+        f"storage:\n  postgres:\n    postgres_url: {json.dumps(url)}\n"
+    )
+
+
+def dagster_yaml(postgres_url: str | None = None) -> str:
+    text = template_text("dagster.yaml")
+    return text if postgres_url is None else text.replace(SQLITE_STORAGE, postgres_storage(postgres_url))
+
+
+def write_project_files(root: Path, *, force: bool = False, postgres_url: str | None = None) -> tuple[list[Path], list[Path]]:
+    """Write the templates and ``data/input/`` under ``root``; returns (written, kept) paths.
+
+    With ``postgres_url`` the dagster.yaml stores Dagster's state in that PostgreSQL database.
+    """
+    texts = {name: template_text(name) for name in TEMPLATES} | {"dagster.yaml": dagster_yaml(postgres_url)}
     root.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
     kept: list[Path] = []
@@ -22,7 +53,7 @@ def write_project_files(root: Path, *, force: bool = False) -> tuple[list[Path],
         if target.exists() and not force:
             kept.append(target)
             continue
-        target.write_text(template_text(name), encoding="utf-8")
+        target.write_text(texts[name], encoding="utf-8")
         written.append(target)
     (root / "data" / "input").mkdir(parents=True, exist_ok=True)
     gitignore = root / "data" / ".gitignore"

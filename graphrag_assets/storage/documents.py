@@ -63,6 +63,48 @@ def record_document_step(path: str | Path, step: str, keys: Sequence[str]) -> No
             conn.unregister("_keys")
 
 
+def documents_needing_step(path: str | Path, step: str, keys: Sequence[str], failed_status_table: str | None = None) -> list[str]:
+    """The documents of ``keys`` whose rows of ``step`` were not written from their current
+    ``source_files`` version (or never), plus, with ``failed_status_table``, those whose status
+    there is ``failed`` or ``incomplete`` (an answer was cut off at the token limit); sorted.
+
+    This is how the per-document steps decide their own work: a re-run of a document (or of a
+    bucket of them) redoes exactly what is out of date, and nothing else.
+    """
+    if not keys:
+        return []
+    if not Path(path).exists():
+        return sorted(keys)
+    with connect(path) as conn:
+        if not table_exists(conn, SOURCE_TABLE) or not table_exists(conn, STEPS_TABLE):
+            return sorted(keys)
+        failed = ""
+        if failed_status_table and table_exists(conn, failed_status_table):
+            failed = f" or k.key in (select document_key from {quote(failed_status_table)} where status in ('failed', 'incomplete'))"
+        conn.register("_keys", pl.DataFrame({"key": list(keys)}, schema={"key": pl.String}).to_arrow())
+        try:
+            rows = conn.execute(
+                f"select k.key from _keys k left join {quote(SOURCE_TABLE)} s on s.document_key = k.key "
+                f"left join {quote(STEPS_TABLE)} d on d.document_key = k.key and d.step = ? "
+                "where d.document_key is null or d.content_hash is distinct from s.content_hash "
+                f"or d.settings_fingerprint is distinct from s.settings_fingerprint{failed} order by k.key",
+                [step],
+            ).fetchall()
+        finally:
+            conn.unregister("_keys")
+    return [row[0] for row in rows]
+
+
+def indexed_documents(path: str | Path) -> list[str]:
+    """Every document with a ``source_files`` row (ingested, skipped or missing), sorted."""
+    if not Path(path).exists():
+        return []
+    with connect(path) as conn:
+        if not table_exists(conn, SOURCE_TABLE):
+            return []
+        return [row[0] for row in conn.execute(f"select document_key from {quote(SOURCE_TABLE)} order by 1").fetchall()]
+
+
 def complete_documents(source_files: pl.DataFrame | None, steps: pl.DataFrame | None) -> set[str]:
     """Documents whose every required step was written from their current version."""
     if source_files is None or steps is None or source_files.is_empty():

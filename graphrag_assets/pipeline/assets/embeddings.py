@@ -8,10 +8,15 @@ only new or changed texts cost anything.
 """
 
 import polars as pl
-from dagster import AssetExecutionContext, AssetIn, MetadataValue, asset
+from dagster import AssetExecutionContext, AssetIn, AssetKey, MetadataValue, asset
+
+from graphrag_assets.core import schemas
 
 from graphrag_assets.pipeline.assets.metadata import describe_partitions
 from graphrag_assets.pipeline.assets.model_session import ModelSession
+from graphrag_assets.pipeline.io_manager import DocumentRows
+from graphrag_assets.project.document_work import step_work
+from graphrag_assets.storage.tables import read_table
 from graphrag_assets.pipeline.partitions import DOCUMENT_PARTITIONS, PARTITION_METADATA, SINGLE_RUN, STAGED_METADATA
 from graphrag_assets.index.embedding_texts import embed_frame, entity_texts, report_texts, text_unit_texts, with_text
 from graphrag_assets.core.progress import Counter
@@ -47,27 +52,29 @@ def _publish_metadata(result: vectors.PublishResult, frame: pl.DataFrame) -> dic
 
 
 @asset(
-    ins={"text_units": AssetIn()},
+    deps=[AssetKey("text_units")],
     partitions_def=DOCUMENT_PARTITIONS,
     backfill_policy=SINGLE_RUN,
     group_name="embeddings",
     metadata=PARTITION_METADATA,
     description=f"Embedding of every text unit's text; published to LanceDB table '{vectors.TEXT_UNIT_TABLE}'.",
 )
-def text_unit_embeddings(context: AssetExecutionContext, project: GraphRAGProject, text_units: pl.DataFrame) -> pl.DataFrame:
+def text_unit_embeddings(context: AssetExecutionContext, project: GraphRAGProject) -> DocumentRows:
     settings = project.settings
-    keys = list(context.partition_keys)
-    texts = text_unit_texts(text_units.filter(pl.col("document_key").is_in(keys)))
-    frame, usage = _embed(context, settings, texts, "embed_text_units", keys[0] if len(keys) == 1 else None)
+    keys = step_work(settings, list(context.partition_keys), "text_unit_embeddings")
+    text_units = read_table(settings.database_path, "text_units", partition_column="document_key", partition_keys=keys)
+    texts = text_unit_texts(text_units if text_units is not None else schemas.empty_frame(schemas.TEXT_UNITS))
+    partitions = list(context.partition_keys)
+    frame, usage = _embed(context, settings, texts, "embed_text_units", partitions[0] if len(partitions) == 1 else None)
     result = vectors.publish(
         settings.lancedb_path, vectors.TEXT_UNIT_TABLE, with_text(frame.select("id", "vector", "text_hash", "document_key"), texts),
         scope_column="document_key", scope_keys=keys,
     )
     describe_partitions(
-        context, "text_unit_embeddings", frame, lambda rows: {"rows": rows.height, "dimension": _dimension(frame)},
+        context, "text_unit_embeddings", frame, lambda rows, bucketed: {"rows": rows.height, "dimension": _dimension(frame)},
         run_wide={**usage, **_publish_metadata(result, frame)},
     )
-    return frame
+    return DocumentRows(frame, keys)
 
 
 @asset(

@@ -12,13 +12,16 @@ range run the caller re-runs failed documents one by one (see :mod:`graphrag_ass
 from dataclasses import dataclass, field
 
 import polars as pl
-from dagster import AssetExecutionContext, AssetIn, AssetOut, Failure, MetadataValue, Output, multi_asset
+from dagster import AssetExecutionContext, AssetKey, AssetOut, Failure, MetadataValue, Output, multi_asset
 
 from graphrag_assets.core import schemas
 from graphrag_assets.index.methods import method_steps
 from graphrag_assets.index.graph_extraction import extract_graph_records, extraction_plan
 from graphrag_assets.index.noun_phrases import noun_phrase_records
-from graphrag_assets.pipeline.assets.metadata import describe_partitions, preview
+from graphrag_assets.pipeline.assets.metadata import describe_partitions, document_table, preview
+from graphrag_assets.pipeline.io_manager import DocumentRows
+from graphrag_assets.project.document_work import step_work
+from graphrag_assets.storage.tables import read_table
 from graphrag_assets.pipeline.assets.model_session import ModelSession
 from graphrag_assets.pipeline.partitions import DOCUMENT_PARTITIONS, PARTITION_METADATA, SINGLE_RUN
 from graphrag_assets.core.progress import Counter, warn
@@ -36,17 +39,18 @@ from graphrag_assets.pipeline.resources import GraphRAGProject
             metadata=PARTITION_METADATA,
         ),
     },
-    ins={"text_units": AssetIn()},
+    deps=[AssetKey("text_units")],
     partitions_def=DOCUMENT_PARTITIONS,
     backfill_policy=SINGLE_RUN,
     group_name="extract",
     can_subset=False,
 )
-def extract(context: AssetExecutionContext, project: GraphRAGProject, text_units: pl.DataFrame):
+def extract(context: AssetExecutionContext, project: GraphRAGProject):
     settings = project.settings
-    keys = list(context.partition_keys)
+    keys = step_work(settings, list(context.partition_keys), "graph_extractions")
     method = settings.resolved_method
-    units = text_units.filter(pl.col("document_key").is_in(keys))
+    units = read_table(settings.database_path, "text_units", partition_column="document_key", partition_keys=keys)
+    units = units if units is not None else schemas.empty_frame(schemas.TEXT_UNITS)
     outcomes = _Outcomes()
     failed, failed_units, parse_failures, cut_off = outcomes.failed, outcomes.failed_units, outcomes.parse_failures, outcomes.cut_off
     metadata: dict = {}
@@ -75,7 +79,7 @@ def extract(context: AssetExecutionContext, project: GraphRAGProject, text_units
         ],
         schema=schemas.EXTRACTION_STATUS,
     )
-    def describe_records(rows: pl.DataFrame) -> dict:
+    def describe_records(rows: pl.DataFrame, bucketed: bool) -> dict:
         by_type = dict(rows.group_by("record_type").agg(pl.len()).iter_rows()) if rows.height else {}
         return {
             "method": method,
@@ -85,15 +89,26 @@ def extract(context: AssetExecutionContext, project: GraphRAGProject, text_units
         }
 
     describe_partitions(context, "graph_extractions", records, describe_records, run_wide=metadata)
-    yield Output(records, output_name="graph_extractions")
+    yield Output(DocumentRows(records, keys), output_name="graph_extractions")
     describe_partitions(context, "extraction_status", status, _describe_status)
-    yield Output(status, output_name="extraction_status")
-    if failed and len(keys) == 1:
-        key = keys[0]
+    yield Output(DocumentRows(status, keys), output_name="extraction_status")
+    # A failure in a single-partition run (a document, or a bucket: the retry of a failed
+    # document) fails the step, so Dagster shows the partition as failed; the rows of the other
+    # documents were written above. In a range run the caller retries failed documents.
+    if failed and len(context.partition_keys) == 1:
+        key = sorted(failed)[0]
         raise Failure(description=f"extraction of {key} failed: {failed[key]}", metadata={"document_key": key})
 
 
-def _describe_status(rows: pl.DataFrame) -> dict:
+def _describe_status(rows: pl.DataFrame, bucketed: bool) -> dict:
+    if bucketed:
+        return {
+            "documents_extracted": rows.height,
+            "failed": rows.filter(pl.col("status") == "failed").height,
+            "documents": document_table(rows.select("document_key", "status", "text_units", "records", "error")),
+        }
+    if not rows.height:
+        return {"status": "up to date"}
     row = rows.row(0, named=True)
     return {name: value for name, value in row.items() if name != "document_key" and value is not None}
 

@@ -14,6 +14,7 @@ import polars as pl
 from dagster import AssetCheckResult, AssetCheckSpec, AssetExecutionContext, AssetIn, AssetOut, MetadataValue, Output, multi_asset
 
 from graphrag_assets.core import schemas
+from graphrag_assets.core.buckets import is_bucket_key
 from graphrag_assets.core.errors import UserError
 from graphrag_assets.core.progress import Counter, warn
 from graphrag_assets.index.graph_checks import check_graph
@@ -36,7 +37,7 @@ from graphrag_assets.pipeline.assets.model_session import ModelSession
 from graphrag_assets.pipeline.partitions import PARTITIONS_NAME, STAGED_METADATA
 from graphrag_assets.storage.corpus import begin_corpus_run
 from graphrag_assets.pipeline.resources import GraphRAGProject
-from graphrag_assets.storage.documents import keep_only_documents
+from graphrag_assets.storage.documents import indexed_documents, keep_only_documents
 
 CHECKS = [
     AssetCheckSpec("relationship_endpoints_exist", asset="relationships", description="Every relationship's source and target is an entity."),
@@ -241,7 +242,11 @@ def _purge_removed_documents(context: AssetExecutionContext, settings) -> dict[s
     """Rows of documents whose partition was deleted (by the sensor or schedule) are removed here.
 
     The inputs of this step were already loaded for the current partitions only, so the graph
-    never sees those rows; this keeps the per-document tables and LanceDB in step with it.
+    never sees those rows; this keeps the per-document tables and LanceDB in step with it. In
+    bucket mode a bucket's run removes its deleted documents itself, and the partitions name no
+    documents: the documents kept are those that still have a ``source_files`` row.
     """
-    keep = context.instance.get_dynamic_partitions(PARTITIONS_NAME)
+    keep = list(context.instance.get_dynamic_partitions(PARTITIONS_NAME))
+    if any(is_bucket_key(key) for key in keep):
+        keep = indexed_documents(settings.database_path)
     return keep_only_documents(settings.database_path, settings.lancedb_path, keep)

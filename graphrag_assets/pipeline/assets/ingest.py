@@ -10,7 +10,10 @@ import polars as pl
 from dagster import AssetExecutionContext, AssetKey, AssetOut, MetadataValue, Output, multi_asset
 
 from graphrag_assets.core import schemas
-from graphrag_assets.pipeline.assets.metadata import describe_partitions, preview
+from graphrag_assets.pipeline.assets.metadata import describe_partitions, document_table, preview
+from graphrag_assets.pipeline.io_manager import DocumentRows
+from graphrag_assets.project.document_work import ingest_work
+from graphrag_assets.storage.documents import delete_documents
 from graphrag_assets.project.fingerprints import document_fingerprint
 from graphrag_assets.pipeline.partitions import DOCUMENT_PARTITIONS, PARTITION_METADATA, SINGLE_RUN
 from graphrag_assets.index.chunking import attach_text_unit_ids, chunk_documents
@@ -79,7 +82,10 @@ def ingest_partition(
 )
 def ingest(context: AssetExecutionContext, project: GraphRAGProject):
     settings = project.settings
-    keys = list(context.partition_keys)
+    work = ingest_work(settings, list(context.partition_keys))
+    if work.remove:
+        delete_documents(settings.database_path, settings.lancedb_path, work.remove)
+    keys = work.ingest
     files = {f.key: f for f in discover_input_files(settings.input_dir, settings.input.file_types)}
     documents: list[pl.DataFrame] = []
     warnings: list[str] = []
@@ -94,37 +100,50 @@ def ingest(context: AssetExecutionContext, project: GraphRAGProject):
         progress.step()
     for warning in warnings:
         progress_warn(warning, context.log)
-    warnings_of = {source["document_key"]: [w for w in warnings if source.get("path") and w.startswith(f"{source['path']}:")] for source in sources}
+    warnings_of: dict[str, list[str]] = {}
+    for source in sources:
+        if source.get("path"):
+            warnings_of[source["document_key"]] = [w for w in warnings if w.startswith(f"{source['path']}:")]
     docs = pl.concat(documents) if documents else schemas.empty_frame(schemas.DOCUMENTS)
+    del documents
     units = chunk_documents(docs, settings.chunking.size, settings.chunking.overlap, settings.chunking.encoding)
     docs = attach_text_unit_ids(docs, units)
-    source_frame = schemas.conform(pl.DataFrame(sources), schemas.SOURCE_FILES)
-    describe_partitions(context, "source_files", source_frame, _describe_source)
-    yield Output(source_frame, output_name="source_files")
+    source_frame = schemas.conform(pl.DataFrame(sources), schemas.SOURCE_FILES) if sources else schemas.empty_frame(schemas.SOURCE_FILES)
+    removed = {"run/removed_documents": len(work.remove)} if work.remove else {}
+    describe_partitions(context, "source_files", source_frame, _describe_source, run_wide=removed)
+    yield Output(DocumentRows(source_frame, keys), output_name="source_files")
 
-    def describe_documents(rows: pl.DataFrame) -> dict:
-        key = rows["document_key"][0] if rows.height else None
-        found = warnings_of.get(key, [])
+    def describe_documents(rows: pl.DataFrame, bucketed: bool) -> dict:
+        found = [w for key in rows["document_key"].unique().sort().to_list() for w in warnings_of.get(key, [])]
         return {
             "documents": rows.height,
             "replaced_bytes": int(rows.get_column("replaced_chars").sum() or 0),
-            "warnings": MetadataValue.json(found),
+            "warnings": MetadataValue.json(found[:WARNINGS_SHOWN]),
             "preview": preview(rows.select("title", "path", "creation_date")),
         }
 
     describe_partitions(context, "documents", docs, describe_documents)
-    yield Output(docs, output_name="documents")
-    describe_partitions(context, "text_units", units, lambda rows: {
+    yield Output(DocumentRows(docs, keys), output_name="documents")
+    describe_partitions(context, "text_units", units, lambda rows, bucketed: {
         "text_units": rows.height,
         "tokens": int(rows.get_column("n_tokens").sum() or 0),
         "chunk_size": settings.chunking.size,
         "chunk_overlap": settings.chunking.overlap,
         "preview": preview(rows.select("chunk_index", "n_tokens", pl.col("text").str.slice(0, 80))),
     })
-    yield Output(units, output_name="text_units")
+    yield Output(DocumentRows(units, keys), output_name="text_units")
 
 
-def _describe_source(rows: pl.DataFrame) -> dict:
+WARNINGS_SHOWN = 20
+
+
+def _describe_source(rows: pl.DataFrame, bucketed: bool) -> dict:
+    if bucketed:
+        return {
+            "documents_ingested": rows.height,
+            "by_status": MetadataValue.json(dict(rows.group_by("status").agg(pl.len()).sort("status").iter_rows())),
+            "files": document_table(rows.select("document_key", "status", "documents", "message")),
+        }
     row = rows.row(0, named=True) if rows.height else {}
     return {
         "path": MetadataValue.path(row.get("path") or ""),

@@ -1,0 +1,225 @@
+"""Scale benchmark (issue 18): index generated corpora of 1k, 10k (and 100k) small documents.
+
+For each size, a fresh project indexes the corpus of ``bench/scale_corpus.py`` (1–3 KB documents
+about a seeded world of towns, one file each) with one ``graphrag-assets index`` and reports wall
+time, CPU, peak RSS, the size of the DuckDB file and the LanceDB folder, and where the wall time
+went, from the Dagster instance's run and step times:
+
+- ``steps``: inside Dagster steps (our ingestion, extraction, graph, communities, embeddings, and
+  the events a step writes itself);
+- ``orchestration``: inside runs but outside steps (run start, planning, step launch, run end)
+  plus the time between and after runs (launching the next run, the usage report);
+- ``startup``: before the first run (interpreter, imports, change detection, definitions).
+
+The growth exponent between two sizes is log(wall₂/wall₁) / log(n₂/n₁) (1.0 = linear). The offline
+method (noun phrases, local embeddings) needs no model; ``--standin-sizes`` also index with the
+standard method against the stand-in model server (``common.StandInServer``) at 0 ms, so the
+figures are those of our code and Dagster, not of a model. ``--jsonl`` indexes one JSONL file with
+one document per row (one partition for the whole corpus). ``--postgres-sizes`` index the offline
+corpus again with Dagster's state in a real PostgreSQL server (started here as in the tests,
+``graphrag_assets_tests/postgres_server.py``), to compare the event log's cost with SQLite's.
+``--leiden NODES EDGES`` times the corpus step's clustering alone on a planted-partition graph of
+that size (``bench_clustering.planted_partition``), with this process's peak RSS.
+
+Projects of 10,000 documents and more use bucketed partitions (``partitions.bucket_threshold``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from common import (  # noqa: E402  (bench/ is not a package)
+    StandInServer,
+    cli_command,
+    dagster_timeline,
+    git_state,
+    header_block,
+    invocation,
+    load_average,
+    machine_info,
+    markdown_table,
+    measure,
+    product_env,
+    shown_command,
+    step_seconds,
+    wall_breakdown,
+    write_results,
+)
+from scale_corpus import write_jsonl_corpus, write_text_corpus  # noqa: E402
+
+MODEL_VARIABLES = ("GRAPHRAG_ROOT", "OPENAI_BASE_URL", "OPENAI_API_KEY", "GRAPHRAG_API_KEY")
+
+
+def offline_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in MODEL_VARIABLES}
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+def size_on_disk(path: Path) -> int:
+    if path.is_file():
+        return path.stat().st_size
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) if path.exists() else 0
+
+
+def index_corpus(root: Path, documents: int, env: dict[str, str], jsonl: bool = False, init_args: tuple[str, ...] = ()) -> dict[str, Any]:
+    """Create the project (``graphrag-assets init INIT_ARGS``), write the corpus, index it once and measure everything."""
+    subprocess.run(cli_command("init", "--root", str(root), *init_args), env=env, check=True, capture_output=True, text=True)
+    inputs = root / "data" / "input"
+    corpus_bytes = write_jsonl_corpus(inputs, documents) if jsonl else write_text_corpus(inputs, documents)
+    command = cli_command("index", "--root", str(root), "--json")
+    load_start = load_average()
+    measured = measure(command, env=env)
+    report = json.loads(measured.stdout)
+    run_ids = [run["run_id"] for run in report["runs"]]
+    timeline = dagster_timeline(root, run_ids)
+    breakdown = wall_breakdown(measured.started_at, measured.wall_s, timeline)
+    orchestration = breakdown["run_bookkeeping_s"] + breakdown["between_and_after_runs_s"]
+    return {
+        "documents": documents,
+        "input": "one JSONL file" if jsonl else "one file per document",
+        "corpus_mb": round(corpus_bytes / 1e6, 1),
+        "command": shown_command(command),
+        **measured.figures(),
+        "load_average_start": load_start,
+        "load_average_end": load_average(),
+        "runs": [(run["job"], run["success"], len(run["partitions"])) for run in report["runs"]],
+        "duckdb_mb": round(size_on_disk(root / "data" / "graphrag.duckdb") / 1e6, 1),
+        "lancedb_mb": round(size_on_disk(root / "data" / "lancedb") / 1e6, 1),
+        "dagster_mb": round(size_on_disk(root / "data" / "dagster") / 1e6, 1),
+        "wall_breakdown": breakdown,
+        "step_seconds": step_seconds(timeline["steps"]),
+        "orchestration_s": round(orchestration, 2),
+        "orchestration_share": round(orchestration / measured.wall_s, 3),
+        "ms_per_document": {
+            "wall": round(1000 * measured.wall_s / documents, 2),
+            "steps": round(1000 * breakdown["steps_s"] / documents, 2),
+            "orchestration": round(1000 * orchestration / documents, 2),
+        },
+    }
+
+
+def leiden_limit(nodes: int, edges: int) -> dict[str, Any]:
+    """Hierarchical Leiden (igraph backend, the default) on a graph of ``nodes`` and ``edges``."""
+    import resource
+    import time
+
+    from bench_clustering import planted_partition
+
+    from graphrag_assets.index.communities import LeidenOptions, hierarchical_leiden
+
+    started = time.perf_counter()
+    frame, _ = planted_partition(nodes, edges)
+    generated = time.perf_counter()
+    assignments = hierarchical_leiden(frame, LeidenOptions(backend="igraph"))
+    done = time.perf_counter()
+    return {
+        "nodes": nodes, "edges": frame.height, "generate_s": round(generated - started, 1), "leiden_s": round(done - generated, 1),
+        "levels": int(assignments["level"].max()) + 1, "communities": int(assignments["community"].n_unique()),
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1), "load_average": load_average(),
+    }
+
+
+def growth_exponents(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Wall-time growth between consecutive sizes of the same kind of run."""
+    growth = []
+    for kind in sorted({r["kind"] for r in results}):
+        runs = sorted((r for r in results if r["kind"] == kind), key=lambda r: r["documents"])
+        for small, large in zip(runs, runs[1:]):
+            exponent = math.log(large["wall_s"] / small["wall_s"]) / math.log(large["documents"] / small["documents"])
+            growth.append({"kind": kind, "from": small["documents"], "to": large["documents"], "exponent": round(exponent, 2)})
+    return growth
+
+
+def render(results: dict[str, Any]) -> str:
+    out = [header_block("bench_scale: generated corpora", results["command"], results["load_start"], results["load_end"], results["machine"])]
+    rows = [
+        [r["kind"], r["documents"], r["input"], r["wall_s"], r["cpu_s"], r["peak_rss_mb"], r["duckdb_mb"], r["lancedb_mb"],
+         r["wall_breakdown"]["steps_s"], r["orchestration_s"], r["wall_breakdown"]["dagster_events"], f"{100 * r['orchestration_share']:.1f}%",
+         r["ms_per_document"]["steps"], r["ms_per_document"]["orchestration"],
+         " / ".join(f"{x:.2f}" for x in r["load_average_start"])]
+        for r in results["runs"]
+    ]
+    out += ["", markdown_table(
+        ["method", "documents", "input", "wall s", "CPU s", "peak RSS MB", "DuckDB MB", "LanceDB MB", "steps s",
+         "orchestration s", "Dagster events", "orchestration share", "steps ms/doc", "orchestration ms/doc", "load avg at start"], rows)]
+    if results["growth"]:
+        out += ["", markdown_table(["method", "from", "to", "growth exponent"],
+                                   [[g["kind"], g["from"], g["to"], g["exponent"]] for g in results["growth"]])]
+    if "leiden" in results:
+        leiden = results["leiden"]
+        out += ["", markdown_table(["Leiden alone: nodes", "edges", "seconds", "levels", "communities", "peak RSS MB", "load avg"],
+                                   [[leiden["nodes"], leiden["edges"], leiden["leiden_s"], leiden["levels"], leiden["communities"],
+                                     leiden["peak_rss_mb"], " / ".join(f"{x:.2f}" for x in leiden["load_average"])]])]
+    return "\n".join(out)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", type=int, nargs="*", default=[1_000, 10_000], help="offline corpora, one file per document")
+    parser.add_argument("--standin-sizes", type=int, nargs="*", default=[1_000], help="standard method against the stand-in server at 0 ms")
+    parser.add_argument("--jsonl", type=int, nargs="*", default=[], help="offline corpora as one JSONL file (one document per row)")
+    parser.add_argument("--postgres-sizes", type=int, nargs="*", default=[1_000], help="offline corpora with Dagster's state in PostgreSQL")
+    parser.add_argument("--leiden", type=int, nargs=2, metavar=("NODES", "EDGES"), default=None, help="also time Leiden alone on a graph this large")
+    parser.add_argument("--workdir", type=Path, default=None, help="where the projects go (default: a new temporary folder)")
+    parser.add_argument("--keep", action="store_true", help="keep the projects after the run")
+    parser.add_argument("--results", default="scale.json", help="file name under bench/results/ ('-': print only)")
+    args = parser.parse_args()
+
+    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="bench_scale_"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    results: dict[str, Any] = {"command": invocation(), "machine": machine_info(), "git": git_state(), "load_start": load_average(), "runs": []}
+    try:
+        for documents in args.sizes:
+            run = index_corpus(workdir / f"offline_{documents}", documents, offline_env())
+            results["runs"].append({"kind": "offline", **run})
+            print(f"  offline {documents}: {run['wall_s']:.1f} s wall, {100 * run['orchestration_share']:.1f}% orchestration", flush=True)
+        for documents in args.jsonl:
+            run = index_corpus(workdir / f"jsonl_{documents}", documents, offline_env(), jsonl=True)
+            results["runs"].append({"kind": "offline jsonl", **run})
+            print(f"  offline jsonl {documents}: {run['wall_s']:.1f} s wall", flush=True)
+        if args.postgres_sizes:
+            from graphrag_assets_tests.postgres_server import start_postgres
+
+            postgres = start_postgres()
+            try:
+                for documents in args.postgres_sizes:
+                    url = postgres.create_database(f"scale_{documents}")
+                    run = index_corpus(workdir / f"postgres_{documents}", documents, offline_env(), init_args=("--instance", "postgres", "--postgres-url", url))
+                    results["runs"].append({"kind": "offline, Dagster in PostgreSQL", **run})
+                    print(f"  offline {documents} (PostgreSQL): {run['wall_s']:.1f} s wall", flush=True)
+            finally:
+                postgres.stop()
+        if args.standin_sizes:
+            with StandInServer(workdir, latency_ms=0.0) as server:
+                for documents in args.standin_sizes:
+                    run = index_corpus(workdir / f"standin_{documents}", documents, product_env(server))
+                    results["runs"].append({"kind": "stand-in 0 ms", **run, "server_cpu_s": round(server.cpu_seconds(), 1)})
+                    print(f"  stand-in {documents}: {run['wall_s']:.1f} s wall", flush=True)
+    finally:
+        if not args.keep and args.workdir is None:
+            shutil.rmtree(workdir, ignore_errors=True)
+    if args.leiden:
+        results["leiden"] = leiden_limit(*args.leiden)
+    results["load_end"] = load_average()
+    results["growth"] = growth_exponents(results["runs"])
+    print(render(results))
+    if args.results != "-":
+        path = write_results(args.results, results)
+        print(f"\nwritten: {path.relative_to(Path(__file__).resolve().parents[1])}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
