@@ -114,7 +114,7 @@ SLOW_FIXTURES = {"nlp_index", "standard_index", "graphrag_server", "chromium", "
 SLOW_MODULES = {
     "test_crash_consistency", "test_serve_process", "test_serve_page", "test_html_export", "test_dev_command",
     "test_incremental_end_to_end", "test_model_servers", "test_resolution_pipeline", "test_pipeline_standard",
-    "test_cli_foundation", "test_export",
+    "test_cli_foundation", "test_export", "test_bucketed_partitions", "test_postgres_instance",
 }
 
 
