@@ -40,6 +40,7 @@ its tables then equal the rebuild's. Writes bench/results/update_stability.json.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import random
@@ -49,7 +50,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -789,20 +790,33 @@ def stability_main(args: argparse.Namespace) -> int:
         runs.append(edits_run(args.edit_documents, args.towns, args.edits))
     results: dict[str, Any] = {"benchmark": "update_stability", "command": invocation(), "machine": machine, "code": git_state(),
                                "before_commit": args.before_commit, "stability": []}
-    server = StandInServer(workdir, latency_ms=0)
-    try:
+    with served(workdir, args) as server:
         for run in runs:
             results["stability"].append(stability_scenario(server, workdir, run, args.modes, before_source))
+    name = args.results if args.results != "incremental.json" else "update_stability.json"
+    return report(results, (started, load_start), render_stability, name)
+
+
+@contextlib.contextmanager
+def served(workdir: Path, args: argparse.Namespace) -> Iterator[StandInServer]:
+    """The stand-in server for the run; the projects are removed afterwards unless kept."""
+    server = StandInServer(workdir, latency_ms=0)
+    try:
+        yield server
     finally:
         server.stop()
         if not args.keep and args.workdir is None:
             shutil.rmtree(workdir, ignore_errors=True)
+
+
+def report(results: dict[str, Any], start: tuple[float, list[float]], render_results: Callable[..., str], name: str) -> int:
+    """Add the run's duration and load, print the rendering and write ``bench/results/<name>`` (unless '-')."""
+    started, load_start = start
     results["total_seconds"] = round(time.monotonic() - started, 1)
     load_end = load_average()
     results["load_average"] = {"start": load_start, "end": load_end}
-    print(render_stability(results, load_start, load_end))
-    if args.results != "-":
-        name = args.results if args.results != "incremental.json" else "update_stability.json"
+    print(render_results(results, load_start, load_end))
+    if name != "-":
         path = write_results(name, results)
         print(f"\nwritten: {path.relative_to(Path(__file__).resolve().parents[1])}")
     return 0
@@ -834,22 +848,10 @@ def main() -> int:
     workdir.mkdir(parents=True, exist_ok=True)
     results: dict[str, Any] = {"benchmark": "incremental", "command": invocation(), "machine": machine, "code": git_state(),
                                "scenarios": []}
-    server = StandInServer(workdir, latency_ms=0)
-    try:
+    with served(workdir, args) as server:
         for latency in args.latency_ms:
             results["scenarios"].append(scenario(server, workdir, latency, args.documents, args.repeat))
-    finally:
-        server.stop()
-        if not args.keep and args.workdir is None:
-            shutil.rmtree(workdir, ignore_errors=True)
-    results["total_seconds"] = round(time.monotonic() - started, 1)
-    load_end = load_average()
-    results["load_average"] = {"start": load_start, "end": load_end}
-    print(render(results, load_start, load_end))
-    if args.results != "-":
-        path = write_results(args.results, results)
-        print(f"\nwritten: {path.relative_to(Path(__file__).resolve().parents[1])}")
-    return 0
+    return report(results, (started, load_start), render, args.results)
 
 
 if __name__ == "__main__":
