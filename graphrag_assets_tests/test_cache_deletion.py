@@ -64,21 +64,24 @@ def test_deleted_documents_leave_no_cached_answer_and_the_rest_stays_cached(grap
     gone_embeddings = _embedding_keys_of(root, GONE_WORDS)
     assert _cached_text_rows(root, GONE_WORDS) and gone_embeddings <= _cached_embedding_keys(root)
     assert len(gone_embeddings) >= 3  # its text unit, its entities, a report about them
+    # Of the two identical chunks, the first (by id) was sent and the other shared its answer in
+    # flight: delete the one that was sent, so the row must survive through the other's ownership.
+    sent, kept = [row[0] for row in query_db(root, "select document_key from text_units where document_key like 'coop%' order by id")]
 
     (inputs / "port.txt").unlink()
-    (inputs / "coop_copy.txt").unlink()
+    (inputs / sent).unlink()
     deleted = index_project(load_settings(root))
-    assert deleted.success and sorted(deleted.changes.deleted) == ["coop_copy.txt", "port.txt"]
+    assert deleted.success and sorted(deleted.changes.deleted) == sorted([sent, "port.txt"])
     assert _cached_text_rows(root, GONE_WORDS) == []
     assert gone_embeddings.isdisjoint(_cached_embedding_keys(root))
-    assert query_db(root, f"select count(*) from {OWNERS_TABLE} where owner in ('port.txt', 'coop_copy.txt')") == [(0,)]
+    assert query_db(root, f"select count(*) from {OWNERS_TABLE} where owner in ('port.txt', '{sent}')") == [(0,)]
     purposes = {row[0] for row in query_db(root, f"select distinct purpose from {CHAT_TABLE}")}
     assert {"extract_graph", "community_report"} <= purposes
 
     # Everything the remaining corpus needs is still cached: the same document indexed from
     # scratch over this cache (and nothing else) makes no model call at all.
     fresh = make_llm_project(tmp_path / "fresh", graphrag_server.base_url, with_sample=False)
-    (fresh / "data" / "input" / "coop.txt").write_text(KEPT_TEXT, encoding="utf-8")
+    (fresh / "data" / "input" / kept).write_text(KEPT_TEXT, encoding="utf-8")
     fresh_db = fresh / "data" / "graphrag.duckdb"
     fresh_db.parent.mkdir(parents=True, exist_ok=True)
     with duckdb.connect(str(fresh_db)) as conn:
