@@ -49,10 +49,9 @@ create table if not exists {OWNERS_TABLE} (
     key VARCHAR,
     cache_table VARCHAR,
     scope VARCHAR,
-    owner VARCHAR,
-    primary key (key, cache_table, scope, owner)
+    owner VARCHAR
 )
-"""
+"""  # no primary key: DuckDB took 5 s to delete 50k rows of this table with one, 15 ms without
 _SCHEMA = {"key": pl.String, "cache_table": pl.String, "scope": pl.String, "owner": pl.String}
 
 
@@ -77,7 +76,10 @@ def add_owners(conn, rows: Iterable[tuple[str, str, str, str]], *, only_cached: 
             source = f"select o.* from _owners o semi join ({cached}) c using (key, cache_table)"
         else:
             source = "select * from _owners"
-        conn.execute(f"insert or ignore into {OWNERS_TABLE} by name {source}")
+        conn.execute(
+            f"insert into {OWNERS_TABLE} by name ({source} except select key, cache_table, scope, owner "
+            f"from {OWNERS_TABLE} where key in (select key from _owners))"
+        )
     finally:
         conn.unregister("_owners")
     return frame.height
