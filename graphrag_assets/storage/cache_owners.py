@@ -24,10 +24,10 @@ The rule, applied by :func:`forget_documents` and :func:`settle_corpus_run`:
    prompt from anything the new build asked, so it is not owned any more. Everything the new build
    did ask stays cached, so a re-run pays only for calls that are really new.
 
-Reports reused by fingerprint (``index/report_reuse.py``) make no call, so their cache rows lose
-their owner at the next publish; reuse reads the published report, not the cache, so nothing is
-paid again unless a community's context changes — and then the prompt, and so the key, differs
-anyway. Cache rows are never deleted when no document was removed.
+Report reuse across updates (``index/report_reuse.py``) keeps working: every corpus run asks for
+every report again, and a reused report is a cache hit of that run, so the run owns it. Rows
+cached before ownership was recorded have no owner and go at the first deletion (a one-time cost
+if they are ever asked again). Cache rows are never deleted when no document was removed.
 """
 
 from __future__ import annotations
