@@ -33,6 +33,7 @@ import polars as pl
 
 from graphrag_assets.core import schemas
 from graphrag_assets.core.errors import LLMError
+from graphrag_assets.core.ownership import DOCUMENT, cache_owner
 from graphrag_assets.core.settings import ExtractionSettings
 from graphrag_assets.index.extraction_parser import (
     COMPLETION_DELIMITER,
@@ -367,7 +368,8 @@ async def extract_graph_records(
         try:
             if not (unit["text"] or "").strip():
                 return _UnitResult([], [], 0, Usage())
-            return await _extract_unit(model, unit["text"].strip(), types_text, plan)
+            with cache_owner(DOCUMENT, unit["document_key"]):  # its answers go when the document does
+                return await _extract_unit(model, unit["text"].strip(), types_text, plan)
         except LLMError as exc:
             return FailedUnit(unit["id"], unit["document_key"], str(exc))
         finally:

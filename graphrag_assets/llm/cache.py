@@ -21,6 +21,12 @@ Keys are SHA-256 of canonical JSON of what determines the answer (model, message
 parameters, prompt version, kind), never of the endpoint, credentials or timeouts, so moving to
 another server with the same model keeps the cache. A row that cannot be decoded is a miss, and
 the fresh answer overwrites it.
+
+Each answer used by a per-document call or a corpus step also records its owner (the document, or
+the corpus run) in ``llm_cache_owners``, written with the cache rows; see
+:mod:`graphrag_assets.storage.cache_owners` for why and for how deletions use it. The owner is
+whatever :func:`~graphrag_assets.core.ownership.cache_owner` set in the calling task's context,
+so concurrent calls for different documents each record their own.
 """
 
 from __future__ import annotations
@@ -34,17 +40,23 @@ import logging
 import math
 import threading
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from graphrag_assets.core.ownership import DOCUMENT, current_owner
+from graphrag_assets.storage.cache_owners import (
+    CHAT_TABLE,
+    EMBEDDING_TABLE,
+    OWNERS_TABLE,
+    add_owners,
+    record_owners,
+)
 from graphrag_assets.storage.database import connect, table_exists
 
 log = logging.getLogger(__name__)
 
-CHAT_TABLE = "llm_cache"
-EMBEDDING_TABLE = "embedding_cache"
 CHAT_TABLE_DDL = f"""
 create table if not exists {CHAT_TABLE} (
     key VARCHAR PRIMARY KEY,
@@ -94,6 +106,19 @@ def chat_cache_key(
 
 def embedding_cache_key(*, model: str, text: str) -> str:
     return canonical_hash({"kind": "embedding", "model": model, "text": text})
+
+
+def own_embedded_texts(db_path: str | Path, model: str, texts: Iterable[tuple[str, str]]) -> int:
+    """Record each ``(text, document_key)`` as an owner of the text's cached embedding, if cached.
+
+    For steps that embed many documents' texts in one deduplicated batch (text units), where no
+    single document is the current owner; call it once the model's cache is closed.
+    """
+    return record_owners(
+        db_path,
+        ((embedding_cache_key(model=model, text=text), EMBEDDING_TABLE, DOCUMENT, document) for text, document in texts),
+        only_cached=True,
+    )
 
 
 @dataclass(frozen=True)
@@ -161,7 +186,7 @@ class _Store:
     def __init__(self, db_path: Path) -> None:
         self.db_path = db_path
         self.lock = threading.Lock()
-        self.pending: dict[str, dict[str, Any]] = {CHAT_TABLE: {}, EMBEDDING_TABLE: {}}
+        self.pending: dict[str, dict[Any, Any]] = {CHAT_TABLE: {}, EMBEDDING_TABLE: {}, OWNERS_TABLE: {}}
         self.flush_scheduled = False
         self.executor: concurrent.futures.ThreadPoolExecutor | None = None
         self.closed = False
@@ -200,10 +225,11 @@ class _Store:
     def enqueue(self, table: str, rows: Sequence[Any]) -> None:
         with self.lock:
             if self.closed:
-                log.warning("LLM cache %s is closed; %d answer(s) not cached.", self.db_path, len(rows))
+                if table != OWNERS_TABLE:
+                    log.warning("LLM cache %s is closed; %d answer(s) not cached.", self.db_path, len(rows))
                 return
-            for row in rows:
-                self.pending[table][row.key] = row
+            for row in rows:  # owner rows are (key, table, scope, owner) tuples: their own key
+                self.pending[table][row if table == OWNERS_TABLE else row.key] = row
             schedule = not self.flush_scheduled
             self.flush_scheduled = True
         if schedule:
@@ -253,6 +279,7 @@ class _Store:
                     conn.register("new_embedding_rows", arrow)
                     conn.execute(f"insert or replace into {EMBEDDING_TABLE} by name select * from new_embedding_rows")
                     conn.unregister("new_embedding_rows")
+                add_owners(conn, batch.get(OWNERS_TABLE, {}).values())
         except Exception as exc:  # keep the rows queued; the next write or close() tries again
             self.stats.write_failures += 1
             log.warning("could not write %d LLM cache row(s) to %s (%s); will retry.",
@@ -265,7 +292,7 @@ class _Store:
                     if queue.get(key) is row:
                         del queue[key]
             self.stats.flushes += 1
-            self.stats.rows_written += sum(len(v) for v in batch.values())
+            self.stats.rows_written += sum(len(v) for table, v in batch.items() if table != OWNERS_TABLE)
 
     def flush(self) -> None:
         """Block until everything queued so far is written (or the write failed and was logged)."""
@@ -389,6 +416,13 @@ class LLMCache:
         )
         self._added[CHAT_TABLE].add(key)
         self._store.enqueue(CHAT_TABLE, [row])
+
+    def note_use(self, table: str, keys: Iterable[str]) -> None:
+        """Record that the current owner (:mod:`graphrag_assets.core.ownership`) used ``keys`` of ``table``."""
+        owner = current_owner()
+        rows = [] if owner is None else [(key, table, *owner) for key in keys]
+        if rows:
+            self._store.enqueue(OWNERS_TABLE, rows)
 
     # -- embeddings ------------------------------------------------------------------------------
     async def get_embeddings(self, keys: Sequence[str]) -> dict[str, list[float]]:

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from graphrag_assets.llm.answers import ThinkFilter, repair_json_answer, strip_think
-from graphrag_assets.llm.cache import chat_cache_key
+from graphrag_assets.llm.cache import CHAT_TABLE, chat_cache_key
 from graphrag_assets.llm.capabilities import UNKNOWN, Capabilities
 from graphrag_assets.llm.client import Endpoint, ModelServices, OpenAIModel
 from graphrag_assets.llm.fitting import parse_overflow, shrink_messages, target_tokens
@@ -86,6 +86,8 @@ class OpenAIChatModel(OpenAIModel):
             hit = await cache.get_chat(key)
             if hit is not None:  # cleaned again: answers cached before cleaning existed may hold <think>
                 self.meter.record_cache_hits(purpose, self.model)
+                if not self.dry_run:
+                    cache.note_use(CHAT_TABLE, [key])
                 return ChatResult(self._clean(hit.text, call, {}), hit.prompt_tokens, hit.completion_tokens, cached=True)
         if self.dry_run:
             return self._dry_run_chat(purpose, call)
@@ -96,6 +98,8 @@ class OpenAIChatModel(OpenAIModel):
         if twin is not None:  # an identical call is already on its way: share its answer
             result = await asyncio.shield(twin)
             self.meter.record_cache_hits(purpose, self.model)
+            if cache is not None:
+                cache.note_use(CHAT_TABLE, [key])
             return ChatResult(result.text, result.prompt_tokens, result.completion_tokens, cached=True)
         future: asyncio.Future[ChatResult] = asyncio.get_running_loop().create_future()
         future.add_done_callback(lambda f: f.cancelled() or f.exception())  # mark as retrieved
@@ -105,6 +109,7 @@ class OpenAIChatModel(OpenAIModel):
             if cache is not None and result.text and not result.truncated and (opts.cache_if is None or opts.cache_if(result.text)):
                 cache.put_chat(key, model=self.model, purpose=purpose, text=result.text,
                                prompt_tokens=result.prompt_tokens, completion_tokens=result.completion_tokens)
+                cache.note_use(CHAT_TABLE, [key])
             future.set_result(result)
             return result
         except BaseException as exc:

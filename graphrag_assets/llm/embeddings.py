@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from graphrag_assets.core.tokens import get_tokenizer
-from graphrag_assets.llm.cache import embedding_cache_key
+from graphrag_assets.llm.cache import EMBEDDING_TABLE, embedding_cache_key
 from graphrag_assets.llm.capabilities import UNKNOWN
 from graphrag_assets.llm.client import Endpoint, ModelServices, OpenAIModel
 from graphrag_assets.llm.retry import MalformedResponse, classify
@@ -119,6 +119,8 @@ class OpenAIEmbeddingModel(OpenAIModel):
         missing = [text for text in unique if text not in vectors]
         if missing:
             vectors.update(await self._embed_missing(purpose, missing, keys))
+        if self.cache is not None and not self.dry_run:
+            self.cache.note_use(EMBEDDING_TABLE, keys.values())
         return [vectors[text] for text in texts]
 
     def _dry_run(self, purpose: str, texts: list[str], batches: list[list[int]], pieces: list[tuple[int, str, int]]) -> dict[str, list[float]]:

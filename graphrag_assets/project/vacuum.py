@@ -5,7 +5,9 @@ table (time travel), and DuckDB reuses the blocks of deleted rows without ever s
 file. Vacuum compacts every LanceDB table and deletes its older versions, points the published
 build at the compacted versions (same content), and rewrites the DuckDB file. With
 ``drop_cache`` it also empties the model response cache (the next index then pays for every call
-again), which is the way to make sure no cached answer about a deleted document survives.
+again). Deleting a document already deletes the cached answers only it owned, and the next
+corpus build those built from it (:mod:`graphrag_assets.storage.cache_owners`); dropping the
+cache is for starting over.
 
 It holds the index lock, so no update runs meanwhile, and refuses to run over an update that
 stopped before it was published: that update's vectors may already be in LanceDB, and deleting
@@ -23,6 +25,7 @@ from graphrag_assets.core.settings import Settings
 from graphrag_assets.llm.cache import CHAT_TABLE, EMBEDDING_TABLE
 from graphrag_assets.project.locks import index_lock
 from graphrag_assets.storage import vectors
+from graphrag_assets.storage.cache_owners import clear_owners
 from graphrag_assets.storage.corpus import record_vector_versions, staged_tables, vector_versions
 from graphrag_assets.storage.database import connect, rewrite_compact, table_exists
 
@@ -72,6 +75,7 @@ def _empty_cache(database: Path) -> int:
             if table_exists(conn, table):
                 deleted += int(conn.execute(f'select count(*) from "{table}"').fetchone()[0])
                 conn.execute(f'delete from "{table}"')
+        clear_owners(conn)
     return deleted
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 import polars as pl
 
 from graphrag_assets.core.schemas import PER_DOCUMENT_TABLES
+from graphrag_assets.storage.cache_owners import forget_documents
 from graphrag_assets.storage.database import connect, table_exists
 from graphrag_assets.storage.tables import delete_partitions, purge_partitions_except, quote
 from graphrag_assets.storage.vectors import TEXT_UNIT_TABLE, delete_scopes, delete_scopes_except
@@ -118,20 +119,25 @@ def complete_documents(source_files: pl.DataFrame | None, steps: pl.DataFrame | 
 
 
 def delete_documents(database: Path, lancedb: Path, keys: Sequence[str]) -> dict[str, int]:
-    """Delete every row derived from these documents (tables and text-unit vectors); counts per table."""
+    """Delete every row derived from these documents (tables, text-unit vectors and the cached model
+    answers only they own, see :mod:`.cache_owners`); counts per table."""
     deleted = delete_partitions(database, (*PER_DOCUMENT_TABLES, STEPS_TABLE), "document_key", keys)
     vectors = delete_scopes(lancedb, TEXT_UNIT_TABLE, "document_key", keys)
     if vectors:
         deleted[f"lancedb:{TEXT_UNIT_TABLE}"] = vectors
+    if keys:
+        deleted.update(forget_documents(database, removed=keys))
     return deleted
 
 
 def keep_only_documents(database: Path, lancedb: Path, keep: Sequence[str]) -> dict[str, int]:
-    """Delete every row derived from documents not in ``keep``; counts per table."""
+    """Delete every row derived from documents not in ``keep`` (as :func:`delete_documents`); counts per table."""
     deleted = purge_partitions_except(database, (*PER_DOCUMENT_TABLES, STEPS_TABLE), "document_key", keep)
     vectors = delete_scopes_except(lancedb, TEXT_UNIT_TABLE, "document_key", keep)
     if vectors:
         deleted[f"lancedb:{TEXT_UNIT_TABLE}"] = vectors
+    if deleted:  # some document was removed: its cached answers go too
+        deleted.update(forget_documents(database, keep=keep))
     return deleted
 
 

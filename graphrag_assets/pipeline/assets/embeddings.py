@@ -11,6 +11,7 @@ import polars as pl
 from dagster import AssetExecutionContext, AssetIn, AssetKey, MetadataValue, asset
 
 from graphrag_assets.core import schemas
+from graphrag_assets.llm.cache import own_embedded_texts
 
 from graphrag_assets.pipeline.assets.metadata import describe_partitions
 from graphrag_assets.pipeline.assets.model_session import ModelSession
@@ -66,6 +67,7 @@ def text_unit_embeddings(context: AssetExecutionContext, project: GraphRAGProjec
     texts = text_unit_texts(text_units if text_units is not None else schemas.empty_frame(schemas.TEXT_UNITS))
     partitions = list(context.partition_keys)
     frame, usage = _embed(context, settings, texts, "embed_text_units", partitions[0] if len(partitions) == 1 else None)
+    own_embedded_texts(settings.database_path, frame["model"][0] if frame.height else "", texts.select("text", "document_key").iter_rows())
     result = vectors.publish(
         settings.lancedb_path, vectors.TEXT_UNIT_TABLE, with_text(frame.select("id", "vector", "text_hash", "document_key"), texts),
         scope_column="document_key", scope_keys=keys,

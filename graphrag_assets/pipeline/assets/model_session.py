@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 from dagster import AssetExecutionContext, MetadataValue
 
 from graphrag_assets.core.settings import Settings
+from graphrag_assets.core.ownership import CORPUS, cache_owner
 from graphrag_assets.llm.factory import ModelSet
 from graphrag_assets.llm.usage import UsageMeter
 
@@ -26,8 +27,15 @@ class ModelSession(ModelSet):
         self.partition_key = partition_key
 
     def run(self, coroutine: Coroutine[Any, Any, T]) -> T:
-        """Run model work to completion on a fresh event loop (Dagster steps are synchronous)."""
-        return asyncio.run(coroutine)
+        """Run model work to completion on a fresh event loop (Dagster steps are synchronous).
+
+        A corpus step's answers belong to its run (see :mod:`graphrag_assets.storage.cache_owners`);
+        per-document steps name each call's document themselves.
+        """
+        if self.context.assets_def.partitions_def is not None:
+            return asyncio.run(coroutine)
+        with cache_owner(CORPUS, self.context.run.run_id if self.context.run else ""):
+            return asyncio.run(coroutine)
 
     def metadata(self) -> dict[str, Any]:
         """Calls, cache hits, tokens and cost of this step, flat for the Dagster UI."""

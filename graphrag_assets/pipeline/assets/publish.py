@@ -6,7 +6,8 @@ writes the manifest (the documents the build was made from) in one DuckDB transa
 commits, ``status``, ``index`` and queries see the previous build; a run interrupted anywhere
 before leaves staged tables behind, which ``status`` reports and ``index`` finishes (model calls
 already made are answered by the cache). When documents were removed since the previous build,
-LanceDB's older versions are cleaned up so their vectors cannot be read any more.
+LanceDB's older versions are cleaned up so their vectors cannot be read any more, and cached
+answers that this build no longer uses are deleted (see :mod:`graphrag_assets.storage.cache_owners`).
 """
 
 import polars as pl
@@ -16,6 +17,7 @@ from graphrag_assets.core.progress import Counter
 from graphrag_assets.pipeline.resources import GraphRAGProject
 from graphrag_assets.project.fingerprints import corpus_fingerprint
 from graphrag_assets.storage import vectors
+from graphrag_assets.storage.cache_owners import settle_corpus_run
 from graphrag_assets.storage.corpus import publish_corpus, read_staged, record_vector_versions
 from graphrag_assets.storage.tables import read_table
 
@@ -52,6 +54,7 @@ def corpus_manifest(
         {"run_id": run_id, "settings_fingerprint": corpus_fingerprint(settings), "vector_versions": versions},
     )
     removed = _removed_documents(previous, manifest)
+    cache_rows_deleted = settle_corpus_run(settings.database_path, run_id, documents_removed=bool(removed))
     if removed:
         compacted = vectors.compact(settings.lancedb_path, [*CORPUS_VECTORS.values(), vectors.TEXT_UNIT_TABLE])
         record_vector_versions(settings.database_path, {t: v for t, v in compacted.items() if t in versions})
@@ -63,6 +66,7 @@ def corpus_manifest(
             "left_out": len(left_out),
             "published_tables": MetadataValue.json(published),
             "removed_documents": MetadataValue.json(removed),
+            "cache_rows_deleted": MetadataValue.json(cache_rows_deleted),
             **{f"lancedb/{table}/rows": result.rows for table, result in merged.items()},
             **{f"lancedb/{table}/inserted": result.inserted for table, result in merged.items()},
             **{f"lancedb/{table}/updated": result.updated for table, result in merged.items()},
