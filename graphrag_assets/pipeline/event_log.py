@@ -41,7 +41,7 @@ from sqlalchemy.engine import Connection, Engine
 from dagster._core.events import ASSET_CHECK_EVENTS, ASSET_EVENTS, EVENT_TYPE_TO_PIPELINE_RUN_STATUS
 from dagster._core.events.log import EventLogEntry
 from dagster._core.storage.event_log.schema import SqlEventLogStorageTable
-from dagster._core.storage.event_log.sqlite.sqlite_event_log import SqliteEventLogStorage
+from dagster._core.storage.event_log.sqlite.sqlite_event_log import INDEX_SHARD_NAME, SqliteEventLogStorage
 from dagster._core.storage.sqlite_storage import DagsterSqliteStorage, _event_logs_directory, _runs_directory
 from dagster._serdes import ConfigurableClassData
 
@@ -56,6 +56,9 @@ OPEN_FILES = 8  # run shards kept open at most (a long-lived webserver writes ma
 
 def _sync_normally(dbapi_connection: Any, _record: Any) -> None:
     if isinstance(dbapi_connection, sqlite3.Connection):
+        # WAL from the start: Dagster switches a new file to WAL only after creating its tables,
+        # which in rollback-journal mode costs several syncs per statement.
+        dbapi_connection.execute("pragma journal_mode=WAL")
         dbapi_connection.execute("pragma synchronous=NORMAL")
 
 
@@ -70,28 +73,43 @@ def sync_sqlite_normally() -> None:
 
 class _OpenFiles:
     """Idle connections to the SQLite files a storage writes, so that closing Dagster's
-    connection after a write is never the last close (which checkpoints the WAL and syncs)."""
+    connection after a write is never the last close (which checkpoints the WAL and syncs).
+
+    Run shards are held for the ``limit`` most recently written runs; ``pinned`` files (the index
+    shard, runs.db) for the storage's lifetime."""
 
     def __init__(self, limit: int = OPEN_FILES) -> None:
         self.limit = limit
-        self._connections: OrderedDict[str, sqlite3.Connection] = OrderedDict()
+        self._recent: OrderedDict[str, sqlite3.Connection] = OrderedDict()
+        self._pinned: dict[str, sqlite3.Connection] = {}
         self._lock = threading.Lock()
 
-    def hold(self, path: str) -> None:
+    def hold(self, path: str, *, pinned: bool = False) -> None:
         with self._lock:
-            if path in self._connections:
-                self._connections.move_to_end(path)
+            if path in self._pinned:
+                return
+            if path in self._recent:
+                self._recent.move_to_end(path)
                 return
             if not os.path.exists(path):  # Dagster creates (and initializes) the file itself
                 return
-            self._connections[path] = sqlite3.connect(path, check_same_thread=False)
-            while len(self._connections) > self.limit:
-                self._connections.popitem(last=False)[1].close()
+            connection = sqlite3.connect(path, check_same_thread=False)
+            # Reading opens the WAL index: only then does the connection count as one still using
+            # the file when another closes (an open that never read does not).
+            connection.execute("select count(*) from sqlite_master").fetchall()
+            if pinned:
+                self._pinned[path] = connection
+                return
+            self._recent[path] = connection
+            while len(self._recent) > self.limit:
+                self._recent.popitem(last=False)[1].close()
 
     def close(self) -> None:
         with self._lock:
-            while self._connections:
-                self._connections.popitem()[1].close()
+            for connection in [*self._recent.values(), *self._pinned.values()]:
+                connection.close()
+            self._recent.clear()
+            self._pinned.clear()
 
 
 def enable_event_batching() -> None:
@@ -111,7 +129,7 @@ class BatchedSqliteEventLogStorage(SqliteEventLogStorage):
     def _connect(self, shard: str) -> Iterator[Connection]:
         with super()._connect(shard) as conn:
             yield conn
-        self._open_files.hold(self.path_for_shard(shard))
+        self._open_files.hold(self.path_for_shard(shard), pinned=shard == INDEX_SHARD_NAME)
 
     def dispose(self) -> None:
         super().dispose()
@@ -120,6 +138,10 @@ class BatchedSqliteEventLogStorage(SqliteEventLogStorage):
     def wipe(self) -> None:
         self._open_files.close()  # before the run shards' files are deleted
         super().wipe()
+
+    def hold_file(self, path: str) -> None:
+        """Keep ``path`` (another SQLite file of this instance) open until the storage is disposed."""
+        self._open_files.hold(path, pinned=True)
 
     def store_event_batch(self, events: Sequence[EventLogEntry]) -> None:
         by_run: dict[str, list[EventLogEntry]] = {}
@@ -160,13 +182,9 @@ class BatchedSqliteStorage(DagsterSqliteStorage):
         sync_sqlite_normally()
         super().__init__(base_dir, inst_data=inst_data)
         self._event_log_storage = BatchedSqliteEventLogStorage(_event_logs_directory(base_dir))
-        self._open_files = _OpenFiles()
-        self._open_files.hold(os.path.join(_runs_directory(base_dir), "runs.db"))
+        # Held by the event log, which the instance keeps (it drops this composite object).
+        self._event_log_storage.hold_file(os.path.join(_runs_directory(base_dir), "runs.db"))
         enable_event_batching()
-
-    def dispose(self) -> None:
-        super().dispose()
-        self._open_files.close()
 
     @classmethod
     def from_config_value(cls, inst_data: ConfigurableClassData, config_value: Mapping[str, str]) -> "BatchedSqliteStorage":
