@@ -12,13 +12,15 @@ so the UI, sensors and the asset queries read it unchanged.
 
 Every commit also used to cost two fsyncs: SQLite syncs the WAL on commit (``synchronous=FULL``,
 its default) and checkpoints it when the last connection to a file closes, and Dagster opens and
-closes a connection for every write. Measured here: 25 ms per open-insert-commit-close, 0.2 ms
-with ``synchronous=NORMAL`` while another connection to the file stays open (``bench`` figures in
-the README's section on indexing speed), which was about a fifth of a cold index's time. So every
-SQLite connection this storage's engines open gets ``synchronous=NORMAL`` (in WAL mode, which
-Dagster sets on these files, the database stays consistent after a crash or power loss; a power
-loss may lose the last events written, which ``index`` redoes), and the storage keeps one idle
-connection open to the files it writes (:class:`_OpenFiles`), closed when the storage is disposed.
+closes a connection for every write; a new run's file was also created in rollback-journal mode
+(Dagster switches it to WAL after creating its tables). Measured here (issue 14): 25 ms per
+open-insert-commit-close, 0.2 ms with ``synchronous=NORMAL`` while another connection to the file
+stays open; 1,335 fdatasync calls for eleven one-op runs, 283 now; SQLite storage was about a
+fifth of a cold index's main-thread time (py-spy). So every SQLite connection SQLAlchemy opens
+in a process using this storage (Dagster's storages are its only user) is put in WAL mode with
+``synchronous=NORMAL`` (the database stays consistent after a crash or power loss; a power loss
+may lose the last events written), and the storage keeps one idle connection open to the files it
+writes (:class:`_OpenFiles`), closed when the storage is disposed.
 
 Configured in ``dagster.yaml`` as ``storage: custom: {module: graphrag_assets.pipeline.event_log,
 class: BatchedSqliteStorage, config: {base_dir: ...}}``; the layout on disk is that of
