@@ -616,6 +616,19 @@ def test_embedding_usage_and_dry_run(openai_server, db):
     assert dry_meter.totals().embedding_tokens == count_tokens("seven") + count_tokens("eight nine")
 
 
+def test_malformed_embedding_bodies_are_retried_then_read(openai_server):
+    # The body is read as JSON by the embedder itself (not by the openai package's models):
+    # invalid JSON, a list instead of an object and an object without vectors are all retried.
+    openai_server.add_fault("malformed", endpoint="embeddings")
+    openai_server.add_fault("status", status=200, body=[1, 2], endpoint="embeddings")
+    openai_server.add_fault("status", status=200, body={"object": "list", "data": [{"index": 0}]}, endpoint="embeddings")
+    model = build_embedding_model(settings_for(openai_server, max_retries=3), EmbeddingSettings(), None, UsageMeter())
+    [vector] = embed(model, ["alpha beta"])
+    model.close()
+    np.testing.assert_allclose(vector, embedding_vector("alpha beta", 64), atol=1e-6)
+    assert [c["outcome"] for c in openai_server.calls("embeddings")] == ["malformed", "status", "status", "answered"]
+
+
 def test_embedding_failure_is_a_clear_error_naming_the_embedding_settings(openai_server):
     openai_server.add_fault("status", status=404, endpoint="embeddings")
     model = build_embedding_model(settings_for(openai_server), EmbeddingSettings(), None, UsageMeter())

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import click
 
 from graphrag_assets.cli.common import JSON_OPTION, ROOT_OPTION, guard, print_json, project_settings
 from graphrag_assets.cli.output import render_index_report
+from graphrag_assets.cli.process_exit import exit_now
 from graphrag_assets.cli.progress import live_progress
 from graphrag_assets.core.processes import seconds_since_start
 from graphrag_assets.project.dry_run import estimate_next_run
@@ -45,5 +45,4 @@ def index(root: Path | None, method: str | None, dry_run: bool, full: bool, allo
         print_json(report.as_dict())
     else:
         click.echo(render_index_report(report))
-    if not report.success:
-        sys.exit(1)
+    exit_now(0 if report.success else 1)

@@ -1,0 +1,92 @@
+"""Client CPU per embeddings request: the ``openai`` package's parsed response vs the raw JSON body.
+
+    python bench/bench_embedding_parse.py [--requests 40] [--batch 16] [--dim 1536]
+
+Sends the same embeddings requests (``encoding_format: float``, as our embedder asks) to the
+scripted OpenAI-compatible server (its own process, so its work is not counted) two ways, each
+measured as this process's CPU time (``time.process_time``) and wall time:
+
+1. ``client.embeddings.create`` — the response parsed into the package's pydantic models, which
+   walks every number of every vector through its type machinery;
+2. ``client.embeddings.with_raw_response.create`` + ``json.loads``;
+3. the same with ``orjson.loads`` — what :mod:`graphrag_assets.llm.embeddings` does since issue 14.
+
+The ratios (÷ parsed) are the figures to compare across runs; the load average is printed with
+them. Writes bench/results/embedding_parse.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO_ROOT))
+
+from graphrag_assets_tests.openai_fixtures import ScriptedOpenAIServer  # noqa: E402
+
+RESULTS = REPO_ROOT / "bench" / "results"
+
+
+def run(base_url: str, requests: int, batch: int, reader: str) -> tuple[float, float, int]:
+    import openai
+    import orjson
+
+    loads = {"json": json.loads, "orjson": orjson.loads}.get(reader)
+
+    texts = [[f"text {r}-{i} with several words in it" for i in range(batch)] for r in range(requests)]
+
+    async def go() -> int:
+        numbers = 0
+        async with openai.AsyncOpenAI(base_url=base_url, api_key="x", max_retries=0) as client:
+            for inputs in texts:  # one at a time: CPU per request, no overlap with the server
+                if loads is not None:
+                    body = loads((await client.embeddings.with_raw_response.create(model="m", input=inputs, encoding_format="float")).content)
+                    numbers += sum(len(item["embedding"]) for item in body["data"])
+                else:
+                    response = await client.embeddings.create(model="m", input=inputs, encoding_format="float")
+                    numbers += sum(len(item.embedding) for item in response.data)
+        return numbers
+
+    cpu, wall = time.process_time(), time.perf_counter()
+    numbers = asyncio.run(go())
+    return time.process_time() - cpu, time.perf_counter() - wall, numbers
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--requests", type=int, default=40)
+    parser.add_argument("--batch", type=int, default=16)
+    parser.add_argument("--dim", type=int, default=1536)
+    args = parser.parse_args()
+    load_start = [round(x, 2) for x in os.getloadavg()]
+    server = ScriptedOpenAIServer.start(embedding_dim=args.dim)
+    try:
+        run(server.base_url, 2, args.batch, "parsed")  # warm up imports and connections
+        measured = {reader: run(server.base_url, args.requests, args.batch, reader) for reader in ("parsed", "json", "orjson")}
+    finally:
+        server.stop()
+    load_end = [round(x, 2) for x in os.getloadavg()]
+    parsed = measured["parsed"]
+    result = {
+        "requests": args.requests, "batch": args.batch, "dim": args.dim,
+        **{reader: {"cpu_s": round(cpu, 3), "wall_s": round(wall, 3), "cpu_ms_per_1000_numbers": round(1e6 * cpu / numbers, 3),
+                    "cpu_ratio_over_parsed": round(cpu / parsed[0], 3)} for reader, (cpu, wall, numbers) in measured.items()},
+        "load_start": load_start, "load_end": load_end,
+    }
+    print(f"{args.requests} requests of {args.batch} x {args.dim} floats; load {load_start} -> {load_end}")
+    for reader, label in (("parsed", "openai parsed model"), ("json", "raw body + json"), ("orjson", "raw body + orjson")):
+        r = result[reader]
+        print(f"  {label:21s} CPU {r['cpu_s']:6.2f} s  wall {r['wall_s']:6.2f} s  "
+              f"({r['cpu_ms_per_1000_numbers']:.2f} ms CPU per 1,000 numbers; {r['cpu_ratio_over_parsed']:.3f} of parsed)")
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "embedding_parse.json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
