@@ -48,7 +48,8 @@ from graphrag_assets.core.ids import short_id
 from graphrag_assets.core.settings import LocalSearchSettings
 from graphrag_assets.llm.local_embedder import LocalEmbedder
 from graphrag_assets.llm.types import Message
-from graphrag_assets.query.context_tables import BudgetedTable, fill_table, format_row, join_sections, section_header
+from graphrag_assets.index.report_tokens import TOKENS_COLUMN
+from graphrag_assets.query.context_tables import BudgetedTable, fill_table, format_row, join_sections, section_header, sized_row
 from graphrag_assets.query.extractive import extractive_answer
 from graphrag_assets.query.graph_ranking import GraphQuery, RankedCandidates, rank_by_graph
 from graphrag_assets.query.request import SearchRequest
@@ -279,6 +280,14 @@ def rank_candidates(
     )
 
 
+def report_rows(reports: pl.DataFrame, count: TokenCounter) -> list[tuple]:
+    """(id, title, content) rows of the reports table, sized from the token counts stored at index time."""
+    return [
+        sized_row((r["human_readable_id"], r["title"], r["full_content"]), REPORT_COLUMNS.index("content"), r.get(TOKENS_COLUMN), count)
+        for r in reports.iter_rows(named=True)
+    ]
+
+
 async def build_local_context(
     request: SearchRequest, calls: ModelCalls, settings: LocalSearchSettings, purpose: str = PURPOSE
 ) -> LocalContext:
@@ -305,7 +314,7 @@ async def build_local_context(
     local_budget = available - community_budget - text_budget
 
     report_table = fill_table(
-        "Reports", REPORT_COLUMNS, reports.select("human_readable_id", "title", "full_content").rows(),
+        "Reports", REPORT_COLUMNS, report_rows(reports, count),
         community_budget, count, shorter=reports.select("human_readable_id", "title", "summary").rows(),
     )
     entity_table = fill_table(
