@@ -12,7 +12,6 @@ from graphrag_assets.cli.output import render_index_report
 from graphrag_assets.cli.progress import live_progress
 from graphrag_assets.core.processes import seconds_since_start
 from graphrag_assets.pipeline.idle_check import nothing_to_index
-from graphrag_assets.project.dry_run import estimate_next_run
 from graphrag_assets.project.index_run import IndexOptions
 
 
@@ -34,6 +33,8 @@ def index(root: Path | None, method: str | None, dry_run: bool, full: bool, allo
         why = {"nlp": "(no model endpoint configured: offline noun-phrase graph and local embeddings)", "standard": "(model endpoint configured)"}
         click.echo(f"method: {settings.resolved_method} {why.get(settings.resolved_method, '') if settings.method == 'auto' else '(from the settings)'}".rstrip())
     if dry_run:
+        from graphrag_assets.project.dry_run import estimate_next_run  # the extraction steps and model client: only for --dry-run
+
         estimate = estimate_next_run(settings)
         print_json(estimate.as_dict()) if as_json else click.echo(estimate.render())
         return

@@ -11,13 +11,12 @@ from typing import Any
 import polars as pl
 
 from graphrag_assets.core.settings import Settings
-from graphrag_assets.llm.usage import last_corpus_run_usage
-from graphrag_assets.project.dry_run import CORPUS_MODEL_ASSETS
+from graphrag_assets.llm.usage import CORPUS_MODEL_ASSETS, last_corpus_run_usage
 from graphrag_assets.project.fingerprints import corpus_fingerprint
 from graphrag_assets.project.locks import index_lock_held, interrupted_update
 from graphrag_assets.project.state import corpus_staleness, document_state
 from graphrag_assets.storage.corpus import last_clustering, staged_tables
-from graphrag_assets.storage.database import connect, table_exists
+from graphrag_assets.storage.database import connect, frame_of, table_exists
 
 PIPELINE_TABLES = (
     "source_files",
@@ -40,7 +39,7 @@ PIPELINE_TABLES = (
 
 
 def _read(conn, table: str) -> pl.DataFrame | None:
-    return conn.sql(f'select * from "{table}"').pl() if table_exists(conn, table) else None
+    return frame_of(conn.sql(f'select * from "{table}"')) if table_exists(conn, table) else None
 
 
 def _paths_on_disk(on_disk: dict[str, str], source_files: pl.DataFrame | None) -> dict[str, str]:
