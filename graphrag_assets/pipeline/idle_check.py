@@ -17,6 +17,8 @@ from graphrag_assets.pipeline.dagster_files import read_sqlite_state
 from graphrag_assets.project.index_run import IndexOptions, IndexReport
 from graphrag_assets.project.locks import index_lock_held, interrupted_update
 from graphrag_assets.project.state import check_input, corpus_is_stale, document_state
+from graphrag_assets.storage.database import reading
+
 
 def nothing_to_index(settings: Settings, options: IndexOptions) -> IndexReport | None:
     """The report of an index run that has nothing to do, or None when the full path must decide.
@@ -25,6 +27,11 @@ def nothing_to_index(settings: Settings, options: IndexOptions) -> IndexReport |
     """
     if options.force_corpus or options.recluster:
         return None
+    with reading(settings.database_path):  # one open of the database for every table read here
+        return _up_to_date(settings, options)
+
+
+def _up_to_date(settings: Settings, options: IndexOptions) -> IndexReport | None:
     state = document_state(settings)
     check_input(settings, state, allow_empty=options.allow_empty_input)
     changes = state.changes

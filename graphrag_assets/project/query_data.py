@@ -17,7 +17,7 @@ from graphrag_assets.core.errors import UserError
 from graphrag_assets.core.settings import Settings
 from graphrag_assets.query.lexical import Bm25Index
 from graphrag_assets.query.types import ArrayVectorIndex, QueryData, empty_index
-from graphrag_assets.storage.database import connect, frame_of, table_exists
+from graphrag_assets.storage.database import connect, frame_of, reading, table_exists
 from graphrag_assets.storage.corpus import vector_versions
 from graphrag_assets.storage.vectors import ENTITY_TABLE, REPORT_TABLE, TEXT_UNIT_TABLE, LanceVectorIndex, lexical_index
 
@@ -36,6 +36,11 @@ EMBEDDING_TABLES = {ENTITY_TABLE: "entity_embeddings", TEXT_UNIT_TABLE: "text_un
 
 def load_query_data(settings: Settings) -> QueryData:
     """The index tables the query engines read and the project's three vector indexes."""
+    with reading(settings.database_path):  # the database is opened once for tables and vectors
+        return _load(settings)
+
+
+def _load(settings: Settings) -> QueryData:
     frames: dict[str, pl.DataFrame] = {}
     with connect(settings.database_path, read_only=True) as conn:
         if not table_exists(conn, "entities"):

@@ -288,6 +288,15 @@ def report_rows(reports: pl.DataFrame, count: TokenCounter) -> list[tuple]:
     ]
 
 
+def source_rows(units: pl.DataFrame, count: TokenCounter) -> list[tuple]:
+    """(short id, text) rows of the sources table, sized from the text units' stored ``n_tokens``
+    (counted when they were chunked) rather than by tokenizing their text again."""
+    return [
+        sized_row((short_id(r["id"]), r["text"]), SOURCE_COLUMNS.index("text"), r.get("n_tokens"), count)
+        for r in units.iter_rows(named=True)
+    ]
+
+
 async def build_local_context(
     request: SearchRequest, calls: ModelCalls, settings: LocalSearchSettings, purpose: str = PURPOSE
 ) -> LocalContext:
@@ -336,8 +345,7 @@ async def build_local_context(
         local_budget - entity_table.tokens - relationship_table.tokens, count,
     )
     source_table = fill_table(
-        "Sources", SOURCE_COLUMNS, [(short_id(i), t) for i, t in units.select("id", "text").iter_rows()],
-        text_budget, count,
+        "Sources", SOURCE_COLUMNS, source_rows(units, count), text_budget, count,
     )
 
     records = ContextRecords(
