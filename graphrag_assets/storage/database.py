@@ -101,8 +101,9 @@ def reading(path: str | Path) -> Iterator[None]:
 
     A command such as ``status`` reads a dozen tables through functions that each open the file;
     every open costs ~10 ms (more under load) and reads the catalog again. The block opens it once
-    (when it exists) and closes it at the end; connections with ``config`` and writers still open
-    their own, and other threads are not affected (a DuckDB connection is not shared across threads).
+    (when it exists) and closes it at the end. It is for reading only: DuckDB refuses, within one
+    process, a writer or another configuration of a file that is open read-only. Other threads open
+    their own connections (a DuckDB connection is not shared across threads).
     """
     path = Path(path)
     if not path.exists() or _shared_reader(path) is not None:
