@@ -1,8 +1,8 @@
 """`index` with nothing to do answers without Dagster, and only when nothing needs Dagster's word.
 
 The check (pipeline/idle_check.py) reads our tables and Dagster's SQLite files; every case that
-needs the full path (a changed file, a pending or dead run, a held lock, a partition Dagster does
-not know, a stale corpus build, --full) must get None, and the full path then does its work.
+needs the full path (a changed file, a pending or dead run, a held lock, a partition Dagster would
+forget, a stale corpus build, --full) must get None, and the full path then does its work.
 """
 
 from __future__ import annotations
@@ -101,15 +101,15 @@ def test_a_held_index_lock_takes_the_full_path(project: Path) -> None:
     assert nothing_to_index(settings, IndexOptions()) is not None
 
 
-def test_a_partition_dagster_does_not_know_takes_the_full_path(project: Path) -> None:
+def test_a_partition_dagster_would_forget_takes_the_full_path(project: Path) -> None:
     from graphrag_assets.pipeline.instance import open_instance
 
     settings = settings_of(project)
     instance = open_instance(settings)
-    instance.delete_dynamic_partition(PARTITIONS, "letter_holm_to_varga.txt")
+    instance.add_dynamic_partitions(PARTITIONS, ["ghost.txt"])  # registered, but no such file
     assert nothing_to_index(settings, IndexOptions()) is None
     index_project(settings)
-    assert "letter_holm_to_varga.txt" in instance.get_dynamic_partitions(PARTITIONS)
+    assert "ghost.txt" not in instance.get_dynamic_partitions(PARTITIONS)
     assert nothing_to_index(settings, IndexOptions()) is not None
 
 
