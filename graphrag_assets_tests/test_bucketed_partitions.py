@@ -166,7 +166,7 @@ def test_buckets_are_stable_and_the_scheme_switches_with_some_slack() -> None:
     from graphrag_assets.core.buckets import documents_in_buckets, parse_bucket_key
     from graphrag_assets.core.settings import PartitionSettings
     from graphrag_assets.index.changes import ChangeSet
-    from graphrag_assets.pipeline.partitions import plan_partitions
+    from graphrag_assets.index.partition_plan import plan_partitions
 
     assert bucket_of("a/b.txt", 256) == bucket_of("a/b.txt", 256) and parse_bucket_key(bucket_of("a/b.txt", 256))[1] == 256
     assert parse_bucket_key("bucket-1-of-4.txt") is None and parse_bucket_key("bucket-4-of-4") is None

@@ -1,5 +1,7 @@
 """What each command imports: reading the index never loads Dagster, and a small index never LanceDB.
 
+`status`, `sql`, `show` and an `index` with nothing to do load neither pyarrow nor numpy either.
+
 Importing Dagster costs about a second and LanceDB about another; for `query`, `status`, `sql` and
 `show` on a small index that would be most of the time a user waits.
 """
@@ -23,13 +25,14 @@ try:
     main()
 except SystemExit as exit:
     code = exit.code
-print(json.dumps(sorted(m for m in ("dagster", "lancedb", "openai") if m in sys.modules)), file=sys.stderr)
+print(json.dumps(sorted(m for m in ("dagster", "lancedb", "openai", "pyarrow", "numpy") if m in sys.modules)), file=sys.stderr)
 """
+HEAVY = ("dagster", "lancedb", "openai")
 
 
-def loaded_by(args: list[str]) -> list[str]:
+def loaded_by(args: list[str], watched: tuple[str, ...] = HEAVY) -> list[str]:
     done = subprocess.run([sys.executable, "-c", PROBE, json.dumps(args)], capture_output=True, text=True, timeout=120)
-    return json.loads(done.stderr.strip().splitlines()[-1])
+    return [m for m in json.loads(done.stderr.strip().splitlines()[-1]) if m in watched]
 
 
 @pytest.mark.parametrize(
@@ -46,6 +49,16 @@ def loaded_by(args: list[str]) -> list[str]:
 )
 def test_reading_commands_import_neither_dagster_nor_lancedb_on_a_small_index(nlp_index: Path, args: list[str]) -> None:
     assert loaded_by([*args, "--root", str(nlp_index)]) == []
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["status"], ["sql", "select count(*) from entities"], ["show", "entity", "Søren Holm"], ["index"]],
+    ids=["status", "sql", "show", "index-nothing-to-do"],
+)
+def test_commands_that_only_read_tables_load_neither_pyarrow_nor_numpy(nlp_index: Path, args: list[str]) -> None:
+    """DuckDB results reach polars through the Arrow C stream; `index` with nothing to do needs no Dagster."""
+    assert loaded_by([*args, "--root", str(nlp_index)], (*HEAVY, "pyarrow", "numpy")) == []
 
 
 def test_a_large_index_is_searched_through_lancedb(nlp_index: Path, tmp_path: Path) -> None:

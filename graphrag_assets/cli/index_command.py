@@ -11,7 +11,8 @@ from graphrag_assets.cli.output import render_index_report
 from graphrag_assets.cli.process_exit import exit_now
 from graphrag_assets.cli.progress import live_progress
 from graphrag_assets.core.processes import seconds_since_start
-from graphrag_assets.project.dry_run import estimate_next_run
+from graphrag_assets.pipeline.idle_check import nothing_to_index
+from graphrag_assets.project.index_run import IndexOptions
 
 
 @click.command(short_help="Index what changed in the input folder and update the graph.")
@@ -32,14 +33,18 @@ def index(root: Path | None, method: str | None, dry_run: bool, full: bool, allo
         why = {"nlp": "(no model endpoint configured: offline noun-phrase graph and local embeddings)", "standard": "(model endpoint configured)"}
         click.echo(f"method: {settings.resolved_method} {why.get(settings.resolved_method, '') if settings.method == 'auto' else '(from the settings)'}".rstrip())
     if dry_run:
+        from graphrag_assets.project.dry_run import estimate_next_run  # the extraction steps and model client: only for --dry-run
+
         estimate = estimate_next_run(settings)
         print_json(estimate.as_dict()) if as_json else click.echo(estimate.render())
         return
-    from graphrag_assets.pipeline.indexing import IndexOptions, index_project  # imports Dagster (~1 s): only when indexing
-
     options = IndexOptions(overrides=overrides, force_corpus=full, allow_empty_input=allow_empty_input, recluster=recluster)
-    with live_progress(enabled=not as_json and not verbose) as announce:
-        report = index_project(settings, options, announce)
+    report = nothing_to_index(settings, options)
+    if report is None:
+        from graphrag_assets.pipeline.indexing import index_project  # imports Dagster (~1 s): only when there is work
+
+        with live_progress(enabled=not as_json and not verbose) as announce:
+            report = index_project(settings, options, announce)
     report.seconds = seconds_since_start()
     if as_json:
         print_json(report.as_dict())

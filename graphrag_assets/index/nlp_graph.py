@@ -36,8 +36,8 @@ from graphrag_assets.core.ids import entity_id, relationship_id
 from graphrag_assets.core.sentences import sentences_with_keys
 from graphrag_assets.core.schemas import ENTITIES, RELATIONSHIPS, conform, empty_frame
 from graphrag_assets.core.settings import PruneSettings
+from graphrag_assets.index.noun_phrases import NOUN_PHRASE_TYPE
 
-NOUN_PHRASE_TYPE = "NOUN PHRASE"
 DESCRIPTION_MAX_CHARS = 300
 LONG_SENTENCE_CHARS = 400  # sentences longer than this are used only when no shorter one exists
 

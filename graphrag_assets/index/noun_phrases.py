@@ -80,6 +80,7 @@ MAX_COMMON_PHRASE_WORDS = 6
 # Bumped when a release changes which phrases a text yields, so nlp/fast indexes re-extract their
 # documents on the next run instead of mixing old and new phrases. 2: chat stop phrases.
 NOUN_PHRASE_RULES_VERSION = 2
+NOUN_PHRASE_TYPE = "NOUN PHRASE"  # the entity type of the offline graph's nodes
 _I_FORMS = frozenset({"i", "i'm", "i've", "i'll", "i'd"})
 _ROMAN = re.compile(r"^(?=[MDCLXVI])M{0,4}(?:CM|CD|D?C{0,3})(?:XC|XL|L?X{0,3})(?:IX|IV|V?I{0,3})$")
 _ORDINAL = re.compile(r"^\d+(?:st|nd|rd|th|s)?$", re.IGNORECASE)

@@ -44,7 +44,7 @@ import polars as pl
 
 from graphrag_assets.core.words import word_lists
 from graphrag_assets.index.entity_names import HONORIFIC_GENDER, ROLE_WORDS, NameForm, genders_compatible, parse_name
-from graphrag_assets.index.nlp_graph import NOUN_PHRASE_TYPE
+from graphrag_assets.index.noun_phrases import NOUN_PHRASE_TYPE
 from graphrag_assets.index.resolution_frames import verdict_frame
 
 METHOD = "rules"

@@ -9,7 +9,8 @@ and optionally ``lancedb/`` with its vectors. Every id is kept. Our extra column
   ``content_hash`` and ``replaced_chars`` stay null (there is no input file to hash);
 - text units: ``chunk_index`` = position within the document in MS's order, and
   ``human_readable_id`` = that index (our meaning of the column); ``start_token`` null;
-- community reports: ``generation`` = ``llm``; ``context_tokens`` / ``substituted_reports`` null.
+- community reports: ``generation`` = ``llm``; ``context_tokens`` / ``substituted_reports`` null;
+  ``full_content_tokens`` counted with the project's encoding.
 
 Relationships are kept as MS wrote them, directed: (A, B) and (B, A) stay two rows. Our query
 engines match a relationship by either end and never assume one row per pair, and merging
@@ -38,7 +39,9 @@ import polars as pl
 from graphrag_assets.core import schemas
 from graphrag_assets.core.errors import UserError
 from graphrag_assets.core.settings import Settings
+from graphrag_assets.core.tokens import token_counter
 from graphrag_assets.index.embedding_texts import embed_frame, entity_texts, report_texts, text_hashes, text_unit_texts, with_text
+from graphrag_assets.index.report_tokens import with_content_tokens
 from graphrag_assets.interop.common import ImportResult
 from graphrag_assets.llm.factory import build_embedding_model
 from graphrag_assets.llm.usage import UsageMeter
@@ -286,6 +289,7 @@ def import_msgraphrag(settings: Settings, source_dir: Path, *, force: bool = Fal
             f"the project at {settings.root} already has an index; pass --force to replace it with the imported one."
         )
     tables = our_tables(ms)
+    tables["community_reports"] = with_content_tokens(tables["community_reports"], token_counter(settings.chunking.encoding))
     result = ImportResult(format="msgraphrag", source_dir=source_dir)
     titles = tables["entities"].get_column("title")
     dangling = tables["relationships"].filter(~pl.col("source").is_in(titles) | ~pl.col("target").is_in(titles)).height

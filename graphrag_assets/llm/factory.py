@@ -4,6 +4,9 @@ which cache and which endpoint.
 Each returned model owns its cache object: call ``model.close()`` (or ``await model.aclose()``)
 when the step is done so every answer is written. :class:`ModelSet` does that for the models of
 one unit of work (a Dagster step, a query, a dry run).
+
+The endpoint models' modules (HTTP client, retries, rate limits, JSON repair) are imported when an
+endpoint model is built: an offline query uses only the local embedder and skips them.
 """
 
 from __future__ import annotations
@@ -14,27 +17,30 @@ from typing import TYPE_CHECKING
 from graphrag_assets.core.errors import UserError
 from graphrag_assets.llm.usage import UsageMeter
 
-from graphrag_assets.llm.cache import LLMCache
-from graphrag_assets.llm.capabilities import CapabilityStore
-from graphrag_assets.llm.chat import ChatDefaults, OpenAIChatModel
-from graphrag_assets.llm.client import CallLimits, Endpoint, ModelServices
-from graphrag_assets.llm.embeddings import EmbeddingBatching, OpenAIEmbeddingModel
 from graphrag_assets.llm.local_embedder import LocalEmbedder
-from graphrag_assets.llm.rate_limit import SlidingWindowLimiter
-from graphrag_assets.llm.retry import RetryPolicy
 from graphrag_assets.llm.types import EmbeddingModel
 
 if TYPE_CHECKING:
     from graphrag_assets.core.settings import EmbeddingSettings, LLMSettings, Settings
+    from graphrag_assets.llm.cache import LLMCache
+    from graphrag_assets.llm.chat import OpenAIChatModel
+    from graphrag_assets.llm.client import ModelServices
 
 
 def _cache(settings: "LLMSettings", db_path: str | Path | None) -> "LLMCache | None":
     if not settings.cache or db_path is None:
         return None
+    from graphrag_assets.llm.cache import LLMCache  # endpoint models only (module docstring)
+
     return LLMCache(db_path)
 
 
-def _services(settings: "LLMSettings", db_path: str | Path | None, meter: UsageMeter, dry_run: bool) -> ModelServices:
+def _services(settings: "LLMSettings", db_path: str | Path | None, meter: UsageMeter, dry_run: bool) -> "ModelServices":
+    from graphrag_assets.llm.capabilities import CapabilityStore  # endpoint models only (module docstring)
+    from graphrag_assets.llm.client import CallLimits, ModelServices
+    from graphrag_assets.llm.rate_limit import SlidingWindowLimiter
+    from graphrag_assets.llm.retry import RetryPolicy
+
     limiter = None
     if settings.requests_per_minute or settings.tokens_per_minute:
         limiter = SlidingWindowLimiter(settings.requests_per_minute, settings.tokens_per_minute)
@@ -56,6 +62,9 @@ def build_chat_model(
             "no model endpoint is configured; set OPENAI_API_KEY or OPENAI_BASE_URL "
             "(or llm.base_url in graphrag.yaml), or use method: nlp to index without a model."
         )
+    from graphrag_assets.llm.chat import ChatDefaults, OpenAIChatModel  # endpoint models only (module docstring)
+    from graphrag_assets.llm.client import Endpoint
+
     endpoint = Endpoint(settings.base_url, settings.api_key, settings.api_version, settings.request_timeout)
     return OpenAIChatModel(
         settings.chat_model, endpoint, _services(settings, db_path, meter, dry_run),
@@ -79,6 +88,9 @@ def build_embedding_model(
             "llm.embeddings is 'openai' but no embedding endpoint is configured; set OPENAI_API_KEY or "
             "llm.embedding_base_url in graphrag.yaml, or set llm.embeddings: local."
         )
+    from graphrag_assets.llm.client import Endpoint  # endpoint models only (module docstring)
+    from graphrag_assets.llm.embeddings import EmbeddingBatching, OpenAIEmbeddingModel
+
     endpoint = Endpoint(
         settings.embedding_base_url or settings.base_url, settings.embedding_api_key or settings.api_key,
         settings.api_version, settings.request_timeout,

@@ -34,6 +34,9 @@ import polars as pl
 from graphrag_assets.llm.cache import CHAT_TABLE_DDL, EMBEDDING_TABLE_DDL
 from graphrag_assets.storage.database import connect, table_exists
 
+# The corpus-wide assets that call the chat model (status and the dry run show their last run).
+CORPUS_MODEL_ASSETS = ("graph", "community_reports")
+
 if TYPE_CHECKING:
     from graphrag_assets.core.settings import Price
 
@@ -272,12 +275,12 @@ def last_corpus_run_usage(db_path: Path, corpus_assets: tuple[str, ...]) -> dict
     with connect(db_path, read_only=True) as conn:
         if not table_exists(conn, USAGE_TABLE):
             return {}
-        conn.register("_assets", pl.DataFrame({"asset_key": list(corpus_assets)}).to_arrow())
-        rows = conn.sql(
-            f"with last as (select run_id from {USAGE_TABLE} where asset_key in (select asset_key from _assets) "
+        rows = conn.execute(
+            f"with last as (select run_id from {USAGE_TABLE} where list_contains(?, asset_key) "
             "order by recorded_at desc limit 1) "
             f"select purpose, sum(requests)::bigint, sum(cache_hits)::bigint, {_truncated_sum(conn)} from {USAGE_TABLE} "
-            "where run_id in (select run_id from last) group by purpose order by purpose"
+            "where run_id in (select run_id from last) group by purpose order by purpose",
+            [list(corpus_assets)],
         ).fetchall()
     return {purpose: {"calls": calls, "cached": cached, "truncated": truncated} for purpose, calls, cached, truncated in rows}
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 import polars as pl
@@ -22,12 +21,14 @@ from graphrag_assets.core.buckets import bucket_of, is_bucket_key
 from graphrag_assets.core.progress import warn
 from graphrag_assets.core.settings import Settings
 from graphrag_assets.index.changes import ChangeSet
+from graphrag_assets.index.partition_plan import PartitionPlan, plan_partitions
 from graphrag_assets.llm.usage import create_model_tables, report_outcomes, usage_by_purpose
 from graphrag_assets.pipeline.assets.communities import RECLUSTER_TAG
 from graphrag_assets.pipeline.definitions import build_definitions
 from graphrag_assets.pipeline.instance import open_instance, refuse_while_runs_are_active
-from graphrag_assets.pipeline.partitions import CORPUS_JOB, DOCUMENTS_JOB, PARTITIONS_NAME, PartitionPlan, plan_partitions, run_groups
+from graphrag_assets.pipeline.partitions import CORPUS_JOB, DOCUMENTS_JOB, PARTITIONS_NAME, run_groups
 from graphrag_assets.pipeline.runner import run_job
+from graphrag_assets.project.index_run import IndexOptions, IndexReport
 from graphrag_assets.project.locks import index_lock
 from graphrag_assets.project.state import check_input, corpus_is_stale, document_state, extraction_parse_failures, failed_extractions
 from graphrag_assets.storage.corpus import graph_sizes
@@ -35,60 +36,6 @@ from graphrag_assets.storage.documents import delete_documents, refresh_file_sta
 from graphrag_assets.storage.tables import read_table
 
 Announce = Callable[[str], None]
-
-
-@dataclass
-class IndexReport:
-    changes: ChangeSet
-    runs: list[dict[str, Any]] = field(default_factory=list)
-    deleted_rows: dict[str, int] = field(default_factory=dict)
-    seconds: float = 0.0
-    method: str = ""
-    failed_documents: list[str] = field(default_factory=list)
-    parse_failures: dict[str, int] = field(default_factory=dict)  # extraction records left out, by document
-    vanished: list[str] = field(default_factory=list)  # new files deleted before their run read them
-    graph: dict[str, int] = field(default_factory=dict)  # sizes of the published build after the run
-    reports: dict[str, Any] = field(default_factory=dict)  # reused / regenerated / deleted and why
-    usage: dict[str, dict[str, int]] = field(default_factory=dict)
-
-    @property
-    def success(self) -> bool:
-        return all(run["success"] for run in self.runs)
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "method": self.method,
-            "new": [key for key in self.changes.new if key not in self.vanished],
-            "vanished": self.vanished,
-            "graph": self.graph,
-            "reports": self.reports,
-            "changed": self.changes.changed,
-            "deleted": self.changes.deleted,
-            "unchanged": len(self.changes.unchanged),
-            "runs": self.runs,
-            "deleted_rows": self.deleted_rows,
-            "failed_documents": self.failed_documents,
-            "parse_failures": self.parse_failures,
-            "usage": self.usage,
-            "seconds": round(self.seconds, 3),
-            "success": self.success,
-        }
-
-
-@dataclass(frozen=True)
-class IndexOptions:
-    """What the user asked of this update besides "bring the index up to date".
-
-    ``overrides``: settings given on the command line (e.g. the method); ``force_corpus``: rebuild
-    the corpus-wide assets even when nothing changed; ``allow_empty_input``: accept a missing or
-    empty input folder, removing every document from the index; ``recluster``: run the corpus job
-    even when nothing changed and make it cluster from scratch.
-    """
-
-    overrides: dict[str, Any] | None = None
-    force_corpus: bool = False
-    allow_empty_input: bool = False
-    recluster: bool = False  # cluster communities from scratch (stable mode keeps them otherwise)
 
 
 def index_project(settings: Settings, options: IndexOptions | None = None, announce: Announce = lambda message: None) -> IndexReport:

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import importlib.util
 from datetime import datetime, timedelta, timezone
-
-import yaml
 
 from dagster import DagsterInstance, DagsterRunStatus, RunsFilter
 from dagster._core.instance.ref import InstanceRef
@@ -14,8 +11,7 @@ from graphrag_assets.core.errors import UserError
 from graphrag_assets.core.processes import ProcessId
 from graphrag_assets.core.settings import Settings
 from graphrag_assets.pipeline import event_log
-
-DAGSTER_DIR = "data/dagster"
+from graphrag_assets.pipeline.dagster_files import DAGSTER_DIR, PENDING_STATUSES, uses_postgres
 
 
 def open_instance(settings: Settings) -> DagsterInstance:
@@ -59,25 +55,8 @@ POSTGRES_POOL_RECYCLE_SECONDS = 3600
 POSTGRES_MAX_OVERFLOW = 10
 
 
-def uses_postgres(settings: Settings) -> bool:
-    """Whether the project's dagster.yaml keeps Dagster's state in PostgreSQL (checks the extra is installed)."""
-    path = settings.root / "dagster.yaml"
-    if not path.exists():
-        return False
-    try:
-        config = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except yaml.YAMLError as exc:
-        raise UserError(f"{path} is not valid YAML ({exc.__class__.__name__}); fix it or write it again with graphrag-assets init --force.") from exc
-    storage = config.get("storage") if isinstance(config, dict) else None
-    if not (isinstance(storage, dict) and "postgres" in storage):
-        return False
-    if importlib.util.find_spec("dagster_postgres") is None:
-        raise UserError(f"{path} keeps Dagster's state in PostgreSQL, but dagster-postgres is not installed: pip install 'graphrag-assets[postgres]'.")
-    return True
-
-
 ACTIVE_RUN_MAX_AGE_HOURS = 12
-PENDING = [DagsterRunStatus.QUEUED, DagsterRunStatus.NOT_STARTED, DagsterRunStatus.STARTING, DagsterRunStatus.STARTED]
+PENDING = [DagsterRunStatus(status) for status in PENDING_STATUSES]
 # The process that executes a run in-process (the CLI's index): "host:pid:start".
 PROCESS_TAG = "graphrag/process"
 # What started a run: the sensor, the schedule or the CLI.

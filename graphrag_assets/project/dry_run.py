@@ -25,13 +25,10 @@ from graphrag_assets.index.input_files import discover_input_files
 from graphrag_assets.index.methods import method_steps
 from graphrag_assets.index.report_reuse import entities_of_text_units, mentioned_entities, predict_reuse
 from graphrag_assets.llm.factory import ModelSet
-from graphrag_assets.llm.usage import UsageMeter, last_corpus_run_usage
+from graphrag_assets.llm.usage import CORPUS_MODEL_ASSETS, UsageMeter, last_corpus_run_usage
 from graphrag_assets.project.resolution_estimate import ResolutionEstimate, estimate_resolution
 from graphrag_assets.project.state import document_state
 from graphrag_assets.storage.tables import read_table
-
-# The corpus-wide assets that call the chat model (their last run is shown for reference).
-CORPUS_MODEL_ASSETS = ("graph", "community_reports")
 
 
 @dataclass

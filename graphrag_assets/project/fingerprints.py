@@ -11,8 +11,6 @@ import json
 
 from graphrag_assets.core.ids import stable_hash
 from graphrag_assets.core.settings import Settings
-from graphrag_assets.index.community_reports import report_options
-from graphrag_assets.index.entity_resolution import resolution_fingerprint
 from graphrag_assets.index.methods import method_steps
 from graphrag_assets.index.noun_phrases import NOUN_PHRASE_RULES_VERSION
 from graphrag_assets.prompts.templates import load_prompt
@@ -79,9 +77,15 @@ def corpus_fingerprint(settings: Settings) -> str:
         parts["summarize_prompt"] = _prompt_version("summarize_descriptions", settings.summarize.prompt, settings)
     else:
         parts["nlp"] = settings.nlp.model_dump()
+    # Imported only when used: entity resolution and the report generator pull in numpy, pyarrow and
+    # the JSON repair library, which 'status' and 'index' with nothing to do would load for nothing.
     if settings.resolution.enabled:
+        from graphrag_assets.index.entity_resolution import resolution_fingerprint
+
         parts["resolution"] = resolution_fingerprint(settings)
     if steps.model_reports:
+        from graphrag_assets.index.community_reports import report_options
+
         parts["reports"] = settings.reports.model_dump(exclude={"prompt", "text_prompt"})
         parts["reports_prompt"] = report_options(settings).template.version
         parts["chat_model"] = settings.llm.chat_model

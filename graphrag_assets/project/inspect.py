@@ -15,7 +15,7 @@ import polars as pl
 
 from graphrag_assets.core.errors import UserError
 from graphrag_assets.core.settings import Settings
-from graphrag_assets.storage.database import connect, table_exists
+from graphrag_assets.storage.database import connect, frame_of, table_exists
 
 DESCRIPTION_PREVIEW = 100
 
@@ -34,7 +34,7 @@ def _query(settings: Settings, sql: str, params: list[Any] | None = None, needs:
         missing = [table for table in needs if not table_exists(conn, table)]
         if missing:
             raise UserError(f"the index has no {missing[0]} table yet; run 'graphrag-assets index' first.")
-        return conn.sql(sql, params=params or []).pl()
+        return frame_of(conn.sql(sql, params=params or []))
 
 
 def _like(search: str | None) -> str:

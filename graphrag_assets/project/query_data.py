@@ -17,7 +17,7 @@ from graphrag_assets.core.errors import UserError
 from graphrag_assets.core.settings import Settings
 from graphrag_assets.query.lexical import Bm25Index
 from graphrag_assets.query.types import ArrayVectorIndex, QueryData, empty_index
-from graphrag_assets.storage.database import connect, table_exists
+from graphrag_assets.storage.database import connect, frame_of, reading, table_exists
 from graphrag_assets.storage.corpus import vector_versions
 from graphrag_assets.storage.vectors import ENTITY_TABLE, REPORT_TABLE, TEXT_UNIT_TABLE, LanceVectorIndex, lexical_index
 
@@ -36,6 +36,11 @@ EMBEDDING_TABLES = {ENTITY_TABLE: "entity_embeddings", TEXT_UNIT_TABLE: "text_un
 
 def load_query_data(settings: Settings) -> QueryData:
     """The index tables the query engines read and the project's three vector indexes."""
+    with reading(settings.database_path):  # the database is opened once for tables and vectors
+        return _load(settings)
+
+
+def _load(settings: Settings) -> QueryData:
     frames: dict[str, pl.DataFrame] = {}
     with connect(settings.database_path, read_only=True) as conn:
         if not table_exists(conn, "entities"):
@@ -48,7 +53,7 @@ def load_query_data(settings: Settings) -> QueryData:
             columns = [c for c in schema if c not in skipped]
             present = {row[0] for row in conn.execute(f'describe "{table}"').fetchall()}
             select = ", ".join(f'"{c}"' for c in columns if c in present)
-            frames[table] = schemas.conform(conn.sql(f'select {select} from "{table}"').pl(), {c: schema[c] for c in columns})
+            frames[table] = schemas.conform(frame_of(conn.sql(f'select {select} from "{table}"')), {c: schema[c] for c in columns})
     units = frames["text_units"]
     if int(units["n_tokens"].sum() or 0) <= settings.query.in_memory_search_max_tokens:
         with connect(settings.database_path, read_only=True) as conn:
@@ -75,7 +80,7 @@ def _vector_index(conn, table: str, name: str) -> ArrayVectorIndex:
     """The vectors of an embedding table as an in-memory index (empty when the table is missing)."""
     if not table_exists(conn, table):
         return empty_index()
-    frame = conn.sql(f'select id, vector from "{table}" where vector is not null order by id').pl()
+    frame = frame_of(conn.sql(f'select id, vector from "{table}" where vector is not null order by id'))
     if frame.is_empty():
         return empty_index()
     return ArrayVectorIndex(frame["id"].to_list(), np.vstack(frame["vector"].to_numpy()), name)

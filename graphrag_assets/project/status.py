@@ -11,13 +11,12 @@ from typing import Any
 import polars as pl
 
 from graphrag_assets.core.settings import Settings
-from graphrag_assets.llm.usage import last_corpus_run_usage
-from graphrag_assets.project.dry_run import CORPUS_MODEL_ASSETS
+from graphrag_assets.llm.usage import CORPUS_MODEL_ASSETS, last_corpus_run_usage
 from graphrag_assets.project.fingerprints import corpus_fingerprint
 from graphrag_assets.project.locks import index_lock_held, interrupted_update
 from graphrag_assets.project.state import corpus_staleness, document_state
 from graphrag_assets.storage.corpus import last_clustering, staged_tables
-from graphrag_assets.storage.database import connect, table_exists
+from graphrag_assets.storage.database import connect, frame_of, reading, table_exists
 
 PIPELINE_TABLES = (
     "source_files",
@@ -40,7 +39,17 @@ PIPELINE_TABLES = (
 
 
 def _read(conn, table: str) -> pl.DataFrame | None:
-    return conn.sql(f'select * from "{table}"').pl() if table_exists(conn, table) else None
+    return frame_of(conn.sql(f'select * from "{table}"')) if table_exists(conn, table) else None
+
+
+def _row_counts(conn, tables: tuple[str, ...]) -> dict[str, int]:
+    """Rows of each of ``tables`` the database has, in that order, counted in one query."""
+    present = {row[0] for row in conn.execute("select table_name from information_schema.tables where table_schema = 'main'").fetchall()}
+    found = [table for table in tables if table in present]
+    if not found:
+        return {}
+    counts = conn.execute(" union all ".join(f"select {i}, count(*) from \"{t}\"" for i, t in enumerate(found))).fetchall()
+    return {found[i]: int(n) for i, n in sorted(counts)}
 
 
 def _paths_on_disk(on_disk: dict[str, str], source_files: pl.DataFrame | None) -> dict[str, str]:
@@ -50,6 +59,12 @@ def _paths_on_disk(on_disk: dict[str, str], source_files: pl.DataFrame | None) -
 
 
 def project_status(settings: Settings) -> dict[str, Any]:
+    """What the index holds and what is out of date; the database is opened once for all of it."""
+    with reading(settings.database_path):
+        return _status(settings)
+
+
+def _status(settings: Settings) -> dict[str, Any]:
     report: dict[str, Any] = {
         "root": str(settings.root),
         "method": settings.resolved_method,
@@ -61,9 +76,7 @@ def project_status(settings: Settings) -> dict[str, Any]:
     extraction_status: pl.DataFrame | None = None
     if settings.database_path.exists():
         with connect(settings.database_path, read_only=True) as conn:
-            for table in PIPELINE_TABLES:
-                if table_exists(conn, table):
-                    report["tables"][table] = int(conn.execute(f'select count(*) from "{table}"').fetchall()[0][0])
+            report["tables"] = _row_counts(conn, PIPELINE_TABLES)
             manifest = _read(conn, "corpus_manifest")
             extraction_status = _read(conn, "extraction_status")
     state = document_state(settings)

@@ -21,7 +21,7 @@ from graphrag_assets.core.settings import BasicSearchSettings
 from graphrag_assets.llm.types import Message
 from graphrag_assets.query.context_tables import BudgetedTable, fill_table
 from graphrag_assets.query.hybrid_search import text_unit_hits
-from graphrag_assets.query.local_search import no_llm_answer, source_records
+from graphrag_assets.query.local_search import no_llm_answer, source_records, source_rows
 from graphrag_assets.query.request import SearchRequest
 from graphrag_assets.query.types import ContextRecords, QueryData, QueryResult, TokenCounter, query_prompt
 
@@ -57,8 +57,7 @@ def build_basic_context(
     found = text_unit_hits(data, vector, question, options.k, options.mode)
     units = rank_text_units(found.hits, data.text_units)
     table = fill_table(
-        "Sources", SOURCE_COLUMNS, [(short_id(i), t) for i, t in units.select("id", "text").iter_rows()],
-        options.max_context_tokens, count,
+        "Sources", SOURCE_COLUMNS, source_rows(units, count), options.max_context_tokens, count,
     )
     records = ContextRecords(sources=source_records(units.head(table.rows_used), data.documents))
     warnings = [*found.warnings, *([] if found.hits else ["no text unit matched the question (is the text_unit_text index empty?)"])]

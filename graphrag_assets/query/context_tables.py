@@ -41,6 +41,35 @@ def section_header(name: str) -> str:
     return f"-----{name}-----"
 
 
+class SizedRow(tuple):
+    """A row that knows its size in tokens (its line and newline), so a budget need not count it."""
+
+    tokens: int
+
+    def __new__(cls, cells: Sequence[Any], tokens: int) -> "SizedRow":
+        row = super().__new__(cls, cells)
+        row.tokens = tokens
+        return row
+
+
+def sized_row(cells: Sequence[Any], long_cell: int, long_tokens: int | None, count: TokenCounter) -> tuple[Any, ...]:
+    """``cells`` sized from the stored token count of one long cell (a report's text) plus the other
+    cells counted here, so the long text is not tokenized per query; unsized when none is stored.
+
+    The sum of the parts is at most a token or two away from counting the joined line, and the
+    same for every row, which a budget of thousands of tokens absorbs.
+    """
+    if long_tokens is None:
+        return tuple(cells)
+    rest = [None if index == long_cell else value for index, value in enumerate(cells)]
+    return SizedRow(cells, count(format_row(rest) + "\n") + long_tokens)
+
+
+def row_tokens(row: Sequence[Any], count: TokenCounter) -> int:
+    """Tokens of a row's line with its newline: stored on a :class:`SizedRow`, counted otherwise."""
+    return row.tokens if isinstance(row, SizedRow) else count(format_row(row) + "\n")
+
+
 @dataclass
 class BudgetedTable:
     """A rendered table and which of the offered rows it holds (a prefix of them)."""
@@ -78,7 +107,7 @@ def fill_table(
     lines = [head]
     for index, row in enumerate(rows):
         line = format_row(row)
-        size = count(line + "\n")
+        size = row_tokens(row, count)
         if used + size > budget and shorter is not None and shorter[index] is not None:
             line = format_row(shorter[index])
             size = count(line + "\n")
@@ -122,7 +151,7 @@ def pack_batches(
     current: list[int] = []
     used = head_size
     for index, row in enumerate(rows):
-        size = count(format_row(row) + "\n")
+        size = row_tokens(row, count)
         if head_size + size > budget:
             batches.too_large.append(index)
             continue

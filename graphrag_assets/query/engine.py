@@ -44,8 +44,12 @@ async def run_query(request: SearchRequest) -> QueryResult:
     options.validate()
     if not request.question or not request.question.strip():
         raise UserError("the question is empty; pass the question to ask as text.")
-    count = request.count or token_counter()
-    size, limit = count(request.question), request.settings.max_question_tokens
+    limit = request.settings.max_question_tokens
+    # A token covers at least one byte, so a question of at most ``limit`` bytes fits without
+    # counting: a short question does not load the tokenizer just for this check.
+    size = len(request.question.encode("utf-8"))
+    if size > limit:
+        size = (request.count or token_counter())(request.question)
     if size > limit:
         raise UserError(
             f"the question is {size:,} tokens long and the limit is {limit:,} (query.max_question_tokens); "

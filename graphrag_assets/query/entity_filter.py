@@ -22,8 +22,7 @@ from collections.abc import Sequence
 
 import polars as pl
 
-from graphrag_assets.index.nlp_graph import NOUN_PHRASE_TYPE
-from graphrag_assets.index.noun_phrases import extract_noun_phrases
+from graphrag_assets.index.noun_phrases import NOUN_PHRASE_TYPE, extract_noun_phrases
 from graphrag_assets.llm.local_embedder import words_of
 
 NAMED_SCORE = 1.0

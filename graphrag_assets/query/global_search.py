@@ -41,7 +41,8 @@ from typing import Any
 import polars as pl
 
 from graphrag_assets.llm.types import Message
-from graphrag_assets.query.context_tables import pack_batches, render_table
+from graphrag_assets.index.report_tokens import TOKENS_COLUMN
+from graphrag_assets.query.context_tables import pack_batches, render_table, sized_row
 from graphrag_assets.query.json_answers import MapPoint, parse_map_points, parse_rating
 from graphrag_assets.query.local_search import report_records
 from graphrag_assets.query.request import SearchRequest
@@ -67,6 +68,7 @@ NO_DATA_ANSWER = (
 )
 
 BATCH_COLUMNS = ("id", "title", "occurrence weight", "content", "rank")
+CONTENT_CELL = BATCH_COLUMNS.index("content")
 
 
 # --- report selection (pure) ---------------------------------------------------------------------
@@ -130,12 +132,9 @@ def build_map_batches(
     rows = [
         {
             "id": r["id"],
-            "cells": (
-                r["human_readable_id"],
-                r["title"],
-                round(weights.get(r["community"], 0.0), 4),
-                r["full_content"],
-                r["rank"],
+            "cells": sized_row(
+                (r["human_readable_id"], r["title"], round(weights.get(r["community"], 0.0), 4), r["full_content"], r["rank"]),
+                CONTENT_CELL, r.get(TOKENS_COLUMN), count,
             ),
         }
         for r in reports.sort("human_readable_id").iter_rows(named=True)

@@ -48,7 +48,8 @@ from graphrag_assets.core.ids import short_id
 from graphrag_assets.core.settings import LocalSearchSettings
 from graphrag_assets.llm.local_embedder import LocalEmbedder
 from graphrag_assets.llm.types import Message
-from graphrag_assets.query.context_tables import BudgetedTable, fill_table, format_row, join_sections, section_header
+from graphrag_assets.index.report_tokens import TOKENS_COLUMN
+from graphrag_assets.query.context_tables import BudgetedTable, fill_table, format_row, join_sections, section_header, sized_row
 from graphrag_assets.query.extractive import extractive_answer
 from graphrag_assets.query.graph_ranking import GraphQuery, RankedCandidates, rank_by_graph
 from graphrag_assets.query.request import SearchRequest
@@ -279,6 +280,23 @@ def rank_candidates(
     )
 
 
+def report_rows(reports: pl.DataFrame, count: TokenCounter) -> list[tuple]:
+    """(id, title, content) rows of the reports table, sized from the token counts stored at index time."""
+    return [
+        sized_row((r["human_readable_id"], r["title"], r["full_content"]), REPORT_COLUMNS.index("content"), r.get(TOKENS_COLUMN), count)
+        for r in reports.iter_rows(named=True)
+    ]
+
+
+def source_rows(units: pl.DataFrame, count: TokenCounter) -> list[tuple]:
+    """(short id, text) rows of the sources table, sized from the text units' stored ``n_tokens``
+    (counted when they were chunked) rather than by tokenizing their text again."""
+    return [
+        sized_row((short_id(r["id"]), r["text"]), SOURCE_COLUMNS.index("text"), r.get("n_tokens"), count)
+        for r in units.iter_rows(named=True)
+    ]
+
+
 async def build_local_context(
     request: SearchRequest, calls: ModelCalls, settings: LocalSearchSettings, purpose: str = PURPOSE
 ) -> LocalContext:
@@ -305,7 +323,7 @@ async def build_local_context(
     local_budget = available - community_budget - text_budget
 
     report_table = fill_table(
-        "Reports", REPORT_COLUMNS, reports.select("human_readable_id", "title", "full_content").rows(),
+        "Reports", REPORT_COLUMNS, report_rows(reports, count),
         community_budget, count, shorter=reports.select("human_readable_id", "title", "summary").rows(),
     )
     entity_table = fill_table(
@@ -327,8 +345,7 @@ async def build_local_context(
         local_budget - entity_table.tokens - relationship_table.tokens, count,
     )
     source_table = fill_table(
-        "Sources", SOURCE_COLUMNS, [(short_id(i), t) for i, t in units.select("id", "text").iter_rows()],
-        text_budget, count,
+        "Sources", SOURCE_COLUMNS, source_rows(units, count), text_budget, count,
     )
 
     records = ContextRecords(

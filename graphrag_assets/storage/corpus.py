@@ -22,7 +22,7 @@ from pathlib import Path
 
 import polars as pl
 
-from graphrag_assets.storage.database import connect, table_exists, transaction
+from graphrag_assets.storage.database import connect, frame_of, table_exists, transaction
 from graphrag_assets.storage.tables import quote
 
 STAGING_SCHEMA = "staging"
@@ -111,7 +111,7 @@ def last_clustering(path: str | Path) -> dict[str, object]:
     with connect(path, read_only=True) as conn:
         if not table_exists(conn, CLUSTERING_TABLE):
             return {}
-        rows = conn.sql(f"select * from {quote(CLUSTERING_TABLE)}").pl().to_dicts()
+        rows = frame_of(conn.sql(f"select * from {quote(CLUSTERING_TABLE)}")).to_dicts()
     return rows[0] if rows else {}
 
 

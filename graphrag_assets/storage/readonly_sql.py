@@ -16,7 +16,7 @@ import duckdb
 import polars as pl
 
 from graphrag_assets.core.errors import UserError
-from graphrag_assets.storage.database import connect
+from graphrag_assets.storage.database import connect, frame_of
 
 READING_STATEMENTS = {"SELECT", "EXPLAIN"}
 
@@ -38,7 +38,7 @@ def run_readonly_query(database: Path, query: str, *, allow_file_access: bool = 
     config = {} if allow_file_access else {"enable_external_access": False, "lock_configuration": True}
     with connect(database, read_only=True, config=config) as conn:
         try:
-            return conn.sql(query).pl()
+            return frame_of(conn.sql(query))
         except duckdb.PermissionException:
             raise UserError(
                 "the query reads files or the network, which 'sql' does not allow by default; "

@@ -20,7 +20,7 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
-from graphrag_assets.storage.database import LOCK_WAIT_SECONDS, connect, table_exists, transaction
+from graphrag_assets.storage.database import LOCK_WAIT_SECONDS, connect, frame_of, table_exists, transaction
 
 
 def quote(identifier: str) -> str:
@@ -100,12 +100,12 @@ def read_table(
         if partition_column and partition_keys is not None:
             conn.register("_keys", pl.DataFrame({"key": list(partition_keys)}, schema={"key": pl.String}).to_arrow())
             try:
-                return conn.sql(
+                return frame_of(conn.sql(
                     f"select * from {quote(table)} where {quote(partition_column)} in (select key from _keys)"
-                ).pl()
+                ))
             finally:
                 conn.unregister("_keys")
-        return conn.sql(f"select * from {quote(table)}").pl()
+        return frame_of(conn.sql(f"select * from {quote(table)}"))
 
 
 def _delete_by_keys(

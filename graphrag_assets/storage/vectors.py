@@ -21,7 +21,6 @@ from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 
-import numpy as np
 import polars as pl
 
 from graphrag_assets.core.errors import UserError, dimension_mismatch
@@ -265,6 +264,8 @@ class LanceVectorIndex:
     def search(self, vector: Sequence[float], k: int) -> list[tuple[str, float]]:
         if self._table is None or k <= 0:
             return []
+        import numpy as np  # here, not at the top: 'status' and 'index' import this module and never search
+
         query = np.asarray(vector, dtype=np.float32)
         stored = getattr(self._table.schema.field("vector").type, "list_size", None)
         if stored is not None and query.shape != (stored,):

@@ -15,9 +15,11 @@ from graphrag_assets.llm.usage import record_outcomes
 from graphrag_assets.index.report_reuse import REUSE_PURPOSE, ReuseSummary, summarize_reuse
 from graphrag_assets.index.report_context import ReportTables
 from graphrag_assets.index.extractive_reports import extractive_reports
+from graphrag_assets.index.report_tokens import with_content_tokens
 from graphrag_assets.pipeline.assets.metadata import largest_communities, preview
 from graphrag_assets.pipeline.assets.model_session import ModelSession
 from graphrag_assets.core.progress import Counter, warn
+from graphrag_assets.core.tokens import token_counter
 from graphrag_assets.pipeline.partitions import STAGED_METADATA
 from graphrag_assets.pipeline.resources import GraphRAGProject
 from graphrag_assets.storage.tables import read_table
@@ -61,6 +63,7 @@ def community_reports(
         failed = result.failed
         for community, reason in failed:
             warn(f"community {community}: no report ({reason})", context.log)
+    frame = with_content_tokens(frame, token_counter(settings.chunking.encoding))  # so queries need not count them
     top = frame.sort("rank", descending=True).head(3)
     context.add_output_metadata(
         {

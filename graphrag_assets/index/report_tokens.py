@@ -1,0 +1,23 @@
+"""The token count of each community report's text, stored with the report.
+
+Global search packs every report of a level into token-bounded map batches, and local search and
+DRIFT fill a report table within a budget: counting the reports' text for every question costs a
+full tokenization of all reports per query (tens of milliseconds on a small index, seconds on a
+large one). The text only changes when the report is written, so it is counted then, into
+``full_content_tokens``; the query side (:func:`graphrag_assets.query.context_tables.sized_row`)
+counts only the short cells around it. The text is counted trimmed, as a context table writes it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import polars as pl
+
+TOKENS_COLUMN = "full_content_tokens"
+
+
+def with_content_tokens(reports: pl.DataFrame, count: Callable[[str], int]) -> pl.DataFrame:
+    """``reports`` with ``full_content_tokens`` counted from ``full_content`` (null where it is null)."""
+    counted = [None if text is None else count(text.strip()) for text in reports["full_content"].to_list()]
+    return reports.with_columns(pl.Series(TOKENS_COLUMN, counted, dtype=pl.Int64))
