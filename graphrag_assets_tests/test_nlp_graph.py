@@ -476,3 +476,15 @@ def test_pruning_everything_away_names_the_setting_on_the_coded_path() -> None:
         prune_codes(graph, PruneSettings(min_node_freq=9, remove_ego_nodes=False))
     with pytest.raises(UserError, match="no noun phrases"):
         prune_codes(code_noun_graph(records([])), PruneSettings())
+
+
+def test_descriptions_report_progress_per_text_unit(monkeypatch: pytest.MonkeyPatch) -> None:
+    from graphrag_assets.index import nlp_graph
+
+    monkeypatch.setattr(nlp_graph, "PROGRESS_UNITS", 2)
+    text_units = pl.DataFrame({"id": ["u1", "u2", "u3", "u4", "u5"], "text": ["A and B met."] * 5})
+    rows = records([(u, t) for u in text_units["id"] for t in ("A", "B")])
+    calls: list[int] = []
+    graph = nlp_graph.code_noun_graph(rows)
+    nlp_graph.materialize(graph, None, text_units, calls.append)
+    assert calls == [2, 2, 1]

@@ -189,12 +189,17 @@ def _edge_weights(
 
 
 def materialize(
-    graph: CodedGraph, kept: Kept | None, text_units: pl.DataFrame | None
+    graph: CodedGraph,
+    kept: Kept | None,
+    text_units: pl.DataFrame | None,
+    on_progress: Callable[[int], None] | None = None,
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """``entities`` and ``relationships`` (MS GraphRAG columns) of the ``kept`` part of ``graph``.
 
     ``kept`` None keeps everything. Degrees, ``combined_degree`` and the dense
     ``human_readable_id`` describe the kept graph; rows are sorted by title / (source, target).
+    ``on_progress(n)`` is called as the descriptions get through ``n`` more text units (the
+    long part of this step on a large corpus).
     """
     if graph.node_count == 0:
         return empty_frame(ENTITIES), empty_frame(RELATIONSHIPS)
@@ -202,7 +207,7 @@ def materialize(
     edge_mask = kept.edges if kept is not None else np.ones(graph.edge_count, dtype=bool)
     source, target = graph.source[edge_mask], graph.target[edge_mask]
     degree = np.bincount(source, minlength=graph.node_count) + np.bincount(target, minlength=graph.node_count)
-    descriptions = _representative_sentences(graph.mentions, text_units)
+    descriptions = _representative_sentences(graph.mentions, text_units, on_progress)
     entities = (
         graph.nodes.with_columns(degree=pl.Series(degree, dtype=pl.Int64))
         .filter(pl.Series(node_mask))
@@ -330,7 +335,12 @@ def _uuid_text(h: str) -> str:
     return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:32]}"
 
 
-def _representative_sentences(mentions: pl.DataFrame, text_units: pl.DataFrame | None) -> pl.DataFrame:
+PROGRESS_UNITS = 500  # text units between two progress calls
+
+
+def _representative_sentences(
+    mentions: pl.DataFrame, text_units: pl.DataFrame | None, on_progress: Callable[[int], None] | None = None
+) -> pl.DataFrame:
     """The most representative sentence mentioning each phrase: ``title``, ``description``.
 
     Candidates are the sentences of the phrase's text units that contain it. The best one
@@ -346,7 +356,11 @@ def _representative_sentences(mentions: pl.DataFrame, text_units: pl.DataFrame |
         phrases_by_unit.setdefault(unit_id, []).append(title)
 
     best: dict[str, tuple[tuple[bool, int, int, int], str]] = {}
+    reported = 0
     for position, (unit_id, text) in enumerate(text_units.select("id", "text").iter_rows()):
+        if on_progress is not None and position - reported >= PROGRESS_UNITS:
+            on_progress(position - reported)
+            reported = position
         phrases = phrases_by_unit.get(unit_id)
         if not phrases or not text:
             continue
@@ -359,6 +373,8 @@ def _representative_sentences(mentions: pl.DataFrame, text_units: pl.DataFrame |
                 current = best.get(phrase)
                 if current is None or rank < current[0]:
                     best[phrase] = (rank, sentence)
+    if on_progress is not None:
+        on_progress(text_units.height - reported)
     titles = sorted(best)
     return pl.DataFrame(
         {"title": titles, "description": [shorten(best[t][1], DESCRIPTION_MAX_CHARS) for t in titles]},

@@ -210,8 +210,9 @@ async def _summaries_with_progress(model, items, options: SummaryOptions, step: 
 
 
 def _noun_graph(context, settings, extractions: pl.DataFrame, text_units: pl.DataFrame):
-    progress = Counter("noun-phrase graph", 3, context.log).start()
     ordered_units = text_units.sort("document_key", "chunk_index").select("id", "text")
+    # three steps (build, prune, relationships) and one per text unit (the entity descriptions)
+    progress = Counter("noun-phrase graph", 3 + ordered_units.height, context.log).start()
     aliases = schemas.empty_frame(schemas.ENTITY_ALIASES)
     metadata: dict = {}
     if settings.resolution.enabled:
@@ -230,7 +231,7 @@ def _noun_graph(context, settings, extractions: pl.DataFrame, text_units: pl.Dat
         kept = None
     progress.step()
     before = (graph.node_count, graph.edge_count)
-    entities, relationships = materialize(graph, kept, ordered_units)
+    entities, relationships = materialize(graph, kept, ordered_units, progress.step)
     del graph
     progress.step()
     metadata.update({
