@@ -234,8 +234,9 @@ def _relationships(graph: CodedGraph, edge_mask: np.ndarray, degree: np.ndarray)
     source, target = graph.source[edge_mask], graph.target[edge_mask]
     raw_weight = graph.raw_weight[edge_mask]
     offsets = np.concatenate(([0], np.cumsum(raw_weight))).astype(np.int64)
-    units = graph.pair_units[np.repeat(edge_mask, graph.raw_weight)]
-    unit_lists = pa.LargeListArray.from_arrays(pa.array(offsets), graph.unit_ids.to_arrow().take(pa.array(units)))
+    units = graph.unit_ids.gather(pl.Series(graph.pair_units[np.repeat(edge_mask, graph.raw_weight)]))
+    # string views share the unit ids' bytes: the lists cost 16 bytes per entry, not a copy of each id
+    unit_lists = pa.LargeListArray.from_arrays(pa.array(offsets), units.to_arrow(compat_level=pl.CompatLevel.newest()))
     del units
     titles = graph.nodes["title"]
     relationships = pl.DataFrame(
