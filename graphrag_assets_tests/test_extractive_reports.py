@@ -170,3 +170,14 @@ def test_unknown_entity_ids_are_ignored() -> None:
     extra = COMMUNITIES.with_columns(pl.col("entity_ids").list.concat(pl.lit(["unknown-entity"])))
     result = extractive_reports(extra, ENTITIES, RELATIONSHIPS, TEXT_UNITS)
     assert result["title"].to_list() == reports()["title"].to_list()
+
+
+def test_links_count_distinct_ids_that_relationships_hold() -> None:
+    extra = COMMUNITIES.with_columns(
+        pl.col("relationship_ids").list.concat(pl.col("relationship_ids")).list.concat(pl.lit(["not-a-relationship"]))
+    )
+    summary = extractive_reports(extra, ENTITIES, RELATIONSHIPS, TEXT_UNITS)["summary"][0]
+    assert "linked by 4 co-occurrence relationships" in summary
+    # without relationships to check against, every distinct id counts
+    summary = extractive_reports(extra, ENTITIES, RELATIONSHIPS.clear(), TEXT_UNITS)["summary"][0]
+    assert "linked by 5 co-occurrence relationships" in summary

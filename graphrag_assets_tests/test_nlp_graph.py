@@ -342,3 +342,149 @@ def test_christmas_carol_graph() -> None:
         assert name in set(entities["title"]), name
     assert 0 < pruned_entities.height < entities.height
     assert 0 < pruned_relationships.height < relationships.height
+
+
+# ---------------------------------------------------------------------------------------------
+# the index path: build and prune in integer codes, strings only for what survives
+
+
+def _reference_prune(
+    frequency: dict[str, int], weights: dict[tuple[str, str], float], settings: PruneSettings
+) -> tuple[set[str], set[tuple[str, str]]]:
+    """Microsoft's prune rules written out over Python dicts (no polars, no numpy)."""
+    nodes = set(frequency)
+    edges = dict(weights)
+
+    def degrees() -> dict[str, int]:
+        degree = {n: 0 for n in nodes}
+        for a, b in edges:
+            degree[a] += 1
+            degree[b] += 1
+        return degree
+
+    def keep(alive: set[str]) -> None:
+        nonlocal nodes, edges
+        nodes = nodes & alive
+        edges = {pair: w for pair, w in edges.items() if pair[0] in nodes and pair[1] in nodes}
+
+    def bound(values: list[float], k: float) -> float:
+        mean = sum(values) / len(values)
+        return mean + k * math.sqrt(sum((v - mean) ** 2 for v in values) / len(values))
+
+    if settings.remove_ego_nodes:
+        degree = degrees()
+        keep(nodes - {min(nodes, key=lambda n: (-degree[n], n))})
+    degree = degrees()
+    keep({n for n in nodes if degree[n] >= settings.min_node_degree})
+    if settings.max_node_degree_std is not None:
+        limit = bound([float(d) for d in degree.values()], settings.max_node_degree_std)
+        keep({n for n in nodes if degree[n] <= limit})
+    keep({n for n in nodes if frequency[n] >= settings.min_node_freq})
+    if settings.max_node_freq_std is not None and nodes:
+        limit = bound([float(frequency[n]) for n in nodes], settings.max_node_freq_std)
+        keep({n for n in nodes if frequency[n] <= limit})
+    if settings.min_edge_weight_pct > 0 and edges:
+        ordered = sorted(edges.values())
+        position = (len(ordered) - 1) * settings.min_edge_weight_pct / 100
+        low = int(position)
+        high = min(low + 1, len(ordered) - 1)
+        threshold = ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+        edges = {pair: w for pair, w in edges.items() if w >= threshold}
+    if settings.lcc_only:
+        component: dict[str, set[str]] = {n: {n} for n in nodes}
+        for a, b in edges:
+            if component[a] is not component[b]:
+                merged = component[a] | component[b]
+                for n in merged:
+                    component[n] = merged
+        groups = {id(g): g for g in component.values()}.values()
+        keep(min(groups, key=lambda g: (-len(g), min(g))))
+    return nodes, set(edges)
+
+
+def _random_corpus(seed: int) -> tuple[dict[str, list[str]], pl.DataFrame]:
+    rng = random.Random(seed)
+    phrases = [f"P{j:02d}" for j in range(60)]
+    units = {f"u{i:03d}": rng.sample(phrases, rng.randint(0, 9)) for i in range(150)}
+    return units, records([(u, t) for u, titles in units.items() for t in titles])
+
+
+PRUNE_CASES = [
+    PruneSettings(),
+    PruneSettings(min_node_freq=3, min_edge_weight_pct=25, remove_ego_nodes=False),
+    PruneSettings(min_node_degree=4, max_node_degree_std=1.0, max_node_freq_std=1.5, min_edge_weight_pct=0),
+    PruneSettings(min_node_freq=1, min_edge_weight_pct=95, lcc_only=True),  # 59 -> 37 nodes
+]
+
+
+@pytest.mark.parametrize("settings", PRUNE_CASES)
+def test_coded_pruning_matches_a_python_reference(settings: PruneSettings) -> None:
+    from graphrag_assets.index.nlp_graph import code_noun_graph, materialize, prune_codes
+
+    units, rows = _random_corpus(11)
+    frequency: dict[str, int] = {}
+    shared: dict[tuple[str, str], int] = {}
+    for phrases in units.values():
+        for phrase in phrases:
+            frequency[phrase] = frequency.get(phrase, 0) + 1
+        for pair in itertools.combinations(sorted(phrases), 2):
+            shared[pair] = shared.get(pair, 0) + 1
+    total_weight, total_frequency = sum(shared.values()), sum(frequency.values())
+    weights = {}
+    for (a, b), count in shared.items():
+        p_xy = count / total_weight
+        weights[(a, b)] = p_xy * math.log2(p_xy / (frequency[a] / total_frequency * frequency[b] / total_frequency))
+
+    graph = code_noun_graph(rows)
+    entities, relationships = materialize(graph, prune_codes(graph, settings), None)
+
+    nodes, edges = _reference_prune(frequency, weights, settings)
+    assert titles(entities) == sorted(nodes)
+    assert pairs(relationships) == sorted(edges)
+    degree = {n: sum(n in pair for pair in edges) for n in nodes}
+    assert dict(zip(entities["title"], entities["degree"])) == degree
+    assert relationships["combined_degree"].to_list() == [degree[a] + degree[b] for a, b in sorted(edges)]
+    assert relationships["text_unit_ids"].to_list() == [
+        sorted(u for u, ts in units.items() if a in ts and b in ts) for a, b in sorted(edges)
+    ]
+    assert relationships["weight"].to_list() == pytest.approx([weights[pair] for pair in sorted(edges)], rel=1e-12)
+    assert entities["human_readable_id"].to_list() == list(range(entities.height))
+    assert relationships["human_readable_id"].to_list() == list(range(relationships.height))
+    # the same rules on finished tables give the same tables
+    built = build_noun_graph(rows)
+    pruned_entities, pruned_relationships = prune_graph(*built, settings)
+    assert pruned_entities.equals(entities)
+    assert pruned_relationships.equals(relationships)
+
+
+def test_pair_batches_do_not_change_the_graph(monkeypatch: pytest.MonkeyPatch) -> None:
+    from graphrag_assets.index import nlp_graph
+
+    _, rows = _random_corpus(5)
+    whole = build_noun_graph(rows)
+    monkeypatch.setattr(nlp_graph, "PAIR_BATCH_ROWS", 7)  # many batches, boundaries inside units
+    batched = build_noun_graph(rows)
+    assert batched[0].equals(whole[0]) and batched[1].equals(whole[1])
+    assert whole[1].height > 100
+
+
+def test_pruning_everything_away_names_the_setting_on_the_coded_path() -> None:
+    from graphrag_assets.index.nlp_graph import code_noun_graph, prune_codes
+
+    graph = code_noun_graph(TINY)
+    with pytest.raises(UserError, match=r"every node .*lower nlp\.prune\.min_node_freq \(now 9\)"):
+        prune_codes(graph, PruneSettings(min_node_freq=9, remove_ego_nodes=False))
+    with pytest.raises(UserError, match="no noun phrases"):
+        prune_codes(code_noun_graph(records([])), PruneSettings())
+
+
+def test_descriptions_report_progress_per_text_unit(monkeypatch: pytest.MonkeyPatch) -> None:
+    from graphrag_assets.index import nlp_graph
+
+    monkeypatch.setattr(nlp_graph, "PROGRESS_UNITS", 2)
+    text_units = pl.DataFrame({"id": ["u1", "u2", "u3", "u4", "u5"], "text": ["A and B met."] * 5})
+    rows = records([(u, t) for u in text_units["id"] for t in ("A", "B")])
+    calls: list[int] = []
+    graph = nlp_graph.code_noun_graph(rows)
+    nlp_graph.materialize(graph, None, text_units, calls.append)
+    assert calls == [2, 2, 1]

@@ -322,6 +322,45 @@ def assemble_hierarchy(graph: igraph.Graph, split: SplitFunction, max_cluster_si
     ).sort("level", "community", "node")
 
 
+def _internal_relationships(rels: pl.DataFrame, assignments: pl.DataFrame) -> pl.DataFrame:
+    """``community``, ``relationship_ids``, ``text_unit_ids`` of the relationships inside each community.
+
+    A relationship is inside a community when both ends are in it at that level. The joins
+    run on row numbers and integer unit codes: joining the relationships themselves repeated
+    every id and unit list once per level, gigabytes for a graph of millions of edges.
+    """
+    by_node = assignments.select("node", "level", "community")
+    inside = (
+        rels.select("source", "target")
+        .with_row_index("row")
+        .join(by_node, left_on="source", right_on="node")
+        .drop("source")
+        .join(by_node, left_on=["target", "level"], right_on=["node", "level"], suffix="_target")
+        .filter(pl.col("community") == pl.col("community_target"))
+        .select("row", "community")
+    )
+    ids = (
+        inside.join(rels.select("id").with_row_index("row"), on="row")
+        .group_by("community")
+        .agg(pl.col("id").unique().sort().alias("relationship_ids"))
+    )
+    units = (
+        rels.select(unit=pl.col("text_unit_ids").cast(pl.List(pl.String)))
+        .with_row_index("row")
+        .explode("unit")
+        .drop_nulls("unit")
+    )
+    names = units["unit"].unique().sort()
+    units = units.select("row", code=pl.col("unit").cast(pl.Enum(names)).to_physical())
+    codes = inside.join(units, on="row").select("community", "code").unique().sort("community", "code")
+    unit_lists = (
+        codes.select("community", unit=names.gather(codes["code"]))
+        .group_by("community", maintain_order=True)
+        .agg(pl.col("unit").alias("text_unit_ids"))
+    )
+    return ids.join(unit_lists, on="community", how="left")
+
+
 def partition_modularity(
     edges: pl.DataFrame, assignments: pl.DataFrame, *, level: int = 0, resolution: float = 1.0
 ) -> float:
@@ -385,22 +424,7 @@ def communities_from_assignments(
         .group_by("community", "level", "parent")
         .agg(pl.col("id").sort().alias("entity_ids"))
     )
-    by_node = assignments.select("node", "level", "community")
-    internal = (
-        rels.select("id", "source", "target", "text_unit_ids")
-        .join(by_node, left_on="source", right_on="node")
-        .join(by_node, left_on=["target", "level"], right_on=["node", "level"], suffix="_target")
-        .filter(pl.col("community") == pl.col("community_target"))
-        .group_by("community")
-        .agg(
-            pl.col("id").unique().sort().alias("relationship_ids"),
-            pl.col("text_unit_ids")
-            .list.explode(keep_nulls=False, empty_as_null=False)
-            .unique()
-            .sort()
-            .alias("text_unit_ids"),
-        )
-    )
+    internal = _internal_relationships(rels, assignments)
     children = (
         assignments.filter(pl.col("parent") >= 0)
         .select("parent", "community")

@@ -96,7 +96,8 @@ def _unit_sentences(
         sentences = []
         for index, (sentence, key) in enumerate(sentences_with_keys(text or "")):
             mentions = frozenset(t for t in titles if f" {t} " in key)
-            sentences.append(_Sentence(unit_id, position, index, sentence, mentions))
+            if mentions:  # a sentence that mentions no entity never becomes a finding
+                sentences.append(_Sentence(unit_id, position, index, sentence, mentions))
         result[unit_id] = sentences
     return result
 
@@ -118,11 +119,11 @@ def extractive_reports(
         return empty_frame(COMMUNITY_REPORTS)
     entity_info = entities.select("id", "title", pl.col("degree").fill_null(0), "text_unit_ids")
     by_id = {row[0]: (row[1], row[2], row[3] or []) for row in entity_info.iter_rows()}
-    edge_ids = set(relationships["id"].to_list()) if "id" in relationships.columns else set()
+    links = _internal_links(communities, relationships)
 
     plans = []
     needed_units: set[str] = set()
-    for row in communities.sort("level", "community").iter_rows(named=True):
+    for row in communities.sort("level", "community").drop("relationship_ids", strict=False).iter_rows(named=True):
         members = sorted(
             (by_id[i] for i in dict.fromkeys(row["entity_ids"] or []) if i in by_id),
             key=lambda member: (-member[1], member[0]),
@@ -136,8 +137,21 @@ def extractive_reports(
 
     rows = []
     for row, members, units in plans:
-        rows.append(_report(row, members, units, sentences_by_unit, edge_ids, max_findings))
+        rows.append(_report(row, members, units, sentences_by_unit, links.get(row["community"], 0), max_findings))
     return conform(pl.DataFrame(rows, schema=COMMUNITY_REPORTS), COMMUNITY_REPORTS)
+
+
+def _internal_links(communities: pl.DataFrame, relationships: pl.DataFrame) -> dict[int, int]:
+    """Distinct ``relationship_ids`` per community that ``relationships`` holds (all when it holds none).
+
+    Counted in polars: a large graph has millions of ids, too many to hold as Python strings.
+    """
+    if "relationship_ids" not in communities.columns:
+        return {}
+    ids = communities.select("community", id=pl.col("relationship_ids").cast(pl.List(pl.String))).explode("id").drop_nulls("id").unique()
+    if "id" in relationships.columns and not relationships.is_empty():
+        ids = ids.join(relationships.select("id"), on="id", how="semi")
+    return dict(ids.group_by("community").agg(pl.len()).iter_rows())
 
 
 def _report(
@@ -145,7 +159,7 @@ def _report(
     members: list[tuple[str, int, list[str]]],
     units: list[str],
     sentences_by_unit: dict[str, list[_Sentence]],
-    edge_ids: set[str],
+    internal_links: int,
     max_findings: int,
 ) -> dict:
     community = row["community"]
@@ -174,8 +188,6 @@ def _report(
 
     size = len(members)
     mean_degree = sum(degree.values()) / size if size else 0.0
-    community_edges = set(row.get("relationship_ids") or [])
-    internal_links = len(community_edges & edge_ids) if edge_ids else len(community_edges)
     plural = lambda n, word: f"{n} {word}{'' if n == 1 else 's'}"  # noqa: E731
     summary = (
         f"A community of {plural(size, 'noun phrase')} around {join_names(names) or 'no named entity'}, "

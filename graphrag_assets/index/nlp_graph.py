@@ -17,16 +17,22 @@ Where we differ, on purpose:
   mentions the phrase (see :func:`_representative_sentences`); relationships say how many units
   the two phrases share. Descriptions feed the entity embeddings and the query context, where
   an empty string carries nothing.
-- Pairs are generated with a polars self-join on integer codes, never a Python loop over pairs:
-  a unit with ``k`` phrases yields ``k·(k-1)/2`` rows, so the join is the whole cost.
+- Pairs are generated with numpy index arithmetic on integer codes, never a Python loop over
+  pairs: a unit with ``k`` phrases yields ``k·(k-1)/2`` rows, so that is the whole cost.
+- The index builds and prunes in integer codes (:func:`code_noun_graph`, :func:`prune_codes`)
+  and makes strings only for what survives (:func:`materialize`): at 30 MB of text the
+  unpruned graph has 2.8M edges, of which pruning keeps 1.7M, and string columns for all of
+  them were the peak memory of the step. :func:`build_noun_graph` and :func:`prune_graph` are
+  the same operations on finished tables.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 
+import igraph
 import numpy as np
 import polars as pl
 import pyarrow as pa
@@ -42,19 +48,60 @@ DESCRIPTION_MAX_CHARS = 300
 LONG_SENTENCE_CHARS = 400  # sentences longer than this are used only when no shorter one exists
 
 
+@dataclass(frozen=True)
+class CodedGraph:
+    """The unpruned co-occurrence graph with phrases, units and pairs as integer codes.
+
+    Millions of co-occurring pairs fit in a few flat numpy arrays this way; strings (titles,
+    descriptions, ids, unit-id lists) are made by :func:`materialize` only for the edges that
+    survive pruning, which is where the memory of a large corpus used to go.
+    Node code = row of ``nodes`` (sorted by title), unit code = position in ``unit_ids``
+    (sorted); edges are sorted by (source, target) code, which is (source, target) title order.
+    """
+
+    nodes: pl.DataFrame  # title, text_unit_ids, frequency
+    unit_ids: pl.Series
+    source: np.ndarray  # node code of each edge's smaller end
+    target: np.ndarray
+    raw_weight: np.ndarray  # shared units per edge
+    weight: np.ndarray  # PMI or raw weight (float64)
+    pair_units: np.ndarray  # unit codes of every edge, edge after edge (raw_weight of them each)
+    mentions: pl.DataFrame  # distinct (text_unit_id, title), for the descriptions
+
+    @property
+    def node_count(self) -> int:
+        return self.nodes.height
+
+    @property
+    def edge_count(self) -> int:
+        return len(self.source)
+
+
+@dataclass(frozen=True)
+class Kept:
+    """Which nodes and edges of a graph survive pruning (boolean masks in code order)."""
+
+    nodes: np.ndarray
+    edges: np.ndarray
+
+
 def build_noun_graph(
     records: pl.DataFrame,
     *,
     normalize_edge_weights: bool = True,
     text_units: pl.DataFrame | None = None,
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """Entities and relationships of the noun-phrase co-occurrence graph.
+    """Entities and relationships of the unpruned noun-phrase co-occurrence graph.
 
     ``records`` are ``graph_extractions`` rows; only ``record_type == "noun_phrase"`` rows are
     used. ``text_units`` (``id``, ``text``; row order = reading order) is optional and only
-    used for the entity descriptions. ``degree`` and ``combined_degree`` describe the unpruned
-    graph; :func:`prune_graph` recomputes them.
+    used for the entity descriptions.
     """
+    return materialize(code_noun_graph(records, normalize_edge_weights=normalize_edge_weights), None, text_units)
+
+
+def code_noun_graph(records: pl.DataFrame, *, normalize_edge_weights: bool = True) -> CodedGraph:
+    """The co-occurrence graph of the ``noun_phrase`` rows of ``records``, in integer codes."""
     mentions = (
         records.filter(
             (pl.col("record_type") == "noun_phrase")
@@ -65,30 +112,145 @@ def build_noun_graph(
         .select("text_unit_id", "title")
         .unique()
     )
-    if mentions.is_empty():
-        return empty_frame(ENTITIES), empty_frame(RELATIONSHIPS)
-
     nodes = (
         mentions.group_by("title")
         .agg(text_unit_ids=pl.col("text_unit_id").unique().sort(), frequency=pl.len().cast(pl.Int64))
         .sort("title")
     )
-    edges = _co_occurrence_edges(mentions, nodes)
+    unit_ids = mentions["text_unit_id"].unique().sort()
+    coded = mentions.select(
+        unit=pl.col("text_unit_id").cast(pl.Enum(unit_ids)).to_physical().cast(pl.Int32),
+        node=pl.col("title").cast(pl.Enum(nodes["title"])).to_physical().cast(pl.Int64),
+    ).sort("unit", "node")
+    keys, pair_units = _pairs(coded["unit"].to_numpy(), coded["node"].to_numpy(), nodes.height)
+    del coded
+    starts = np.flatnonzero(np.diff(keys)) + 1 if len(keys) else np.zeros(0, dtype=np.int64)
+    starts = np.concatenate((np.zeros(min(len(keys), 1), dtype=np.int64), starts))
+    edge_keys = keys[starts]
+    raw_weight = np.diff(np.append(starts, len(keys))).astype(np.int64)
+    del keys
+    n_nodes = max(nodes.height, 1)
+    source, target = edge_keys // n_nodes, edge_keys % n_nodes
+    weight = _edge_weights(nodes["frequency"].to_numpy(), source, target, raw_weight, normalize_edge_weights)
+    return CodedGraph(nodes, unit_ids, source, target, raw_weight, weight, pair_units, mentions)
+
+
+PAIR_BATCH_ROWS = 2_000_000  # pair rows generated at once: bounds the temporary index arrays
+
+
+def _pairs(units: np.ndarray, nodes: np.ndarray, n_nodes: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(key, unit)`` of every co-occurring pair, sorted by key then unit; key = node·n + node_b.
+
+    ``units``/``nodes`` are sorted by (unit, node) and distinct. A row at position ``i`` of a
+    unit with ``k`` phrases pairs with the ``k-1-i`` rows after it; pairs are generated with
+    index arithmetic in batches of units (no join of each unit with itself, whose ``k²`` rows
+    were the largest allocation of the old polars version), then sorted once.
+    """
+    if len(units) == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int32)
+    rows = np.arange(len(units), dtype=np.int64)
+    unit_end = np.append(np.flatnonzero(np.diff(units)) + 1, len(units))
+    ends = np.repeat(unit_end, np.diff(np.concatenate(([0], unit_end))))
+    count = ends - rows - 1
+    cumulative = np.cumsum(count)
+    key_parts, unit_parts = [], []
+    start = 0
+    while start < len(units):
+        stop = int(np.searchsorted(cumulative, cumulative[start] - count[start] + PAIR_BATCH_ROWS, side="right"))
+        stop = max(stop, start + 1)
+        batch = count[start:stop]
+        left = np.repeat(rows[start:stop], batch)
+        offset = np.arange(len(left), dtype=np.int64) - np.repeat(np.cumsum(batch) - batch, batch)
+        key_parts.append(nodes[left] * n_nodes + nodes[left + 1 + offset])
+        unit_parts.append(units[left])
+        start = stop
+    keys = np.concatenate(key_parts)
+    pair_units = np.concatenate(unit_parts)
+    del key_parts, unit_parts
+    order = np.argsort(keys, kind="stable")  # stable: units stay ascending within a key
+    return keys[order], pair_units[order]
+
+
+def _edge_weights(
+    frequency: np.ndarray, source: np.ndarray, target: np.ndarray, raw_weight: np.ndarray, normalize: bool
+) -> np.ndarray:
+    """Raw shared-unit counts, or their PMI variant (module docstring) when ``normalize``."""
+    frame = pl.DataFrame({"raw_weight": raw_weight})
     weight = pl.col("raw_weight").cast(pl.Float64)
-    if normalize_edge_weights and not edges.is_empty():
-        frequency = nodes.select("title", "frequency")
-        total_weight = float(edges["raw_weight"].sum())
-        total_frequency = float(nodes["frequency"].sum())
-        edges = (
-            edges.join(frequency.rename({"title": "source", "frequency": "f_x"}), on="source", how="left")
-            .join(frequency.rename({"title": "target", "frequency": "f_y"}), on="target", how="left")
-            .with_columns(p_xy=weight / total_weight)
-        )
+    if normalize and len(raw_weight):
+        frame = frame.with_columns(f_x=frequency[source], f_y=frequency[target])
+        total_weight = float(raw_weight.sum())
+        total_frequency = float(frequency.sum())
+        p_xy = weight / total_weight
         p_x = pl.col("f_x").cast(pl.Float64) / total_frequency
         p_y = pl.col("f_y").cast(pl.Float64) / total_frequency
-        weight = pl.col("p_xy") * (pl.col("p_xy") / (p_x * p_y)).log(2)
-    edges = edges.with_columns(
-        weight=weight,
+        weight = p_xy * (p_xy / (p_x * p_y)).log(2)
+    return frame.select(weight=weight)["weight"].to_numpy()
+
+
+def materialize(
+    graph: CodedGraph,
+    kept: Kept | None,
+    text_units: pl.DataFrame | None,
+    on_progress: Callable[[int], None] | None = None,
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """``entities`` and ``relationships`` (MS GraphRAG columns) of the ``kept`` part of ``graph``.
+
+    ``kept`` None keeps everything. Degrees, ``combined_degree`` and the dense
+    ``human_readable_id`` describe the kept graph; rows are sorted by title / (source, target).
+    ``on_progress(n)`` is called as the descriptions get through ``n`` more text units (the
+    long part of this step on a large corpus).
+    """
+    if graph.node_count == 0:
+        return empty_frame(ENTITIES), empty_frame(RELATIONSHIPS)
+    node_mask = kept.nodes if kept is not None else np.ones(graph.node_count, dtype=bool)
+    edge_mask = kept.edges if kept is not None else np.ones(graph.edge_count, dtype=bool)
+    source, target = graph.source[edge_mask], graph.target[edge_mask]
+    degree = np.bincount(source, minlength=graph.node_count) + np.bincount(target, minlength=graph.node_count)
+    descriptions = _representative_sentences(graph.mentions, text_units, on_progress)
+    entities = (
+        graph.nodes.with_columns(degree=pl.Series(degree, dtype=pl.Int64))
+        .filter(pl.Series(node_mask))
+        .join(descriptions, on="title", how="left", maintain_order="left")
+        .with_columns(
+            type=pl.lit(NOUN_PHRASE_TYPE),
+            description=pl.coalesce(
+                "description",
+                pl.format(
+                    "Noun phrase found in {} text unit{}.",
+                    "frequency",
+                    pl.when(pl.col("frequency") == 1).then(pl.lit("")).otherwise(pl.lit("s")),
+                ),
+            ),
+            human_readable_id=pl.int_range(pl.len(), dtype=pl.Int64),
+        )
+    )
+    entities = entities.with_columns(id=_batch_ids(entity_id, "entity", entities["title"]))
+    return conform(entities, ENTITIES), _relationships(graph, edge_mask, degree)
+
+
+def _relationships(graph: CodedGraph, edge_mask: np.ndarray, degree: np.ndarray) -> pl.DataFrame:
+    """The kept edges as ``RELATIONSHIPS`` rows; unit lists are cut out of ``pair_units``."""
+    source, target = graph.source[edge_mask], graph.target[edge_mask]
+    raw_weight = graph.raw_weight[edge_mask]
+    offsets = np.concatenate(([0], np.cumsum(raw_weight))).astype(np.int64)
+    units = graph.unit_ids.gather(pl.Series(graph.pair_units[np.repeat(edge_mask, graph.raw_weight)]))
+    # string views share the unit ids' bytes: the lists cost 16 bytes per entry, not a copy of each id
+    unit_lists = pa.LargeListArray.from_arrays(pa.array(offsets), units.to_arrow(compat_level=pl.CompatLevel.newest()))
+    del units
+    titles = graph.nodes["title"]
+    relationships = pl.DataFrame(
+        {
+            "source": titles.gather(source),
+            "target": titles.gather(target),
+            "raw_weight": raw_weight,
+            "weight": graph.weight[edge_mask],
+            "combined_degree": degree[source] + degree[target],
+            "text_unit_ids": pl.Series(unit_lists, dtype=pl.List(pl.String)),
+        }
+    )
+    relationships = relationships.with_columns(
+        human_readable_id=pl.int_range(pl.len(), dtype=pl.Int64),
         description=pl.format(
             "{} and {} appear together in {} text unit{}.",
             "source",
@@ -97,60 +259,10 @@ def build_noun_graph(
             pl.when(pl.col("raw_weight") == 1).then(pl.lit("")).otherwise(pl.lit("s")),
         ),
     )
-
-    descriptions = _representative_sentences(mentions, text_units)
-    entities = nodes.join(descriptions, on="title", how="left").with_columns(
-        type=pl.lit(NOUN_PHRASE_TYPE),
-        description=pl.coalesce(
-            "description",
-            pl.format(
-                "Noun phrase found in {} text unit{}.",
-                "frequency",
-                pl.when(pl.col("frequency") == 1).then(pl.lit("")).otherwise(pl.lit("s")),
-            ),
-        ),
+    relationships = relationships.with_columns(
+        id=_batch_ids(relationship_id, "relationship", relationships["source"], relationships["target"])
     )
-    return finalize_graph(entities, edges)
-
-
-def _co_occurrence_edges(mentions: pl.DataFrame, nodes: pl.DataFrame) -> pl.DataFrame:
-    """``source``, ``target``, ``raw_weight``, ``text_unit_ids`` for every co-occurring pair.
-
-    Phrases and units become integer codes in sorted order, the pairs come from one self-join
-    on the unit, and each pair's unit list is cut out of the (pair, unit)-sorted join result by
-    offsets, so no per-pair Python work happens.
-    """
-    titles = nodes["title"]
-    unit_ids = mentions["text_unit_id"].unique().sort()
-    n_nodes = len(titles)
-    coded = mentions.select(
-        unit=pl.col("text_unit_id").cast(pl.Enum(unit_ids)).to_physical().cast(pl.Int64),
-        node=pl.col("title").cast(pl.Enum(titles)).to_physical().cast(pl.Int64),
-    )
-    pairs = (
-        coded.join(coded, on="unit", suffix="_b")
-        .filter(pl.col("node") < pl.col("node_b"))
-        .select(key=pl.col("node") * n_nodes + pl.col("node_b"), unit="unit")
-        .sort("key", "unit")
-    )
-    schema = {"source": pl.String, "target": pl.String, "raw_weight": pl.Int64, "text_unit_ids": pl.List(pl.String)}
-    if pairs.is_empty():
-        return pl.DataFrame(schema=schema)
-    keys = pairs["key"].to_numpy()
-    starts = np.concatenate(([0], np.flatnonzero(np.diff(keys)) + 1))
-    offsets = np.append(starts, len(keys)).astype(np.int64)
-    edge_keys = keys[starts]
-    unit_values = unit_ids.to_arrow().take(pa.array(pairs["unit"].to_numpy()))
-    unit_lists = pa.LargeListArray.from_arrays(pa.array(offsets), unit_values)
-    return pl.DataFrame(
-        {
-            "source": titles.gather(edge_keys // n_nodes),
-            "target": titles.gather(edge_keys % n_nodes),
-            "raw_weight": np.diff(offsets),
-            "text_unit_ids": pl.Series(unit_lists),
-        },
-        schema=schema,
-    )
+    return conform(relationships, RELATIONSHIPS)
 
 
 def finalize_graph(entities: pl.DataFrame, relationships: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -224,7 +336,12 @@ def _uuid_text(h: str) -> str:
     return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:32]}"
 
 
-def _representative_sentences(mentions: pl.DataFrame, text_units: pl.DataFrame | None) -> pl.DataFrame:
+PROGRESS_UNITS = 500  # text units between two progress calls
+
+
+def _representative_sentences(
+    mentions: pl.DataFrame, text_units: pl.DataFrame | None, on_progress: Callable[[int], None] | None = None
+) -> pl.DataFrame:
     """The most representative sentence mentioning each phrase: ``title``, ``description``.
 
     Candidates are the sentences of the phrase's text units that contain it. The best one
@@ -240,7 +357,11 @@ def _representative_sentences(mentions: pl.DataFrame, text_units: pl.DataFrame |
         phrases_by_unit.setdefault(unit_id, []).append(title)
 
     best: dict[str, tuple[tuple[bool, int, int, int], str]] = {}
+    reported = 0
     for position, (unit_id, text) in enumerate(text_units.select("id", "text").iter_rows()):
+        if on_progress is not None and position - reported >= PROGRESS_UNITS:
+            on_progress(position - reported)
+            reported = position
         phrases = phrases_by_unit.get(unit_id)
         if not phrases or not text:
             continue
@@ -253,6 +374,8 @@ def _representative_sentences(mentions: pl.DataFrame, text_units: pl.DataFrame |
                 current = best.get(phrase)
                 if current is None or rank < current[0]:
                     best[phrase] = (rank, sentence)
+    if on_progress is not None:
+        on_progress(text_units.height - reported)
     titles = sorted(best)
     return pl.DataFrame(
         {"title": titles, "description": [shorten(best[t][1], DESCRIPTION_MAX_CHARS) for t in titles]},
@@ -281,10 +404,29 @@ class _Step:
     fix: str  # how to relax it in graphrag.yaml
 
 
+@dataclass(frozen=True)
+class _PruneInput:
+    """What pruning reads: per node its frequency, per edge its two node codes and weight."""
+
+    frequency: np.ndarray  # node code order = title order (ties of the ego rule go to the smaller code)
+    source: np.ndarray
+    target: np.ndarray
+    weight: np.ndarray
+    nodes_before: int  # for the error message
+    edges_before: int
+
+
+def prune_codes(graph: CodedGraph, settings: PruneSettings) -> Kept:
+    """The nodes and edges of ``graph`` that :func:`prune_graph`'s rules keep, as masks."""
+    frequency = graph.nodes["frequency"].to_numpy()
+    data = _PruneInput(frequency, graph.source, graph.target, graph.weight, graph.node_count, graph.edge_count)
+    return _prune(data, settings)
+
+
 def prune_graph(
     entities: pl.DataFrame, relationships: pl.DataFrame, settings: PruneSettings
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """Microsoft's ``prune_graph`` rules, in its order (reference §1.2).
+    """Microsoft's ``prune_graph`` rules, in its order (reference §1.2), on finished tables.
 
     1. ``remove_ego_nodes``: drop the single node of highest degree (ties: smallest title).
     2. Drop nodes with degree < ``min_node_degree`` and, if ``max_node_degree_std`` is set,
@@ -299,15 +441,40 @@ def prune_graph(
 
     Degrees, ``combined_degree`` and the dense ``human_readable_id`` are recomputed afterwards.
     Raises :class:`UserError` naming the setting to relax when no node or no edge remains.
+    The index itself prunes before making strings (:func:`prune_codes`); both use :func:`_prune`.
     """
-    nodes = entities
-    edges = _edges_within(relationships, nodes)
-    if nodes.is_empty():
+    nodes = entities.sort("title")
+    codes = pl.DataFrame({"title": nodes["title"], "code": np.arange(nodes.height, dtype=np.int64)})
+    edges = (
+        relationships.with_row_index("_row")
+        .join(codes.rename({"title": "source", "code": "_s"}), on="source", how="inner")
+        .join(codes.rename({"title": "target", "code": "_t"}), on="target", how="inner")
+        .sort("_row")
+    )
+    data = _PruneInput(
+        nodes["frequency"].to_numpy(),
+        edges["_s"].to_numpy(),
+        edges["_t"].to_numpy(),
+        edges["weight"].to_numpy(),
+        entities.height,
+        relationships.height,
+    )
+    kept = _prune(data, settings)
+    edges = edges.filter(pl.Series(kept.edges)).drop("_row", "_s", "_t")
+    return finalize_graph(nodes.filter(pl.Series(kept.nodes)), edges)
+
+
+def _prune(data: _PruneInput, settings: PruneSettings) -> Kept:
+    """The pruning rules of :func:`prune_graph` on integer codes: boolean masks, no strings."""
+    n_nodes = len(data.frequency)
+    node_alive = np.ones(n_nodes, dtype=bool)
+    edge_alive = np.ones(len(data.source), dtype=bool)
+    if n_nodes == 0:
         raise UserError(
             "The noun-phrase graph is empty: no noun phrases were found in the input, so there is "
             "nothing to index; check that the input files contain English prose."
         )
-    if edges.is_empty():
+    if not edge_alive.any():
         raise UserError(
             "The noun-phrase graph has no relationships: no two noun phrases share a text unit; "
             "use larger chunks (chunking.size) or index more text."
@@ -315,62 +482,49 @@ def prune_graph(
     steps: list[tuple[_Step, int, int]] = []  # step, nodes left, edges left
 
     def record(step: _Step) -> None:
-        steps.append((step, nodes.height, edges.height))
+        steps.append((step, int(node_alive.sum()), int(edge_alive.sum())))
 
-    def keep_nodes(condition: pl.Expr) -> None:
-        nonlocal nodes, edges
-        nodes = nodes.filter(condition)
-        edges = _edges_within(edges, nodes)
+    def keep_nodes(condition: np.ndarray) -> None:
+        node_alive[:] &= condition
+        edge_alive[:] &= node_alive[data.source] & node_alive[data.target]
 
-    def node_degrees() -> pl.DataFrame:
-        return (
-            nodes.select("title")
-            .join(_degrees(edges), on="title", how="left")
-            .with_columns(pl.col("degree").fill_null(0))
-        )
+    def node_degrees() -> np.ndarray:
+        source, target = data.source[edge_alive], data.target[edge_alive]
+        return np.bincount(source, minlength=n_nodes) + np.bincount(target, minlength=n_nodes)
 
     if settings.remove_ego_nodes:
-        ego = node_degrees().sort(["degree", "title"], descending=[True, False])["title"][0]
-        keep_nodes(pl.col("title") != ego)
+        degree = np.where(node_alive, node_degrees(), -1)
+        keep_nodes(np.arange(n_nodes) != int(np.argmax(degree)))  # argmax: first = smallest title
         record(_Step("removing the highest-degree node", "set nlp.prune.remove_ego_nodes to false"))
 
-    degrees = node_degrees()
-    keep_nodes(pl.col("title").is_in(degrees.filter(pl.col("degree") >= settings.min_node_degree)["title"].implode()))
+    degree = node_degrees()
+    alive_before = node_alive.copy()
+    keep_nodes(degree >= settings.min_node_degree)
     record(_Step("the minimum node degree", f"lower nlp.prune.min_node_degree (now {settings.min_node_degree})"))
-    if settings.max_node_degree_std is not None and degrees.height:
+    if settings.max_node_degree_std is not None and alive_before.any():
         bound_k = settings.max_node_degree_std
-        bound = _upper_bound(degrees["degree"].to_numpy(), bound_k)
-        keep_nodes(pl.col("title").is_in(degrees.filter(pl.col("degree") <= bound)["title"].implode()))
+        keep_nodes(degree <= _upper_bound(degree[alive_before], bound_k))
         record(_Step("the node degree bound", f"raise nlp.prune.max_node_degree_std (now {bound_k})"))
 
-    keep_nodes(pl.col("frequency") >= settings.min_node_freq)
+    keep_nodes(data.frequency >= settings.min_node_freq)
     record(_Step("the minimum node frequency", f"lower nlp.prune.min_node_freq (now {settings.min_node_freq})"))
-    if settings.max_node_freq_std is not None and nodes.height:
+    if settings.max_node_freq_std is not None and node_alive.any():
         bound_k = settings.max_node_freq_std
-        bound = _upper_bound(nodes["frequency"].to_numpy(), bound_k)
-        keep_nodes(pl.col("frequency") <= bound)
+        keep_nodes(data.frequency <= _upper_bound(data.frequency[node_alive], bound_k))
         record(_Step("the node frequency bound", f"raise nlp.prune.max_node_freq_std (now {bound_k})"))
 
-    if settings.min_edge_weight_pct > 0 and edges.height:
-        threshold = float(np.percentile(edges["weight"].to_numpy(), settings.min_edge_weight_pct))
-        edges = edges.filter(pl.col("weight") >= threshold)
+    if settings.min_edge_weight_pct > 0 and edge_alive.any():
+        threshold = float(np.percentile(data.weight[edge_alive], settings.min_edge_weight_pct))
+        edge_alive &= data.weight >= threshold
         percent = settings.min_edge_weight_pct
         record(_Step("the edge weight percentile", f"lower nlp.prune.min_edge_weight_pct (now {percent})"))
 
-    if settings.lcc_only and nodes.height:
-        component = _largest_component(nodes["title"].to_list(), edges)
-        keep_nodes(pl.col("title").is_in(component))
+    if settings.lcc_only and node_alive.any():
+        keep_nodes(_largest_component(node_alive, data.source[edge_alive], data.target[edge_alive]))
         record(_Step("keeping the largest connected component", "set nlp.prune.lcc_only to false"))
 
-    _raise_if_empty(steps, entities.height, relationships.height)
-    return finalize_graph(nodes, edges)
-
-
-def _edges_within(edges: pl.DataFrame, nodes: pl.DataFrame) -> pl.DataFrame:
-    titles = nodes.select("title")
-    return edges.join(titles.rename({"title": "source"}), on="source", how="semi").join(
-        titles.rename({"title": "target"}), on="target", how="semi"
-    )
+    _raise_if_empty(steps, data.nodes_before, data.edges_before)
+    return Kept(node_alive, edge_alive)
 
 
 def _upper_bound(values: np.ndarray, k: float) -> float:
@@ -378,25 +532,15 @@ def _upper_bound(values: np.ndarray, k: float) -> float:
     return float(data.mean() + k * data.std())
 
 
-def _largest_component(titles: Sequence[str], edges: pl.DataFrame) -> list[str]:
-    """Titles of the largest connected component (union-find); ties: the alphabetically first."""
-    parent = {t: t for t in titles}
-
-    def find(x: str) -> str:
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    for source, target in edges.select("source", "target").iter_rows():
-        a, b = find(source), find(target)
-        if a != b:
-            parent[max(a, b)] = min(a, b)
-    members: dict[str, list[str]] = {}
-    for t in titles:
-        members.setdefault(find(t), []).append(t)
-    best = min(members.values(), key=lambda group: (-len(group), min(group)))
-    return sorted(best)
+def _largest_component(alive: np.ndarray, source: np.ndarray, target: np.ndarray) -> np.ndarray:
+    """Mask of the largest connected component among ``alive`` nodes; ties: the smallest code."""
+    membership = np.asarray(igraph.Graph(n=len(alive), edges=np.column_stack((source, target)).tolist()).connected_components().membership)
+    nodes = np.flatnonzero(alive)
+    size = np.bincount(membership[nodes], minlength=membership.max() + 1)
+    first = np.full(len(size), len(alive), dtype=np.int64)
+    np.minimum.at(first, membership[nodes], nodes)
+    best = min(range(len(size)), key=lambda c: (-size[c], first[c]))
+    return membership == best
 
 
 def _raise_if_empty(steps: list[tuple[_Step, int, int]], nodes_before: int, edges_before: int) -> None:

@@ -18,6 +18,7 @@ from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PART
 
 from graphrag_assets.core.processes import ProcessId
 from graphrag_assets.pipeline.instance import LOCATION_NAME, PROCESS_TAG, TRIGGER_TAG
+from graphrag_assets.pipeline.uncaptured import execute_without_capture
 
 
 log = logging.getLogger(__name__)
@@ -100,8 +101,6 @@ def _run_job(defs, instance, job_name, partition_keys, tags, console_log_level) 
         run_tags[ASSET_PARTITION_RANGE_START_TAG] = keys[0]
         run_tags[ASSET_PARTITION_RANGE_END_TAG] = keys[-1]
     run_config = {"loggers": {"console": {"config": {"log_level": console_log_level}}}}
-    result = job.execute_in_process(
-        run_config=run_config, instance=instance, partition_key=partition_key, tags=run_tags, raise_on_error=False
-    )
+    result = execute_without_capture(job, run_config=run_config, instance=instance, partition_key=partition_key, tags=run_tags)
     return RunOutcome(job_name, result.run_id, result.success, keys, None if result.success else _first_error(result))
 

@@ -44,15 +44,36 @@ def staged_table_exists(conn, table: str) -> bool:
     return bool(row[0])
 
 
+STAGE_CHUNK_ROWS = 250_000
+STAGE_MEMORY_LIMIT = "512MB"
+
+
 def write_staged(path: str | Path, table: str, frame: pl.DataFrame) -> None:
-    """Write ``frame`` as the staged version of ``table`` (replacing an earlier staged one)."""
+    """Write ``frame`` as the staged version of ``table`` (replacing an earlier staged one).
+
+    Large frames go in chunks of ``STAGE_CHUNK_ROWS``, each committed on its own, under a DuckDB
+    memory limit: written in one statement, DuckDB held a second full copy of a frame of
+    millions of relationships until the commit (+1 GB for 1.7M rows; +0.5 GB in chunks). A
+    staged table is not visible to readers before :func:`publish_corpus`, and a run stopped
+    half-way is cleaned up by :func:`begin_corpus_run`, so per-chunk commits are safe here.
+    """
     with connect(path) as conn:
-        conn.register("_incoming", frame.to_arrow())
+        # set, not passed as connect config: a config that differs from another open connection
+        # of this process to the same file is refused; reset after, as the instance may be shared
+        conn.execute(f"set memory_limit = '{STAGE_MEMORY_LIMIT}'")
         try:
             conn.execute(f"create schema if not exists {STAGING_SCHEMA}")
-            conn.execute(f"create or replace table {_staged(table)} as select * from _incoming")
+            for start in range(0, max(frame.height, 1), STAGE_CHUNK_ROWS):
+                conn.register("_incoming", frame.slice(start, STAGE_CHUNK_ROWS).to_arrow())
+                try:
+                    if start == 0:
+                        conn.execute(f"create or replace table {_staged(table)} as select * from _incoming")
+                    else:
+                        conn.execute(f"insert into {_staged(table)} select * from _incoming")
+                finally:
+                    conn.unregister("_incoming")
         finally:
-            conn.unregister("_incoming")
+            conn.execute("reset memory_limit")
 
 
 def read_staged(path: str | Path, table: str) -> pl.DataFrame | None:

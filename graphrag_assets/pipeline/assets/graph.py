@@ -28,7 +28,7 @@ from graphrag_assets.index.entity_resolution import (
     resolve_with_rules,
 )
 from graphrag_assets.index.graph_merge import finalize_covariates, finalize_graph, merge_graph
-from graphrag_assets.index.nlp_graph import NOUN_PHRASE_TYPE, build_noun_graph, prune_graph
+from graphrag_assets.index.nlp_graph import NOUN_PHRASE_TYPE, code_noun_graph, materialize, prune_codes
 from graphrag_assets.index.resolution_clusters import apply_aliases, kept_aliases, largest_clusters, with_aliases
 from graphrag_assets.index.resolution_rules import NameEvidence
 from graphrag_assets.index.summarize import SummaryOptions, distinct_descriptions, summarize_all, summary_options
@@ -210,8 +210,9 @@ async def _summaries_with_progress(model, items, options: SummaryOptions, step: 
 
 
 def _noun_graph(context, settings, extractions: pl.DataFrame, text_units: pl.DataFrame):
-    progress = Counter("noun-phrase graph", 2, context.log).start()
     ordered_units = text_units.sort("document_key", "chunk_index").select("id", "text")
+    # three steps (build, prune, relationships) and one per text unit (the entity descriptions)
+    progress = Counter("noun-phrase graph", 3 + ordered_units.height, context.log).start()
     aliases = schemas.empty_frame(schemas.ENTITY_ALIASES)
     metadata: dict = {}
     if settings.resolution.enabled:
@@ -219,17 +220,19 @@ def _noun_graph(context, settings, extractions: pl.DataFrame, text_units: pl.Dat
         resolution, metadata = _resolve(context, settings, profiles, ordered_units.get_column("text").to_list())
         aliases = resolution.aliases
         extractions = apply_aliases(extractions, aliases)
-    entities, relationships = build_noun_graph(
-        extractions, normalize_edge_weights=settings.nlp.normalize_edge_weights, text_units=ordered_units
-    )
+    graph = code_noun_graph(extractions, normalize_edge_weights=settings.nlp.normalize_edge_weights)
     progress.step()
-    before = (entities.height, relationships.height)
     try:
-        entities, relationships = prune_graph(entities, relationships, settings.nlp.prune)
+        kept = prune_codes(graph, settings.nlp.prune)
     except UserError as exc:
         # A small corpus can lose every node to the frequency rules; an unpruned graph is more
         # useful to a newcomer than a failed run.
         warn(f"{exc} Using the unpruned noun-phrase graph instead.", context.log)
+        kept = None
+    progress.step()
+    before = (graph.node_count, graph.edge_count)
+    entities, relationships = materialize(graph, kept, ordered_units, progress.step)
+    del graph
     progress.step()
     metadata.update({
         "nodes_before_pruning": before[0],
