@@ -17,15 +17,19 @@ import pytest
 
 from graphrag_assets.cli.main import COMMANDS, main
 
+# The report is an atexit handler: `index` ends the console script's process through
+# cli/process_exit.exit_now, which runs atexit handlers and then skips the interpreter's teardown.
 PROBE = """
-import json, sys
+import atexit, json, sys
+def report():
+    print(json.dumps(sorted(m for m in ("dagster", "lancedb", "openai", "pyarrow", "numpy") if m in sys.modules)), file=sys.stderr)
+atexit.register(report)
 sys.argv = ["graphrag-assets", *json.loads(sys.argv[1])]
 from graphrag_assets.cli.main import main
 try:
     main()
 except SystemExit as exit:
     code = exit.code
-print(json.dumps(sorted(m for m in ("dagster", "lancedb", "openai", "pyarrow", "numpy") if m in sys.modules)), file=sys.stderr)
 """
 HEAVY = ("dagster", "lancedb", "openai")
 
