@@ -21,6 +21,7 @@ from graphrag_assets.pipeline.runner import run_job
 from graphrag_assets.core.settings import load_settings
 from graphrag_assets.storage.vectors import TEXT_UNIT_TABLE, table_ids
 from graphrag_assets_tests.conftest import query_db
+from graphrag_assets_tests.sensor_ticks import tick
 
 
 @pytest.fixture
@@ -28,15 +29,6 @@ def project(nlp_index: Path, tmp_path: Path) -> Path:
     root = tmp_path / "project"
     shutil.copytree(nlp_index, root)
     return root
-
-
-def tick(root: Path):
-    settings = load_settings(root)
-    defs = build_definitions(root)
-    instance = open_instance(settings)
-    sensor = defs.get_sensor_def("input_files_sensor")
-    with build_sensor_context(instance=instance, resources={"project": GraphRAGProject(root=str(root))}, definitions=defs) as context:
-        return sensor(context), instance, defs
 
 
 def test_nothing_changed_requests_nothing(project: Path) -> None:

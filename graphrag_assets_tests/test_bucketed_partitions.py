@@ -218,11 +218,10 @@ def test_a_corpus_that_grows_past_the_threshold_moves_to_buckets_without_reindex
 def test_the_sensor_updates_a_bucketed_corpus_exactly(server, tmp_path: Path) -> None:
     """The daemon's path: a sensor tick after an edit asks for the edited document's bucket and a
     corpus run; executing them re-extracts only that document, and the next tick asks for nothing."""
-    from dagster import SensorResult, SkipReason, build_sensor_context
+    from dagster import SensorResult, SkipReason
 
-    from graphrag_assets.pipeline.definitions import build_definitions
-    from graphrag_assets.pipeline.resources import GraphRAGProject
     from graphrag_assets.pipeline.runner import run_job
+    from graphrag_assets_tests.sensor_ticks import tick
 
     root = make_llm_project(tmp_path / "project", server.base_url, with_sample=False, extra=BUCKETS)
     inputs = write_corpus(root)
@@ -231,15 +230,7 @@ def test_the_sensor_updates_a_bucketed_corpus_exactly(server, tmp_path: Path) ->
     others_before = query_db(root, f"select document_key, id from text_units where document_key <> '{edited}' order by all")
     (inputs / edited).write_text("Piet Oduya keeps the Kestrel Point Lighthouse. Mira Santos visits Piet Oduya.", encoding="utf-8")
 
-    def tick():
-        defs = build_definitions(root)
-        instance = open_instance(load_settings(root))
-        sensor = defs.get_sensor_def("input_files_sensor")
-        resources = {"project": GraphRAGProject(root=str(root))}
-        with build_sensor_context(instance=instance, resources=resources, definitions=defs) as context:
-            return sensor(context), defs, instance
-
-    result, defs, instance = tick()
+    result, instance, defs = tick(root)
     assert isinstance(result, SensorResult) and not result.dynamic_partitions_requests
     requested = [(request.job_name, request.partition_key) for request in result.run_requests]
     assert requested == [("document_job", bucket_of(edited, 4)), ("corpus_job", None)]
@@ -252,4 +243,4 @@ def test_the_sensor_updates_a_bucketed_corpus_exactly(server, tmp_path: Path) ->
     assert query_db(root, f"select document_key, id from text_units where document_key <> '{edited}' order by all") == others_before
     titles = {row[0] for row in query_db(root, "select title from entities")}
     assert "PIET ODUYA" in titles and "SØREN HOLM" in titles  # Søren Holm is still in storm.txt
-    assert isinstance(tick()[0], SkipReason)
+    assert isinstance(tick(root)[0], SkipReason)
