@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from graphrag_assets.cli.collector import freeze_imported
 from graphrag_assets.cli.common import JSON_OPTION, ROOT_OPTION, guard, print_json, project_settings
 from graphrag_assets.cli.output import render_index_report
 from graphrag_assets.cli.process_exit import exit_now
@@ -43,6 +44,7 @@ def index(root: Path | None, method: str | None, dry_run: bool, full: bool, allo
     if report is None:
         from graphrag_assets.pipeline.indexing import index_project  # imports Dagster (~1 s): only when there is work
 
+        freeze_imported()
         with live_progress(enabled=not as_json and not verbose) as announce:
             report = index_project(settings, options, announce)
     report.seconds = seconds_since_start()

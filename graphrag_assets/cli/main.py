@@ -12,6 +12,10 @@ import importlib
 
 import click
 
+from graphrag_assets.cli.collector import tune_for_command
+
+tune_for_command()
+
 # name -> (module under graphrag_assets.cli, function, the one-line help shown by --help)
 COMMANDS: dict[str, tuple[str, str, str]] = {
     "init": ("project_commands", "init", "Write graphrag.yaml, dagster.yaml, workspace.yaml and data/input/."),

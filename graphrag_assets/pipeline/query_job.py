@@ -7,7 +7,6 @@ from typing import Literal, Optional
 from dagster import Config, MetadataValue, OpExecutionContext, Out, Output, job, op
 
 from graphrag_assets.pipeline.resources import GraphRAGProject
-from graphrag_assets.project.querying import answer_question
 from graphrag_assets.query.request import QueryOptions
 
 
@@ -21,6 +20,10 @@ class QueryConfig(Config):
 
 @op(out=Out(dict, io_manager_key="query_io_manager", description="The answer, its context records and usage (QueryResult.to_dict()); kept in memory, recorded as metadata."))
 def answer_query(context: OpExecutionContext, config: QueryConfig, project: GraphRAGProject):
+    # Imported here: the query engines and BM25 cost ~0.1 s, paid by every process that loads the
+    # definitions (each index run) although only this op uses them.
+    from graphrag_assets.project.querying import answer_question
+
     options = QueryOptions(config.method, config.community_level, config.dynamic_selection, config.response_type)
     result = answer_question(project.settings, config.question, options)
     data = result.to_dict()
