@@ -133,3 +133,19 @@ def test_once_built_the_tables_follow_changes_and_deletions(grown: Path, tmp_pat
     assert ids == sorted(r[0] for r in query_db(root, "select id from text_units"))
     assert query_db(root, "select count(*) from text_units where document_key = 'zz_new.txt'") == [(1,)]
     assert table_ids(lance, ENTITY_TABLE) == sorted(r[0] for r in query_db(root, "select id from entities"))
+
+
+def test_a_cold_index_over_the_limit_writes_the_text_units_once_in_the_corpus_run(tmp_path: Path) -> None:
+    """The document runs skip LanceDB (no table yet); publishing the build writes every text unit in one go."""
+    import lancedb
+
+    from graphrag_assets_tests.conftest import make_project
+
+    root = make_project(tmp_path / "project")
+    (root / "graphrag.yaml").write_text(OVER_THE_LIMIT, encoding="utf-8")
+    report = index_project(settings_of(root))
+    assert report.success and [run["job"] for run in report.runs] == ["document_job", "corpus_job"]
+    table = lancedb.connect(str(root / "data" / "lancedb")).open_table(TEXT_UNIT_TABLE)
+    assert len(table.list_versions()) == 2  # the rows, then the full-text index
+    assert table_ids(root / "data" / "lancedb", TEXT_UNIT_TABLE) == sorted(r[0] for r in query_db(root, "select id from text_units"))
+    assert isinstance(load_query_data(settings_of(root)).text_unit_text, LanceVectorIndex)
