@@ -5,8 +5,8 @@ when the index keeps LanceDB tables (:mod:`graphrag_assets.project.lancedb_table
 LanceDB: changed rows are updated, new ones inserted, rows whose source is gone deleted.
 Text-unit vectors are merged by their document run once their table exists (the corpus run builds
 it when the index first needs it); the corpus-wide ones by the corpus run's last step, when the
-build is published (``publish.py``). Calls are cached by content, so
-only new or changed texts cost anything.
+build is published (``publish.py``). Calls are cached by content, so only new or changed texts
+cost anything.
 """
 
 import polars as pl
@@ -61,7 +61,8 @@ def _publish_metadata(result: vectors.PublishResult, frame: pl.DataFrame) -> dic
     backfill_policy=SINGLE_RUN,
     group_name="embeddings",
     metadata=PARTITION_METADATA,
-    description=f"Embedding of every text unit's text; published to LanceDB table '{vectors.TEXT_UNIT_TABLE}' when the index keeps LanceDB tables.",
+    description=f"Embedding of every text unit's text; published to LanceDB table '{vectors.TEXT_UNIT_TABLE}' "
+    "when the index keeps LanceDB tables.",
 )
 def text_unit_embeddings(context: AssetExecutionContext, project: GraphRAGProject) -> DocumentRows:
     settings = project.settings

@@ -2,12 +2,13 @@
 
 Every corpus-wide table was written to the staging schema by the steps before. This step merges
 the corpus vectors into LanceDB (when the index keeps LanceDB tables: ``storage.lancedb_tables``),
-then replaces the published tables with the staged ones and writes the manifest (the documents the build was made from) in one DuckDB transaction. Until it
-commits, ``status``, ``index`` and queries see the previous build; a run interrupted anywhere
-before leaves staged tables behind, which ``status`` reports and ``index`` finishes (model calls
-already made are answered by the cache). When documents were removed since the previous build,
-LanceDB's older versions are cleaned up so their vectors cannot be read any more, and cached
-answers that this build no longer uses are deleted (see :mod:`graphrag_assets.storage.cache_owners`).
+then replaces the published tables with the staged ones and writes the manifest (the documents the
+build was made from) in one DuckDB transaction. Until it commits, ``status``, ``index`` and
+queries see the previous build; a run interrupted anywhere before leaves staged tables behind,
+which ``status`` reports and ``index`` finishes (model calls already made are answered by the
+cache). When documents were removed since the previous build, LanceDB's older versions are
+cleaned up so their vectors cannot be read any more, and cached answers that this build no longer
+uses are deleted (see :mod:`graphrag_assets.storage.cache_owners`).
 """
 
 import polars as pl
