@@ -16,6 +16,7 @@ from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PART
 
 from graphrag_assets.pipeline.definitions import build_definitions
 from graphrag_assets.pipeline.resources import GraphRAGProject
+from graphrag_assets.pipeline.indexing import index_project
 from graphrag_assets.pipeline.instance import open_instance
 from graphrag_assets.pipeline.runner import run_job
 from graphrag_assets.core.settings import load_settings
@@ -65,6 +66,9 @@ def test_changed_file_gets_its_own_run(project: Path) -> None:
 
 
 def test_deleted_file_loses_its_partition_and_the_corpus_run_purges_its_rows(project: Path) -> None:
+    with (project / "graphrag.yaml").open("a", encoding="utf-8") as handle:
+        handle.write("storage:\n  lancedb_tables: always\n")  # the sample is small: LanceDB tables only when asked
+    assert index_project(load_settings(project)).success
     key = "letter_holm_to_varga.txt"
     (project / "data" / "input" / key).unlink()
     result, instance, defs = tick(project)

@@ -65,14 +65,30 @@ def test_commands_that_only_read_tables_load_neither_pyarrow_nor_numpy(nlp_index
     assert loaded_by([*args, "--root", str(nlp_index)], (*HEAVY, "pyarrow", "numpy")) == []
 
 
+def test_a_cold_index_of_a_small_corpus_never_imports_lancedb(tmp_path: Path) -> None:
+    """storage.lancedb_tables: auto writes no LanceDB table while queries search in memory."""
+    from graphrag_assets_tests.conftest import make_project
+
+    root = make_project(tmp_path / "project")
+    (root / "graphrag.yaml").write_text("method: nlp\nllm:\n  embeddings: local\n", encoding="utf-8")
+    assert loaded_by(["index", "--root", str(root)], ("lancedb",)) == []
+    assert (root / "data" / "graphrag.duckdb").is_file() and not (root / "data" / "lancedb").exists()
+
+
 def test_a_large_index_is_searched_through_lancedb(nlp_index: Path, tmp_path: Path) -> None:
     import shutil
+
+    from graphrag_assets.core.settings import load_settings
+    from graphrag_assets.pipeline.indexing import index_project
 
     root = tmp_path / "project"
     shutil.copytree(nlp_index, root)
     with (root / "graphrag.yaml").open("a", encoding="utf-8") as handle:
         handle.write("query:\n  in_memory_search_max_tokens: 0\n")
-    assert loaded_by(["query", "Who is Søren Holm?", "--method", "basic", "--root", str(root)]) == ["lancedb"]
+    question = ["query", "Who is Søren Holm?", "--method", "basic", "--root", str(root)]
+    assert loaded_by(question) == []  # built while small: no LanceDB tables until the next index
+    assert index_project(load_settings(root, environ={})).success
+    assert loaded_by(question) == ["lancedb"]
 
 
 def test_every_command_in_the_lazy_list_is_the_command_it_names() -> None:

@@ -38,7 +38,7 @@ def server():
 
 
 def test_add_change_delete(server, tmp_path: Path) -> None:
-    root = make_llm_project(tmp_path / "project", server.base_url, with_sample=False)
+    root = make_llm_project(tmp_path / "project", server.base_url, with_sample=False, extra="storage:\n  lancedb_tables: always\n")
     inputs = root / "data" / "input"
     (inputs / "coop.txt").write_text("Marta Quell chairs the Vellmouth Fishing Cooperative. Rafael Duarte fishes for it.", encoding="utf-8")
     (inputs / "light.txt").write_text("Søren Holm keeps the Kestrel Point Lighthouse. Mira Santos visits Søren Holm.", encoding="utf-8")

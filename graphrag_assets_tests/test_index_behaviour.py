@@ -73,7 +73,7 @@ def test_changing_the_embedder_re_embeds_everything_and_queries_say_when_they_do
     from graphrag_assets.cli.main import main
 
     with (project / "graphrag.yaml").open("a", encoding="utf-8") as handle:
-        handle.write("embeddings:\n  local_dimension: 256\n")
+        handle.write("embeddings:\n  local_dimension: 256\nstorage:\n  lancedb_tables: always\n")
     report = index_project(load_settings(project))
     assert report.success and len([r for r in report.runs if r["job"] == "document_job"]) == 1
     for table in ("text_unit_embeddings", "entity_embeddings", "community_report_embeddings"):
@@ -158,11 +158,12 @@ def test_vacuum_keeps_one_version_of_each_vector_table_and_queries_still_answer(
 
     from graphrag_assets.cli.main import main
 
-    (project / "data" / "input" / "letter_holm_to_varga.txt").unlink()
-    assert index_project(load_settings(project)).success
-    # searched in LanceDB (not in memory), so the query below reads the versions vacuum pinned
+    # over the limit of in-memory search: the update builds the LanceDB tables and the query below
+    # searches them (not in memory), at the versions vacuum pinned
     (project / "graphrag.yaml").write_text(
         "method: nlp\nllm:\n  embeddings: local\nquery:\n  in_memory_search_max_tokens: 0\n", encoding="utf-8")
+    (project / "data" / "input" / "letter_holm_to_varga.txt").unlink()
+    assert index_project(load_settings(project)).success
     db = lancedb.connect(str(project / "data" / "lancedb"))
     names = list(getattr(db.list_tables(), "tables", db.list_tables()))
     with duckdb.connect(str(project / "data" / "graphrag.duckdb")) as conn:

@@ -33,6 +33,7 @@ SENTENCES = [
     "Varga and Holm counted seals at Sable Reef.",
 ]
 RESOLUTION = "resolution:\n  enabled: true\n"
+LANCEDB_ALWAYS = "storage:\n  lancedb_tables: always\n"  # the LanceDB tables are compared too
 TABLE_ORDER = {
     "entities": ["title"],
     "relationships": ["source", "target"],
@@ -75,7 +76,7 @@ def initial(graphrag_server, tmp_path_factory: pytest.TempPathFactory):
     def project(resolution: bool) -> Path:
         if resolution not in built:
             root = tmp_path_factory.mktemp("equivalence") / "initial"
-            make_llm_project(root, graphrag_server.base_url, with_sample=False, extra=RESOLUTION if resolution else "")
+            make_llm_project(root, graphrag_server.base_url, with_sample=False, extra=LANCEDB_ALWAYS + (RESOLUTION if resolution else ""))
             rng = random.Random(0)
             for i in range(5):
                 write_doc(root / "data" / "input", f"doc{i}.txt", rng)
@@ -107,7 +108,7 @@ def test_incremental_index_equals_a_rebuild(initial, graphrag_server, tmp_path: 
         report = index_project(load_settings(root))
         assert report.success, report.as_dict()
 
-    rebuilt = make_llm_project(tmp_path / "rebuilt", graphrag_server.base_url, with_sample=False, extra=RESOLUTION if resolution else "")
+    rebuilt = make_llm_project(tmp_path / "rebuilt", graphrag_server.base_url, with_sample=False, extra=LANCEDB_ALWAYS + (RESOLUTION if resolution else ""))
     for path in sorted(inputs.iterdir()):
         shutil.copy2(path, rebuilt / "data" / "input" / path.name)
     assert index_project(load_settings(rebuilt)).success

@@ -139,6 +139,8 @@ def render_status(report: dict[str, Any]) -> str:
             lines.append("corpus graph: up to date with the indexed documents; 'graphrag-assets index' adds the input changes above")
         else:
             lines.append("corpus graph: up to date")
+        if corpus.get("lancedb_missing"):
+            lines.append("  the index has outgrown in-memory search and has no LanceDB tables yet; 'graphrag-assets index' builds them")
         if corpus.get("truncated_answers"):
             lines.append(
                 f"  {corpus['truncated_answers']} model answer(s) of the last corpus run were cut off at the token limit; "

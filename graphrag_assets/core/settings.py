@@ -282,6 +282,9 @@ class QuerySettings(_Section):
 class StorageSettings(_Section):
     database: str = "data/graphrag.duckdb"
     lancedb: str = "data/lancedb"
+    # auto: LanceDB tables are built once the text units exceed query.in_memory_search_max_tokens
+    # (smaller indexes are searched in memory) and kept from then on; always: built on every run.
+    lancedb_tables: Literal["auto", "always"] = "auto"
 
 
 class IncrementalSettings(_Section):

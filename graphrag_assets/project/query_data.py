@@ -4,7 +4,8 @@ A small index (text units up to ``query.in_memory_search_max_tokens`` tokens) is
 memory: its vectors come from the embedding tables DuckDB already holds and its lexical index is
 built on load (``query/lexical.py``), so a command-line query never imports LanceDB, which costs
 about a second. A larger index is searched through LanceDB (vectors and full-text index), opened
-at the versions the published build recorded.
+at the versions the published build recorded — when it recorded any: a build made while the index
+was small has no LanceDB tables (``storage.lancedb_tables: auto``) and is searched in memory.
 """
 
 from __future__ import annotations
@@ -55,7 +56,10 @@ def _load(settings: Settings) -> QueryData:
             select = ", ".join(f'"{c}"' for c in columns if c in present)
             frames[table] = schemas.conform(frame_of(conn.sql(f'select {select} from "{table}"')), {c: schema[c] for c in columns})
     units = frames["text_units"]
-    if int(units["n_tokens"].sum() or 0) <= settings.query.in_memory_search_max_tokens:
+    versions = vector_versions(settings.database_path)
+    # A build that recorded no LanceDB tables (storage.lancedb_tables: auto on a small corpus) is
+    # searched in memory whatever the limit says now: the limit may have been lowered since.
+    if not versions or int(units["n_tokens"].sum() or 0) <= settings.query.in_memory_search_max_tokens:
         with connect(settings.database_path, read_only=True) as conn:
             vectors = {name: _vector_index(conn, table, name) for name, table in EMBEDDING_TABLES.items()}
         return QueryData(
@@ -66,7 +70,6 @@ def _load(settings: Settings) -> QueryData:
             text_unit_lexical=Bm25Index(units["id"].to_list(), units["text"].fill_null("").to_list()),
         )
     lance = settings.lancedb_path
-    versions = vector_versions(settings.database_path)
     return QueryData(
         **frames,
         entity_description=LanceVectorIndex(lance, ENTITY_TABLE, versions.get(ENTITY_TABLE)),

@@ -19,6 +19,7 @@ from graphrag_assets.core.errors import UserError
 from graphrag_assets.core.settings import Settings
 from graphrag_assets.index.changes import ChangeSet, detect_changes
 from graphrag_assets.project.fingerprints import corpus_fingerprint, document_fingerprint
+from graphrag_assets.project.lancedb_tables import lancedb_missing
 from graphrag_assets.storage.corpus import staged_tables
 from graphrag_assets.storage.documents import STEPS_TABLE, complete_documents
 from graphrag_assets.storage.tables import read_table
@@ -102,10 +103,13 @@ def check_input(settings: Settings, state: DocumentState, *, allow_empty: bool =
 
 def corpus_is_stale(settings: Settings, source_files: pl.DataFrame | None, wait_seconds: float = DEFAULT_WAIT_SECONDS) -> bool:
     """True when the published corpus build is not the one the documents and settings call for,
-    or a corpus run staged tables and did not publish them."""
+    a corpus run staged tables and did not publish them, or the index now needs LanceDB tables
+    it does not have (see :mod:`graphrag_assets.project.lancedb_tables`)."""
     manifest = _read(settings, "corpus_manifest", wait_seconds)
     unfinished = staged_tables(settings.database_path, read_only=True, wait_seconds=wait_seconds)
-    return bool(corpus_staleness(source_files, manifest, corpus_fingerprint(settings), unfinished)["stale"])
+    if corpus_staleness(source_files, manifest, corpus_fingerprint(settings), unfinished)["stale"]:
+        return True
+    return manifest is not None and lancedb_missing(settings, wait_seconds=wait_seconds)
 
 
 def corpus_staleness(

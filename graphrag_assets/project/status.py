@@ -14,6 +14,7 @@ from graphrag_assets.core.settings import Settings
 from graphrag_assets.llm.usage import CORPUS_MODEL_ASSETS, last_corpus_run_usage
 from graphrag_assets.project.fingerprints import corpus_fingerprint
 from graphrag_assets.project.locks import index_lock_held, interrupted_update
+from graphrag_assets.project.lancedb_tables import lancedb_missing
 from graphrag_assets.project.state import corpus_staleness, document_state
 from graphrag_assets.storage.corpus import last_clustering, staged_tables
 from graphrag_assets.storage.database import connect, frame_of, reading, table_exists
@@ -108,6 +109,7 @@ def _status(settings: Settings) -> dict[str, Any]:
     unfinished = staged_tables(settings.database_path, read_only=True)
     report["corpus"] = corpus_staleness(source_files, manifest, corpus_fingerprint(settings), unfinished)
     report["corpus"]["update_running"] = index_lock_held(settings)
+    report["corpus"]["lancedb_missing"] = bool(manifest is not None and lancedb_missing(settings))
     last_run = last_corpus_run_usage(settings.database_path, CORPUS_MODEL_ASSETS)
     report["corpus"]["truncated_answers"] = sum(u["truncated"] for u in last_run.values())
     report["interrupted_update"] = interrupted_update(settings)

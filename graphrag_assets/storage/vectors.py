@@ -16,9 +16,10 @@ from __future__ import annotations
 import os
 
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
+from itertools import chain
 from pathlib import Path
 
 import polars as pl
@@ -67,9 +68,18 @@ def table_names(path: Path) -> list[str]:
     return sorted(_table_names(_connect(path))) if path.exists() else []
 
 
+def table_built(path: Path, table: str) -> bool:
+    """Whether the table exists, read from the folder LanceDB keeps it in (``<table>.lance``).
+
+    Asking LanceDB itself would import it (about a second) in every step that only needs to know
+    whether there is anything to maintain.
+    """
+    return (path / f"{table}.lance").is_dir()
+
+
 def _open(path: Path, table: str):
     """The LanceDB table, or None when the database or the table does not exist."""
-    if not path.exists():
+    if not table_built(path, table):
         return None
     db = _connect(path)
     return db.open_table(table) if table in _table_names(db) else None
@@ -148,6 +158,29 @@ def publish(
     return PublishResult(
         result.num_inserted_rows, result.num_updated_rows, result.num_deleted_rows, existing.count_rows(), existing.version
     )
+
+
+def create_from_frames(path: Path, table: str, frames: Iterator[pl.DataFrame]) -> PublishResult:
+    """Create (replace) a table from a stream of frames in one write, one table version.
+
+    For building a table that was not kept before from rows DuckDB holds, without a second full
+    copy of them in memory; with a ``text`` column its full-text index is built too.
+    """
+    first = next(frames, None)
+    if first is None or first.is_empty():
+        return PublishResult(0, 0, 0, 0)
+    head = _arrow(first)
+    batches = chain(head.to_batches(), (batch for frame in frames for batch in _arrow(frame).to_batches()))
+    created = _connect(path).create_table(table, data=batches, schema=head.schema, mode="overwrite")
+    _index_text(created)
+    rows = created.count_rows()
+    return PublishResult(rows, 0, 0, rows, created.version)
+
+
+def version(path: Path, table: str) -> int:
+    """The table's latest version (0: it does not exist)."""
+    existing = _open(path, table)
+    return 0 if existing is None else existing.version
 
 
 def compact(path: Path, tables: Sequence[str]) -> dict[str, int]:

@@ -1,10 +1,12 @@
 """Embeddings of text units (per document), entities and community reports (corpus-wide).
 
-Stored in DuckDB as the system of record (``FLOAT[n]``, n taken from the model's output) and
-merged into LanceDB: changed rows are updated, new ones inserted, rows whose source is gone
-deleted. Text-unit vectors are merged by their document run; the corpus-wide ones by the corpus
-run's last step, when the build is published (``publish.py``). Calls are cached by content, so
-only new or changed texts cost anything.
+Stored in DuckDB as the system of record (``FLOAT[n]``, n taken from the model's output) and,
+when the index keeps LanceDB tables (:mod:`graphrag_assets.project.lancedb_tables`), merged into
+LanceDB: changed rows are updated, new ones inserted, rows whose source is gone deleted.
+Text-unit vectors are merged by their document run once their table exists (the corpus run builds
+it when the index first needs it); the corpus-wide ones by the corpus run's last step, when the
+build is published (``publish.py``). Calls are cached by content, so only new or changed texts
+cost anything.
 """
 
 import polars as pl
@@ -17,6 +19,7 @@ from graphrag_assets.pipeline.assets.metadata import describe_partitions
 from graphrag_assets.pipeline.assets.model_session import ModelSession
 from graphrag_assets.pipeline.io_manager import DocumentRows
 from graphrag_assets.project.document_work import step_work
+from graphrag_assets.project.lancedb_tables import text_units_kept
 from graphrag_assets.storage.tables import read_table
 from graphrag_assets.pipeline.partitions import DOCUMENT_PARTITIONS, PARTITION_METADATA, SINGLE_RUN, STAGED_METADATA
 from graphrag_assets.index.embedding_texts import embed_frame, entity_texts, report_texts, text_unit_texts, with_text
@@ -58,7 +61,8 @@ def _publish_metadata(result: vectors.PublishResult, frame: pl.DataFrame) -> dic
     backfill_policy=SINGLE_RUN,
     group_name="embeddings",
     metadata=PARTITION_METADATA,
-    description=f"Embedding of every text unit's text; published to LanceDB table '{vectors.TEXT_UNIT_TABLE}'.",
+    description=f"Embedding of every text unit's text; published to LanceDB table '{vectors.TEXT_UNIT_TABLE}' "
+    "when the index keeps LanceDB tables.",
 )
 def text_unit_embeddings(context: AssetExecutionContext, project: GraphRAGProject) -> DocumentRows:
     settings = project.settings
@@ -68,13 +72,16 @@ def text_unit_embeddings(context: AssetExecutionContext, project: GraphRAGProjec
     partitions = list(context.partition_keys)
     frame, usage = _embed(context, settings, texts, "embed_text_units", partitions[0] if len(partitions) == 1 else None)
     own_embedded_texts(settings.database_path, frame["model"][0] if frame.height else "", texts.select("text", "document_key").iter_rows())
-    result = vectors.publish(
-        settings.lancedb_path, vectors.TEXT_UNIT_TABLE, with_text(frame.select("id", "vector", "text_hash", "document_key"), texts),
-        scope_column="document_key", scope_keys=keys,
-    )
+    published = {}
+    if text_units_kept(settings):
+        result = vectors.publish(
+            settings.lancedb_path, vectors.TEXT_UNIT_TABLE, with_text(frame.select("id", "vector", "text_hash", "document_key"), texts),
+            scope_column="document_key", scope_keys=keys,
+        )
+        published = _publish_metadata(result, frame)
     describe_partitions(
         context, "text_unit_embeddings", frame, lambda rows, bucketed: {"rows": rows.height, "dimension": _dimension(frame)},
-        run_wide={**usage, **_publish_metadata(result, frame)},
+        run_wide={**usage, **published},
     )
     return DocumentRows(frame, keys)
 

@@ -1,13 +1,14 @@
 """The last step of a corpus run: publish the build (``corpus_manifest``).
 
 Every corpus-wide table was written to the staging schema by the steps before. This step merges
-the corpus vectors into LanceDB, then replaces the published tables with the staged ones and
-writes the manifest (the documents the build was made from) in one DuckDB transaction. Until it
-commits, ``status``, ``index`` and queries see the previous build; a run interrupted anywhere
-before leaves staged tables behind, which ``status`` reports and ``index`` finishes (model calls
-already made are answered by the cache). When documents were removed since the previous build,
-LanceDB's older versions are cleaned up so their vectors cannot be read any more, and cached
-answers that this build no longer uses are deleted (see :mod:`graphrag_assets.storage.cache_owners`).
+the corpus vectors into LanceDB (when the index keeps LanceDB tables: ``storage.lancedb_tables``),
+then replaces the published tables with the staged ones and writes the manifest (the documents the
+build was made from) in one DuckDB transaction. Until it commits, ``status``, ``index`` and
+queries see the previous build; a run interrupted anywhere before leaves staged tables behind,
+which ``status`` reports and ``index`` finishes (model calls already made are answered by the
+cache). When documents were removed since the previous build, LanceDB's older versions are
+cleaned up so their vectors cannot be read any more, and cached answers that this build no longer
+uses are deleted (see :mod:`graphrag_assets.storage.cache_owners`).
 """
 
 import polars as pl
@@ -16,6 +17,7 @@ from dagster import AssetExecutionContext, AssetIn, MaterializeResult, MetadataV
 from graphrag_assets.core.progress import Counter
 from graphrag_assets.pipeline.resources import GraphRAGProject
 from graphrag_assets.project.fingerprints import corpus_fingerprint
+from graphrag_assets.project.lancedb_tables import build_text_unit_table, lancedb_wanted
 from graphrag_assets.storage import vectors
 from graphrag_assets.storage.cache_owners import settle_corpus_run
 from graphrag_assets.storage.corpus import publish_corpus, read_staged, record_vector_versions
@@ -41,12 +43,7 @@ def corpus_manifest(
         pl.lit(corpus_fingerprint(settings), dtype=pl.String).alias("settings_fingerprint")
     )
     previous = read_table(settings.database_path, "corpus_manifest")
-    merged: dict[str, vectors.PublishResult] = {}
-    for asset_name, table in CORPUS_VECTORS.items():
-        frame = read_staged(settings.database_path, asset_name)
-        if frame is not None:
-            merged[table] = vectors.publish(settings.lancedb_path, table, frame.select("id", "vector", "text_hash"))
-    versions = {table: result.version for table, result in merged.items() if result.version}
+    merged, versions = _publish_vectors(settings) if lancedb_wanted(settings) else ({}, {})
     run_id = context.run.run_id if context.run else ""
     published = publish_corpus(
         settings.database_path,
@@ -73,6 +70,26 @@ def corpus_manifest(
             **{f"lancedb/{table}/deleted": result.deleted for table, result in merged.items()},
         }
     )
+
+
+def _publish_vectors(settings) -> tuple[dict[str, vectors.PublishResult], dict[str, int]]:
+    """Merge the staged corpus vectors into LanceDB, building the text-unit table first when it is missing.
+
+    The text-unit table is built here, from every vector DuckDB holds, when the index has just come
+    to need LanceDB (see :mod:`graphrag_assets.project.lancedb_tables`); otherwise the document runs
+    keep it. Returns what was merged per table and every table's version, which the build records
+    (so queries know the build has LanceDB tables).
+    """
+    merged: dict[str, vectors.PublishResult] = {}
+    if not vectors.table_built(settings.lancedb_path, vectors.TEXT_UNIT_TABLE):
+        merged[vectors.TEXT_UNIT_TABLE] = build_text_unit_table(settings)
+    for asset_name, table in CORPUS_VECTORS.items():
+        frame = read_staged(settings.database_path, asset_name)
+        if frame is not None:
+            merged[table] = vectors.publish(settings.lancedb_path, table, frame.select("id", "vector", "text_hash"))
+    versions = {table: result.version for table, result in merged.items() if result.version}
+    text_units = vectors.version(settings.lancedb_path, vectors.TEXT_UNIT_TABLE)
+    return merged, {**versions, **({vectors.TEXT_UNIT_TABLE: text_units} if text_units else {})}
 
 
 def build_manifest(source_files: pl.DataFrame, extraction_status: pl.DataFrame) -> pl.DataFrame:
