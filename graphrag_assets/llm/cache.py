@@ -50,7 +50,6 @@ from graphrag_assets.core.ownership import DOCUMENT, current_owner
 from graphrag_assets.storage.cache_owners import (
     CHAT_TABLE,
     EMBEDDING_TABLE,
-    OWNERS_DDL,
     OWNERS_TABLE,
     add_owners,
     record_owners,
@@ -207,6 +206,7 @@ class _Store:
         self.executor: concurrent.futures.ThreadPoolExecutor | None = None
         self.closed = False
         self.schema_ready = False
+        self.owners_ready = False
         self.stats = CacheStats()
 
     def submit(self, fn: Any, *args: Any) -> concurrent.futures.Future[Any]:
@@ -269,7 +269,6 @@ class _Store:
                 if not self.schema_ready:
                     conn.execute(CHAT_TABLE_DDL)
                     conn.execute(EMBEDDING_TABLE_DDL)
-                    conn.execute(OWNERS_DDL)
                     self.schema_ready = True
                 chat_rows = list(batch.get(CHAT_TABLE, {}).values())
                 if chat_rows:
@@ -296,7 +295,8 @@ class _Store:
                     conn.register("new_embedding_rows", arrow)
                     conn.execute(f"insert or replace into {EMBEDDING_TABLE} by name select * from new_embedding_rows")
                     conn.unregister("new_embedding_rows")
-                add_owners(conn, batch.get(OWNERS_TABLE, {}).values(), create=False)
+                if add_owners(conn, batch.get(OWNERS_TABLE, {}).values(), create=not self.owners_ready):
+                    self.owners_ready = True  # created on the first write that has owners, then known to exist
         except Exception as exc:  # keep the rows queued; the next write or close() tries again
             self.stats.write_failures += 1
             log.warning("could not write %d LLM cache row(s) to %s (%s); will retry.",

@@ -60,7 +60,7 @@ def add_owners(conn, rows: Iterable[tuple[str, str, str, str]], *, only_cached: 
 
     ``only_cached`` keeps only keys that have a cache row (for ownership recorded after the fact,
     where a key may never have been cached: an embedder without a cache, say). ``create=False``:
-    the caller has created the table on this file already (the cache's writer, on every write).
+    the caller knows the table exists (the cache's writer, after its first write of owners).
 
     The rows go to DuckDB as an Arrow table built directly: this runs on the cache's writer thread
     after nearly every model answer, where a polars frame (and its thread pool) cost several times
