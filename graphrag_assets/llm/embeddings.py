@@ -12,8 +12,9 @@ with numpy in microseconds instead of walking thousands of JSON numbers. Servers
 - one that ignores ``encoding_format`` answers with float lists, and one that answers base64
   whatever is asked exists too: both forms are read, whatever was asked;
 - one that refuses it (HTTP 400/422 naming ``encoding_format`` or base64) is asked again for
-  ``float``, and that is remembered in :mod:`.capabilities` like any other
-  adaptation, so the refusal is paid once per endpoint and model;
+  ``float`` (named: the ``openai`` package sends base64 when the parameter is left out), and that
+  is remembered in :mod:`.capabilities` like any other adaptation, so the refusal is paid once per
+  endpoint and model;
 - ``llm.embedding_dimensions`` is sent as ``dimensions``; a server that refuses it is asked again
   without it, and one that ignores it is noticed by the length of what it returns; either way its
   own dimension is used and the user is told once.
@@ -84,7 +85,7 @@ def plan_batches(token_counts: Sequence[int], batch_size: int, batch_max_tokens:
 
 
 def _mean_normalized(vectors: Sequence[Vector], weights: Sequence[int]) -> Vector:
-    mean = np.average(np.stack(vectors).astype(np.float64), axis=0, weights=[w or 1 for w in weights])
+    mean = np.average(np.stack(vectors).astype(np.float64), axis=0, weights=weights)  # every piece has tokens
     norm = float(np.linalg.norm(mean)) or 1.0
     return (mean / norm).astype(np.float32)
 
@@ -115,7 +116,7 @@ def decode_vector(value: Any) -> tuple[Vector, bool]:
     it was base64. A value that is neither raises :class:`MalformedResponse` (retried)."""
     try:
         if isinstance(value, str):
-            return np.frombuffer(base64.b64decode(value), dtype="<f4").astype(np.float32, copy=False), True
+            return np.frombuffer(base64.b64decode(value), dtype="<f4").astype(np.float32), True  # a writable copy
         vector = np.asarray(value, dtype=np.float32)
     except (ValueError, TypeError, binascii.Error) as exc:
         raise MalformedResponse(f"an embedding is neither base64 float32 nor a list of numbers ({exc})") from None
@@ -219,7 +220,7 @@ class OpenAIEmbeddingModel(OpenAIModel):
 
     def _args(self, inputs: list[str]) -> dict[str, Any]:
         caps = self.capabilities
-        # Refused: floats, named (the ``openai`` package sends base64 when the parameter is left out).
+        # refused: floats, by name (see the module docstring)
         base64_ok = caps.encoding_format != "rejected"
         args: dict[str, Any] = {"model": self.model, "input": inputs, "encoding_format": "base64" if base64_ok else "float"}
         if self.batching.dimensions and caps.dimensions != "rejected":
