@@ -2,14 +2,16 @@
 
     python bench/bench_embedding_parse.py [--requests 40] [--batch 16] [--dim 1536]
 
-Sends the same embeddings requests (``encoding_format: float``, as our embedder asks) to the
-scripted OpenAI-compatible server (its own process, so its work is not counted) two ways, each
-measured as this process's CPU time (``time.process_time``) and wall time:
+Sends the same embeddings requests to the scripted OpenAI-compatible server (its own process, so
+its work is not counted in CPU; it is in wall time) four ways, each measured as this process's CPU
+time (``time.process_time``) and wall time, with the response body's size:
 
-1. ``client.embeddings.create`` — the response parsed into the package's pydantic models, which
-   walks every number of every vector through its type machinery;
-2. ``client.embeddings.with_raw_response.create`` + ``json.loads``;
-3. the same with ``orjson.loads`` — what :mod:`graphrag_assets.llm.embeddings` does since issue 14.
+1. ``client.embeddings.create`` (``encoding_format: float``) — the response parsed into the
+   package's pydantic models, which walks every number of every vector through its type machinery;
+2. ``client.embeddings.with_raw_response.create`` (float) + ``json.loads``;
+3. the same with ``orjson.loads`` — what :mod:`graphrag_assets.llm.embeddings` did until base64;
+4. ``encoding_format: base64`` + ``orjson.loads`` + :func:`~graphrag_assets.llm.embeddings.decode_vector`
+   (numpy float32) — what the embedder does now.
 
 The ratios (÷ parsed) are the figures to compare across runs; the load average is printed with
 them. Writes bench/results/embedding_parse.json.
@@ -33,21 +35,35 @@ from graphrag_assets_tests.openai_fixtures import ScriptedOpenAIServer  # noqa: 
 RESULTS = REPO_ROOT / "bench" / "results"
 
 
-def run(base_url: str, requests: int, batch: int, reader: str) -> tuple[float, float, int]:
+READERS = (("parsed", "openai parsed model"), ("json", "raw body + json"), ("orjson", "raw body + orjson"),
+           ("base64", "base64 + orjson + numpy"))
+
+
+def run(base_url: str, requests: int, batch: int, reader: str) -> tuple[float, float, int, int]:
     import openai
     import orjson
 
-    loads = {"json": json.loads, "orjson": orjson.loads}.get(reader)
+    from graphrag_assets.llm.embeddings import decode_vector
+
+    loads = {"json": json.loads, "orjson": orjson.loads, "base64": orjson.loads}.get(reader)
+    encoding_format = "base64" if reader == "base64" else "float"
+    size = 0
 
     texts = [[f"text {r}-{i} with several words in it" for i in range(batch)] for r in range(requests)]
 
     async def go() -> int:
+        nonlocal size
         numbers = 0
         async with openai.AsyncOpenAI(base_url=base_url, api_key="x", max_retries=0) as client:
             for inputs in texts:  # one at a time: CPU per request, no overlap with the server
                 if loads is not None:
-                    body = loads((await client.embeddings.with_raw_response.create(model="m", input=inputs, encoding_format="float")).content)
-                    numbers += sum(len(item["embedding"]) for item in body["data"])
+                    raw = await client.embeddings.with_raw_response.create(model="m", input=inputs, encoding_format=encoding_format)
+                    size = len(raw.content)
+                    body = loads(raw.content)
+                    if reader == "base64":
+                        numbers += sum(len(decode_vector(item["embedding"])[0]) for item in body["data"])
+                    else:
+                        numbers += sum(len(item["embedding"]) for item in body["data"])
                 else:
                     response = await client.embeddings.create(model="m", input=inputs, encoding_format="float")
                     numbers += sum(len(item.embedding) for item in response.data)
@@ -55,7 +71,7 @@ def run(base_url: str, requests: int, batch: int, reader: str) -> tuple[float, f
 
     cpu, wall = time.process_time(), time.perf_counter()
     numbers = asyncio.run(go())
-    return time.process_time() - cpu, time.perf_counter() - wall, numbers
+    return time.process_time() - cpu, time.perf_counter() - wall, numbers, size
 
 
 def main() -> None:
@@ -68,7 +84,7 @@ def main() -> None:
     server = ScriptedOpenAIServer.start(embedding_dim=args.dim)
     try:
         run(server.base_url, 2, args.batch, "parsed")  # warm up imports and connections
-        measured = {reader: run(server.base_url, args.requests, args.batch, reader) for reader in ("parsed", "json", "orjson")}
+        measured = {reader: run(server.base_url, args.requests, args.batch, reader) for reader, _ in READERS}
     finally:
         server.stop()
     load_end = [round(x, 2) for x in os.getloadavg()]
@@ -76,14 +92,16 @@ def main() -> None:
     result = {
         "requests": args.requests, "batch": args.batch, "dim": args.dim,
         **{reader: {"cpu_s": round(cpu, 3), "wall_s": round(wall, 3), "cpu_ms_per_1000_numbers": round(1e6 * cpu / numbers, 3),
-                    "cpu_ratio_over_parsed": round(cpu / parsed[0], 3)} for reader, (cpu, wall, numbers) in measured.items()},
+                    "cpu_ratio_over_parsed": round(cpu / parsed[0], 3), "body_bytes": size}
+           for reader, (cpu, wall, numbers, size) in measured.items()},
         "load_start": load_start, "load_end": load_end,
     }
     print(f"{args.requests} requests of {args.batch} x {args.dim} floats; load {load_start} -> {load_end}")
-    for reader, label in (("parsed", "openai parsed model"), ("json", "raw body + json"), ("orjson", "raw body + orjson")):
+    for reader, label in READERS:
         r = result[reader]
-        print(f"  {label:21s} CPU {r['cpu_s']:6.2f} s  wall {r['wall_s']:6.2f} s  "
-              f"({r['cpu_ms_per_1000_numbers']:.2f} ms CPU per 1,000 numbers; {r['cpu_ratio_over_parsed']:.3f} of parsed)")
+        body = f"body {r['body_bytes'] / 1024:.0f} KiB" if r["body_bytes"] else "body n/a"
+        print(f"  {label:24s} CPU {r['cpu_s']:6.2f} s  wall {r['wall_s']:6.2f} s  {body:14s} "
+              f"({r['cpu_ms_per_1000_numbers']:.3f} ms CPU per 1,000 numbers; {r['cpu_ratio_over_parsed']:.3f} of parsed)")
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "embedding_parse.json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
 

@@ -1,13 +1,18 @@
 """Measure the LLM layer's own costs against the scripted OpenAI-compatible server.
 
-    python bench/bench_llm_client.py [--calls 400] [--cache-rows 50000]
+    python bench/bench_llm_client.py [--calls 400] [--cache-rows 50000] [--only-chat-parsing]
 
 Prints:
 1. cache storage costs in DuckDB: opening a connection, loading the key set, one lookup batch,
    one write of 1 / 16 / 256 rows (the figures behind the cache design in graphrag_assets/llm/cache.py);
 2. overhead per call at 0 ms server latency: the bare ``openai`` client, our chat model on a cold
    cache (calls + writes), and a re-run answered from the cache;
-3. concurrency efficiency at 500 ms latency: ideal time (rounds x latency) / measured time.
+3. concurrency efficiency at 500 ms latency: ideal time (rounds x latency) / measured time;
+4. reading chat answers, client CPU and wall per call at 0 ms latency and concurrency 25 with an
+   answer the size of an extraction answer: the ``openai`` package's parsed ``ChatCompletion``
+   (what :mod:`graphrag_assets.llm.chat` uses), ``with_raw_response`` + ``orjson`` (skipping the
+   pydantic models) and a bare ``httpx2`` post + ``orjson``; rounds alternate between the three
+   and the median is printed, with the load average (``--only-chat-parsing``: this part alone).
 """
 
 from __future__ import annotations
@@ -15,6 +20,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
+import statistics
 import sys
 import tempfile
 import time
@@ -187,18 +194,92 @@ def bench_concurrency(server: ScriptedOpenAIServer, workdir: Path) -> None:
     server.set_latency(0)
 
 
+EXTRACTION_SIZED_ANSWER = "\n".join(
+    f'("entity"<|>NAME {i}<|>PERSON<|>A description of name {i} and what the passage says about them)##' for i in range(14)
+) + "<|COMPLETE|>"  # ~1.4 KB, like the stand-in's extraction answers
+
+
+def bench_chat_parsing(server: ScriptedOpenAIServer, n: int, rounds: int = 7) -> None:
+    import httpx2 as httpx  # the HTTP client the openai package is built on
+    import openai
+    import orjson
+
+    print(f"\n[4] reading chat answers at 0 ms latency: {n} calls, concurrency 25, {len(EXTRACTION_SIZED_ANSWER)}-char answers, "
+          f"median of {rounds} alternating rounds")
+    server.reset()
+    server.add_rule(".", EXTRACTION_SIZED_ANSWER)
+    semaphore_size = 25
+
+    async def parsed(client: openai.AsyncOpenAI, text: str) -> str:
+        response = await client.chat.completions.create(model="m", messages=[{"role": "user", "content": text}])
+        return response.choices[0].message.content or "" if response.usage.prompt_tokens else ""
+
+    async def raw(client: openai.AsyncOpenAI, text: str) -> str:
+        response = await client.chat.completions.with_raw_response.create(model="m", messages=[{"role": "user", "content": text}])
+        body = orjson.loads(response.content)
+        return body["choices"][0]["message"]["content"] if body["usage"]["prompt_tokens"] else ""
+
+    async def bare(client: httpx.AsyncClient, text: str) -> str:
+        response = await client.post("/chat/completions", content=orjson.dumps({"model": "m", "messages": [{"role": "user", "content": text}]}),
+                                     headers={"Authorization": "Bearer x", "Content-Type": "application/json"})
+        response.raise_for_status()
+        body = orjson.loads(response.content)
+        return body["choices"][0]["message"]["content"] if body["usage"]["prompt_tokens"] else ""
+
+    def client_for(kind: str) -> object:
+        if kind == "bare httpx2 + orjson":
+            return httpx.AsyncClient(base_url=server.base_url, timeout=60)
+        return openai.AsyncOpenAI(base_url=server.base_url, api_key="x", max_retries=0)
+
+    kinds = {"openai parsed (ours)": parsed, "with_raw_response + orjson": raw, "bare httpx2 + orjson": bare}
+
+    def one_round(kind: str) -> tuple[float, float]:
+        async def go() -> None:
+            semaphore = asyncio.Semaphore(semaphore_size)
+            async with client_for(kind) as client:  # type: ignore[attr-defined]
+                async def one(text: str) -> None:
+                    async with semaphore:
+                        assert await kinds[kind](client, text) == EXTRACTION_SIZED_ANSWER
+
+                await asyncio.gather(*(one(t) for t in calls(n)))
+
+        cpu, wall = time.process_time(), time.perf_counter()
+        asyncio.run(go())
+        return (time.process_time() - cpu) / n, (time.perf_counter() - wall) / n
+
+    for kind in kinds:  # warm up imports and connections
+        one_round(kind)
+    load_start = [round(x, 2) for x in os.getloadavg()]
+    measured: dict[str, list[tuple[float, float]]] = {kind: [] for kind in kinds}
+    for _ in range(rounds):
+        for kind in kinds:
+            measured[kind].append(one_round(kind))
+    load_end = [round(x, 2) for x in os.getloadavg()]
+    anchor = statistics.median(cpu for cpu, _ in measured["openai parsed (ours)"])
+    for kind, values in measured.items():
+        cpu = statistics.median(c for c, _ in values)
+        wall = statistics.median(w for _, w in values)
+        print(f"  {kind:28s} CPU {ms(cpu)} per call ({cpu / anchor:.2f} of ours), wall {ms(wall)} per call")
+    print(f"  load {load_start} -> {load_end}")
+    server.reset()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=400)
     parser.add_argument("--cache-rows", type=int, default=50_000)
+    parser.add_argument("--only-chat-parsing", action="store_true", help="run part 4 alone")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
-        bench_storage(workdir, args.cache_rows)
+        if not args.only_chat_parsing:
+            bench_storage(workdir, args.cache_rows)
         server = ScriptedOpenAIServer.start()
         try:
-            bench_overhead(server, workdir, args.calls)
-            bench_concurrency(server, workdir)
+            if not args.only_chat_parsing:
+                bench_overhead(server, workdir, args.calls)
+                bench_concurrency(server, workdir)
+            bench_chat_parsing(server, args.calls)
         finally:
             server.stop()
 

@@ -648,7 +648,8 @@ NOTES = [
     "Both sides index the same file with chunks of 1200 cl100k_base tokens overlapping by 100, one gleaning, "
     "entity types organization/person/geo/event, claims off, clusters of at most 10, 8000 tokens of report "
     "context, 25 model requests in flight and the same model names; embeddings of 1536 dimensions come "
-    "from the stand-in server on both sides.",
+    "from the stand-in server on both sides, each in the form it asks for (ours base64, MS GraphRAG's "
+    "LiteLLM float lists, as OpenAI answers them).",
     "The stand-in server answers both products' prompts with the same logic (bench/standin_responder.py "
     "reuses graphrag_assets_tests/graphrag_responder.py): extraction records for the capitalised names of "
     "the passage, merged descriptions, report JSON built from the context tables, JSON map points, answers "

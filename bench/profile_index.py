@@ -47,7 +47,7 @@ PARTS = [
     ("LanceDB calls", r"lancedb|storage/vectors"),
     ("openai response models", r"openai/_models\.py|openai/_response|_legacy_response"),
     ("HTTP client (openai + httpx, per call)", r"httpx|httpcore|h11|anyio|openai/_base_client|openai/_client|openai/resources"),
-    ("embedding body parsing", r"_post_embeddings|json/decoder|json/__init__|orjson"),
+    ("embedding body parsing", r"_post_embeddings|decode_vector|orjson"),  # ours only: json elsewhere is not it
     ("tokenization / chunking", r"tiktoken|core/tokens|index/chunking"),
     ("Leiden / communities", r"igraph|leidenalg|index/(communities|stable_communities)"),
     ("graph merge + summaries (local work)", r"index/(graph_merge|summarize|graph_checks)"),

@@ -5,12 +5,12 @@ response parsing) is exercised over loopback::
 
     python -m graphrag_assets_tests.openai_server --port 0 --port-file /tmp/port [--latency-ms 50]
         [--responder pkg.module:function] [--embedding-dim 64]
-        [--profile openai|reasoning|azure|ollama|vllm|no-dimensions|base64] [--api-key KEY]
+        [--profile openai|reasoning|azure|ollama|vllm|no-dimensions|base64|float-only] [--api-key KEY]
         [--load-seconds 1.5] [--profile-option name=value]
 
 ``--profile`` makes the server behave like one kind of real server (OpenAI reasoning models, Azure
-OpenAI, Ollama, vLLM, embeddings endpoints without ``dimensions`` or with base64 vectors): see
-:mod:`.server_profiles`. The default, ``openai``, is well behaved and checks nothing; with
+OpenAI, Ollama, vLLM, embeddings endpoints without ``dimensions``, with base64 vectors only or
+with float vectors only): see :mod:`.server_profiles`. The default, ``openai``, is well behaved and checks nothing; with
 ``--api-key`` a profile refuses other keys the way its server does.
 
 Model endpoints: ``POST /v1/chat/completions`` (plain or ``stream: true`` as server-sent events,
@@ -39,7 +39,11 @@ OpenAI documents for its chat format), so the numbers differ from a plain count 
 Embeddings are deterministic and mildly meaningful: each lower-cased word is hashed (SHA-256) to a
 dimension and a sign (feature hashing), plus a small component hashed from the whole text so that
 no vector is zero, then the vector is L2-normalized. Texts sharing words are therefore similar,
-which keeps retrieval tests meaningful without a real model.
+which keeps retrieval tests meaningful without a real model. Like OpenAI, the server answers with
+float lists unless the request asks for ``encoding_format: base64`` (little-endian float32,
+base64-encoded; what the ``openai`` SDKs ask for by default and our embedder asks for). Microsoft
+GraphRAG calls through LiteLLM, which asks for ``float`` unless its environment says otherwise, so
+``bench/msgraphrag_compare.py`` serves it float lists, as OpenAI would.
 
 Control endpoints (JSON in, JSON out): ``POST /_control/reset``, ``POST /_control/rule``,
 ``POST /_control/fault``, ``POST /_control/latency``, ``POST /_control/chunk_delay`` (``{"ms"}`` between

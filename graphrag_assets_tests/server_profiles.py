@@ -377,6 +377,27 @@ class Base64Profile(Profile):
         return True
 
 
+class FloatOnlyProfile(Profile):
+    """An embeddings endpoint that knows only float vectors: by default it ignores
+    ``encoding_format`` and answers float lists; ``refuse=True`` answers a request for base64 with
+    HTTP 400 naming the parameter, the way a server validating it against ``float`` alone does."""
+
+    name = "float-only"
+
+    def __init__(self, api_key: str | None = None, load_seconds: float = 0.0, refuse: bool = False) -> None:
+        super().__init__(api_key, load_seconds)
+        self.refuse = refuse
+
+    def check_embeddings(self, body: dict[str, Any]) -> Reply | None:
+        if self.refuse and body.get("encoding_format", "float") != "float":
+            return openai_error(400, f"encoding_format {body['encoding_format']!r} is not supported; only 'float' is.",
+                                param="encoding_format")
+        return None
+
+    def base64(self, body: dict[str, Any]) -> bool:
+        return False
+
+
 @dataclass(frozen=True)
 class ProfileSpec:
     """How to start a scripted server as one kind of server (the ``--profile*`` options)."""
@@ -396,7 +417,8 @@ class ProfileSpec:
 
 
 PROFILES: dict[str, type[Profile]] = {
-    p.name: p for p in (Profile, ReasoningProfile, AzureProfile, OllamaProfile, VllmProfile, NoDimensionsProfile, Base64Profile)
+    p.name: p for p in (Profile, ReasoningProfile, AzureProfile, OllamaProfile, VllmProfile, NoDimensionsProfile, Base64Profile,
+                        FloatOnlyProfile)
 }
 
 

@@ -24,13 +24,13 @@ FAST_FAILURE_SECONDS = 10.0
 # profile -> what doctor must find (chat capabilities, embedding capabilities)
 FINDINGS: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
     "openai": ({"token_limit_parameter": "max_tokens", "temperature": True, "json_object": "honoured", "json_schema": "honoured",
-                "stream_usage": "honoured", "think_blocks": False}, {"base64_embeddings": False}),
+                "stream_usage": "honoured", "think_blocks": False}, {"base64_embeddings": True, "encoding_format": "honoured"}),
     "reasoning": ({"token_limit_parameter": "max_completion_tokens", "temperature": False, "json_schema": "honoured"}, {}),
     "azure": ({"json_schema": "honoured", "stream_usage": "honoured"}, {}),
     "ollama": ({"think_blocks": True, "json_object": "honoured", "json_schema": "ignored", "stream_usage": "ignored"}, {}),
     "vllm": ({"json_schema": "honoured", "context_window": VLLM_WINDOW}, {}),
     "no-dimensions": ({}, {"dimensions": "ignored"}),
-    "base64": ({}, {"base64_embeddings": True}),
+    "base64": ({}, {"base64_embeddings": True, "encoding_format": "honoured"}),
 }
 
 

@@ -4,12 +4,14 @@ the emulated servers: what it sends after a refusal, what it records, what it te
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import math
 import time
 from typing import Any
 
 import duckdb
+import numpy as np
 import polars as pl
 import pytest
 
@@ -21,6 +23,8 @@ from graphrag_assets.index.graph_extraction import ExtractionPlan, extract_graph
 from graphrag_assets.llm import capabilities, client
 from graphrag_assets.llm.answers import ThinkFilter, repair_json_answer, strip_think
 from graphrag_assets.llm.capabilities import stored_capabilities
+from graphrag_assets.llm.embeddings import decode_vector
+from graphrag_assets.llm.retry import MalformedResponse
 from graphrag_assets.llm.factory import build_chat_model, build_embedding_model
 from graphrag_assets.llm.fitting import parse_overflow, shrink_messages
 from graphrag_assets.llm.types import ChatOptions, JsonSchema
@@ -265,6 +269,81 @@ def test_base64_vectors_are_decoded(profile_servers):
     assert all(math.isclose(a, b, abs_tol=1e-6) for a, b in zip(vector, expected, strict=True))
     assert model.capabilities.base64_embeddings
     model.close()
+
+
+def float32_vector(text: str) -> np.ndarray:
+    return np.float32(embedding_vector(text, 64))
+
+
+def test_vectors_are_asked_for_as_base64_and_equal_the_float_answer(openai_server):
+    texts = ["the harbour master", "a storm over Vellmouth"]
+    model = build_embedding_model(settings(openai_server.base_url), EmbeddingSettings(), None, UsageMeter())
+    vectors = embed(model, texts)
+    model.close()
+    [call] = openai_server.calls("embeddings")
+    assert call["body"]["encoding_format"] == "base64"
+    assert model.capabilities.encoding_format == "honoured" and model.capabilities.base64_embeddings
+    assert all(v.dtype == np.float32 for v in vectors)
+    # the same numbers the float form carries, at float32 precision (what DuckDB FLOAT[n] and LanceDB keep)
+    np.testing.assert_array_equal(np.stack(vectors), np.stack([float32_vector(t) for t in texts]))
+
+
+def test_a_server_that_ignores_encoding_format_is_read_as_floats(openai_server_factory):
+    server = openai_server_factory(profile=ProfileSpec("float-only"))
+    meter = UsageMeter()
+    model = build_embedding_model(settings(server.base_url), EmbeddingSettings(batch_size=1), None, meter)
+    vectors = embed(model, ["harbour", "storm"])
+    model.close()
+    assert [c["body"].get("encoding_format") for c in server.calls("embeddings")] == ["base64", "base64"]
+    assert model.capabilities.encoding_format == "ignored" and not model.capabilities.base64_embeddings
+    assert meter.notes()[("text-embedding-3-small", "base64_ignored")] == 1
+    np.testing.assert_array_equal(np.stack(vectors), np.stack([float32_vector("harbour"), float32_vector("storm")]))
+
+
+def test_a_server_that_refuses_base64_is_asked_for_floats_once_and_remembered(openai_server_factory, tmp_path, warnings):
+    server = openai_server_factory(profile=ProfileSpec("float-only", options={"refuse": True}))
+    db = tmp_path / "graphrag.duckdb"
+    duckdb.connect(str(db)).close()
+    meter = UsageMeter()
+    model = build_embedding_model(settings(server.base_url), EmbeddingSettings(batch_size=1), db, meter)
+    vectors = embed(model, ["harbour", "storm", "lighthouse"])
+    model.close()
+    calls = server.calls("embeddings")
+    refused = [c for c in calls if c["outcome"] == "refused"]
+    assert len(refused) >= 1 and all(c["body"]["encoding_format"] == "base64" for c in refused)
+    answered = [c for c in calls if c["outcome"] == "answered"]
+    assert len(answered) == 3 and all(c["body"]["encoding_format"] == "float" for c in answered)
+    assert meter.notes()[("text-embedding-3-small", "base64_refused")] == 1
+    assert meter.totals().retries == 0 and meter.totals().failures == 0 and warnings == []
+    np.testing.assert_array_equal(np.stack(vectors), np.stack([float32_vector(t) for t in ["harbour", "storm", "lighthouse"]]))
+    # a new process on the same project asks for floats the first time
+    capabilities._MEMORY.clear()
+    server.reset()
+    again = build_embedding_model(settings(server.base_url), EmbeddingSettings(), db, UsageMeter())
+    embed(again, ["a tide table"])
+    again.close()
+    assert [(c["outcome"], c["body"]["encoding_format"]) for c in server.calls("embeddings")] == [("answered", "float")]
+    assert stored_capabilities(db)[(server.base_url, "text-embedding-3-small", "embedding")].encoding_format == "rejected"
+
+
+def test_a_server_refusing_base64_and_dimensions_gets_both_dropped(openai_server_factory):
+    server = openai_server_factory(profile=ProfileSpec("float-only", options={"refuse": True}))
+    server.add_fault(kind="status", status=400, endpoint="embeddings", message="This model does not support specifying dimensions.",
+                     match="harbour", times=1)
+    model = build_embedding_model(settings(server.base_url, embedding_dimensions=32), EmbeddingSettings(), None, UsageMeter())
+    [vector] = embed(model, ["harbour"])
+    model.close()
+    assert len(vector) == 64 and model.capabilities.encoding_format == "rejected" and model.capabilities.dimensions == "rejected"
+    assert [c["outcome"] for c in server.calls("embeddings")] == ["status", "refused", "answered"]
+
+
+def test_an_embedding_that_is_not_a_vector_is_a_malformed_answer():
+    with pytest.raises(MalformedResponse):
+        decode_vector("not base64 of float32!")
+    with pytest.raises(MalformedResponse):
+        decode_vector([[0.1, 0.2]])
+    vector, was_base64 = decode_vector(base64.b64encode(np.float32([0.5, -2.0]).tobytes()).decode())
+    assert was_base64 and vector.tolist() == [0.5, -2.0]
 
 
 # -- connecting ----------------------------------------------------------------------------------

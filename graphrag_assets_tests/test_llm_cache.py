@@ -130,15 +130,18 @@ def test_corrupt_rows_are_misses(tmp_path: Path):
 def test_embeddings_round_trip_as_float32(tmp_path: Path):
     db = tmp_path / "db.duckdb"
     cache = LLMCache(db)
-    vectors = {"a": [0.1, 0.2, 0.3], "b": [1.0, -1.0, 0.0]}
+    # lists or arrays of any float type, of different lengths, written in one batch
+    vectors = {"a": [0.1, 0.2, 0.3], "b": np.array([1.0, -1.0, 0.0, 0.5]), "d": np.float32([0.25, 2.0])}
     cache.put_embeddings("e", vectors)
+    unflushed = asyncio.run(cache.get_embeddings(["d"]))["d"]
     cache.close()
     reader = LLMCache(db)
-    found = asyncio.run(reader.get_embeddings(["b", "a", "c"]))
+    found = asyncio.run(reader.get_embeddings(["b", "a", "c", "d"]))
     reader.close()
-    assert sorted(found) == ["a", "b"]
-    np.testing.assert_allclose(found["a"], np.float32([0.1, 0.2, 0.3]), rtol=1e-7)
-    assert found["b"] == [1.0, -1.0, 0.0]
+    assert sorted(found) == ["a", "b", "d"] and all(v.dtype == np.float32 for v in found.values())
+    np.testing.assert_array_equal(found["a"], np.float32([0.1, 0.2, 0.3]))
+    assert found["b"].tolist() == [1.0, -1.0, 0.0, 0.5]
+    assert found["d"].tolist() == unflushed.tolist() == [0.25, 2.0]
 
 
 def test_writes_happen_without_close_and_batch_when_busy(tmp_path: Path):

@@ -545,7 +545,7 @@ def test_embeddings_are_batched_by_count_and_returned_in_input_order(openai_serv
     inputs = [c["body"]["input"] for c in openai_server.calls("embeddings")]
     assert sorted(len(i) for i in inputs) == [2, 3, 3]
     assert sorted(t for i in inputs for t in i) == sorted(texts)
-    assert all(c["body"]["encoding_format"] == "float" for c in openai_server.calls())
+    assert all(c["body"]["encoding_format"] == "base64" for c in openai_server.calls())
 
 
 def test_embeddings_are_batched_by_tokens(openai_server):
@@ -586,14 +586,14 @@ def test_embeddings_dedupe_inputs_and_come_from_the_cache_on_rerun(openai_server
     vectors = embed(first, texts)
     first.close()
     assert [c["body"]["input"] for c in openai_server.calls()] == [["same", "other", "third"]]
-    assert vectors[0] == vectors[2]
+    assert vectors[0].tolist() == vectors[2].tolist()
     openai_server.reset()
     second_meter = UsageMeter()
     second = build_embedding_model(settings_for(openai_server), EmbeddingSettings(), db, second_meter)
     again = embed(second, texts)
     second.close()
     assert openai_server.calls() == []
-    np.testing.assert_allclose(again, vectors, atol=1e-6)  # stored as FLOAT (float32)
+    np.testing.assert_array_equal(again, vectors)  # float32 from the server, stored as FLOAT: exactly the same
     assert second_meter.totals().cache_hits == 3
 
 
@@ -611,7 +611,7 @@ def test_embedding_usage_and_dry_run(openai_server, db):
     dry.close()
     assert openai_server.calls() == []
     assert vectors[0] == pytest.approx(embedding_vector("one two", 64), abs=1e-6)
-    assert vectors[1] == [0.0] * 64 and vectors[2] == [0.0] * 64  # dimension taken from the cached hit
+    assert vectors[1].tolist() == [0.0] * 64 and vectors[2].tolist() == [0.0] * 64  # dimension taken from the cached hit
     assert (dry_meter.totals().requests, dry_meter.totals().cache_hits) == (1, 1)
     assert dry_meter.totals().embedding_tokens == count_tokens("seven") + count_tokens("eight nine")
 

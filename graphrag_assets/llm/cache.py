@@ -37,13 +37,14 @@ import datetime as dt
 import hashlib
 import json
 import logging
-import math
 import threading
 import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from graphrag_assets.core.ownership import DOCUMENT, current_owner
 from graphrag_assets.storage.cache_owners import (
@@ -143,7 +144,7 @@ class _ChatRow:
 class _EmbeddingRow:
     key: str
     model: str
-    vector: list[float]
+    vector: np.ndarray  # float32
 
 
 def _decode_chat(response: Any, prompt_tokens: Any, completion_tokens: Any) -> CachedChat | None:
@@ -156,13 +157,27 @@ def _decode_chat(response: Any, prompt_tokens: Any, completion_tokens: Any) -> C
     return CachedChat(payload["text"], int(prompt_tokens or 0), int(completion_tokens or 0))
 
 
-def _decode_vector(vector: Any) -> list[float] | None:
+def _decode_vector(vector: Any) -> np.ndarray | None:
     if vector is None or len(vector) == 0:
         return None
-    values = [float(v) for v in vector]
-    if any(math.isnan(v) for v in values):
+    try:
+        values = np.asarray(vector, dtype=np.float32)
+    except (TypeError, ValueError):
+        return None
+    if values.ndim != 1 or np.isnan(values).any():
         return None
     return values
+
+
+def _vector_column(vectors: Sequence[np.ndarray]) -> Any:
+    """An Arrow ``list<float>`` column of float32 arrays, built from one concatenated buffer and
+    offsets instead of from one Python float per number."""
+    import pyarrow as pa
+
+    offsets = np.zeros(len(vectors) + 1, dtype=np.int32)
+    np.cumsum([len(v) for v in vectors], out=offsets[1:])
+    values = np.concatenate(vectors) if vectors else np.empty(0, dtype=np.float32)
+    return pa.ListArray.from_arrays(pa.array(offsets), pa.array(values, type=pa.float32()))
 
 
 @dataclass
@@ -191,6 +206,7 @@ class _Store:
         self.executor: concurrent.futures.ThreadPoolExecutor | None = None
         self.closed = False
         self.schema_ready = False
+        self.owners_ready = False
         self.stats = CacheStats()
 
     def submit(self, fn: Any, *args: Any) -> concurrent.futures.Future[Any]:
@@ -274,12 +290,13 @@ class _Store:
                     arrow = pa.table({
                         "key": [r.key for r in embedding_rows],
                         "model": [r.model for r in embedding_rows],
-                        "vector": pa.array([r.vector for r in embedding_rows], pa.list_(pa.float32())),
+                        "vector": _vector_column([r.vector for r in embedding_rows]),
                     })
                     conn.register("new_embedding_rows", arrow)
                     conn.execute(f"insert or replace into {EMBEDDING_TABLE} by name select * from new_embedding_rows")
                     conn.unregister("new_embedding_rows")
-                add_owners(conn, batch.get(OWNERS_TABLE, {}).values())
+                if add_owners(conn, batch.get(OWNERS_TABLE, {}).values(), create=not self.owners_ready):
+                    self.owners_ready = True  # created on the first write that has owners, then known to exist
         except Exception as exc:  # keep the rows queued; the next write or close() tries again
             self.stats.write_failures += 1
             log.warning("could not write %d LLM cache row(s) to %s (%s); will retry.",
@@ -425,13 +442,14 @@ class LLMCache:
             self._store.enqueue(OWNERS_TABLE, rows)
 
     # -- embeddings ------------------------------------------------------------------------------
-    async def get_embeddings(self, keys: Sequence[str]) -> dict[str, list[float]]:
-        found: dict[str, list[float]] = {}
+    async def get_embeddings(self, keys: Sequence[str]) -> dict[str, np.ndarray]:
+        """float32 vectors by key, for the keys that are cached."""
+        found: dict[str, np.ndarray] = {}
         remaining = []
         for key in dict.fromkeys(keys):
             row = self._store.unflushed(EMBEDDING_TABLE, key)
             if row is not None:
-                found[key] = list(row.vector)
+                found[key] = row.vector
             else:
                 remaining.append(key)
         for key, row in (await self._lookup(EMBEDDING_TABLE, remaining)).items():
@@ -440,8 +458,8 @@ class LLMCache:
                 found[key] = vector
         return found
 
-    def put_embeddings(self, model: str, vectors: Mapping[str, Sequence[float]]) -> None:
-        rows = [_EmbeddingRow(key, model, [float(v) for v in vector]) for key, vector in vectors.items()]
+    def put_embeddings(self, model: str, vectors: Mapping[str, Sequence[float] | np.ndarray]) -> None:
+        rows = [_EmbeddingRow(key, model, np.asarray(vector, dtype=np.float32)) for key, vector in vectors.items()]
         self._added[EMBEDDING_TABLE].update(vectors)
         self._store.enqueue(EMBEDDING_TABLE, rows)
 

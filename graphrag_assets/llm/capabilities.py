@@ -3,7 +3,7 @@
 OpenAI-compatible servers differ in ways a request cannot guess in advance: reasoning models refuse
 ``max_tokens`` and any ``temperature``, some servers refuse ``response_format`` or only its
 ``json_schema`` form, some never report usage in streams, some embeddings endpoints refuse (or
-ignore) ``dimensions``. The client starts from the common case, and when a server answers with one
+ignore) ``dimensions`` or ``encoding_format: base64``. The client starts from the common case, and when a server answers with one
 of these documented refusals it adapts, asks again, and records the fact here, so the next call,
 the next step and the next run start from what is known instead of paying for the refusal again.
 ``graphrag-assets doctor`` probes the same facts on purpose and overwrites them.
@@ -48,7 +48,7 @@ Support = str  # unknown | honoured | ignored | rejected
 class Capabilities:
     """What a server does with the parts of a request that vary between servers.
 
-    ``json_object`` / ``json_schema`` / ``dimensions``: *honoured* (accepted and followed),
+    ``json_object`` / ``json_schema`` / ``dimensions`` / ``encoding_format``: *honoured* (accepted and followed),
     *ignored* (accepted, not followed), *rejected* (refused with an error), or *unknown*.
     """
 
@@ -61,6 +61,7 @@ class Capabilities:
     think_blocks: bool = False  # answers start with a <think>...</think> block
     dimensions: Support = UNKNOWN  # embeddings: the ``dimensions`` parameter
     base64_embeddings: bool = False  # embeddings arrived base64-encoded
+    encoding_format: Support = UNKNOWN  # embeddings: ``encoding_format: base64`` (else floats)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)

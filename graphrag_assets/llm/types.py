@@ -10,7 +10,10 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypedDict
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, TypedDict
+
+if TYPE_CHECKING:  # annotations only: numpy is not needed to import this module
+    import numpy as np
 
 
 class Message(TypedDict):
@@ -84,9 +87,13 @@ class ChatModel(Protocol):
         ...
 
 
+Vector: TypeAlias = "np.ndarray | list[float]"
+
+
 class EmbeddingModel(Protocol):
-    """An async text-embedding model returning one vector per input text, in order."""
+    """An async text-embedding model returning one vector per input text, in order (a float32
+    array or a list of floats; ``np.asarray`` takes either)."""
 
     model: str
 
-    async def embed(self, texts: Sequence[str], *, purpose: str) -> list[list[float]]: ...
+    async def embed(self, texts: Sequence[str], *, purpose: str) -> list[Vector]: ...

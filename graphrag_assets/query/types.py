@@ -252,7 +252,7 @@ class ModelCalls:
             raise UserError("this search needs an embedding model, and none is configured; set llm.embeddings in graphrag.yaml.")
         self.usage.embedding_calls += 1
         vectors = await self.embedder.embed([text], purpose=purpose)
-        return list(vectors[0])
+        return [float(x) for x in vectors[0]]
 
     async def chat(
         self,

@@ -52,20 +52,29 @@ create table if not exists {OWNERS_TABLE} (
     owner VARCHAR
 )
 """  # no primary key: DuckDB took 5 s to delete 50k rows of this table with one, 15 ms without
-_SCHEMA = {"key": pl.String, "cache_table": pl.String, "scope": pl.String, "owner": pl.String}
+_COLUMNS = ("key", "cache_table", "scope", "owner")
 
 
-def add_owners(conn, rows: Iterable[tuple[str, str, str, str]], *, only_cached: bool = False) -> int:
-    """Record (key, cache table, scope, owner) rows on an open connection; returns rows given.
+def add_owners(conn, rows: Iterable[tuple[str, str, str, str]], *, only_cached: bool = False, create: bool = True) -> int:
+    """Record (key, cache table, scope, owner) rows on an open connection; returns distinct rows given.
 
     ``only_cached`` keeps only keys that have a cache row (for ownership recorded after the fact,
-    where a key may never have been cached: an embedder without a cache, say).
+    where a key may never have been cached: an embedder without a cache, say). ``create=False``:
+    the caller knows the table exists (the cache's writer, after its first write of owners).
+
+    The rows go to DuckDB as an Arrow table built directly: this runs on the cache's writer thread
+    after nearly every model answer, where a polars frame (and its thread pool) cost several times
+    more than the few rows it held.
     """
-    frame = pl.DataFrame(list(rows), schema=_SCHEMA, orient="row").unique()
-    if frame.is_empty():
+    import pyarrow as pa  # lazily, like the cache writer: not every command that imports this writes
+
+    unique = list(dict.fromkeys(tuple(row) for row in rows))
+    if not unique:
         return 0
-    conn.execute(OWNERS_DDL)
-    conn.register("_owners", frame.to_arrow())
+    if create:
+        conn.execute(OWNERS_DDL)
+    columns = zip(*unique)
+    conn.register("_owners", pa.table({name: pa.array(column, pa.string()) for name, column in zip(_COLUMNS, columns)}))
     try:
         if only_cached:
             cached = " union all ".join(
@@ -82,7 +91,7 @@ def add_owners(conn, rows: Iterable[tuple[str, str, str, str]], *, only_cached: 
         )
     finally:
         conn.unregister("_owners")
-    return frame.height
+    return len(unique)
 
 
 def record_owners(path: str | Path, rows: Iterable[tuple[str, str, str, str]], *, only_cached: bool = False) -> int:
