@@ -116,7 +116,10 @@ def reading(path: str | Path) -> Iterator[None]:
     every open costs ~10 ms (more under load) and reads the catalog again. The block opens it once
     (when it exists) and closes it at the end. It is for reading only: DuckDB refuses, within one
     process, a writer or another configuration of a file that is open read-only. Other threads open
-    their own connections (a DuckDB connection is not shared across threads).
+    their own connections (a DuckDB connection is not shared across threads). The block's connection
+    comes from the warm instance (:mod:`graphrag_assets.storage.warm`): inside an indexing run it is
+    one on the run's read-write instance; otherwise a write inside the block raises
+    ``ConnectionConflict`` at once (it used to wait 30 s for itself).
     """
     path = Path(path)
     if not path.exists() or _shared_reader(path) is not None:
