@@ -225,7 +225,10 @@ def test_a_reader_in_another_process_gets_in_while_a_process_keeps_writing(datab
         writer.wait(timeout=30)
     assert writer.returncode == 0
     assert counts == sorted(counts) and counts[-1] > counts[0]  # the writer kept writing between reads
-    assert max(waits) < warm.HOLD_SECONDS + warm.REST_SECONDS + 1.5, waits
+    # A held file is let go of within HOLD_SECONDS and then left alone for REST_SECONDS, which the
+    # reader's retries cannot miss; without the rest the median wait was 2-3 s here.
+    bound = warm.HOLD_SECONDS + warm.REST_SECONDS
+    assert sorted(waits)[1] < bound + 0.5 and max(waits) < bound + 3, waits
 
 
 _EXIT_WARM = """
@@ -241,3 +244,36 @@ def test_a_process_exiting_with_its_anchor_open_leaves_the_file_checkpointed(dat
     assert not database.with_name(database.name + ".wal").exists()
     with connect(database, read_only=True) as conn:
         assert conn.execute("select count(*) from t").fetchone() == (1000,)
+
+
+def test_a_cli_command_ends_with_the_file_let_go_of(tmp_path: Path, long_idle: None) -> None:
+    from click.testing import CliRunner
+
+    from graphrag_assets.cli.main import main
+    from graphrag_assets_tests.conftest import make_project
+
+    root = make_project(tmp_path / "project", with_sample=False)
+    with connect(root / "data" / "graphrag.duckdb") as conn:  # a read-write instance, warm for a minute
+        conn.execute("create table t (n bigint)")
+    assert not _direct_read_only_open(root / "data" / "graphrag.duckdb")
+    result = CliRunner().invoke(main, ["status", "--root", str(root)])
+    assert result.exit_code == 0, result.output
+    assert _direct_read_only_open(root / "data" / "graphrag.duckdb")
+
+
+def test_an_in_process_dagster_run_ends_with_the_file_let_go_of(database: Path, long_idle: None) -> None:
+    from dagster import DagsterInstance, Definitions, asset, define_asset_job  # ~1 s: only this test needs it
+
+    from graphrag_assets.pipeline.uncaptured import execute_without_capture
+
+    @asset
+    def written() -> None:
+        with connect(database) as conn:
+            conn.execute("insert into t values (7)")
+
+    job = Definitions(assets=[written], jobs=[define_asset_job("write_job")]).resolve_job_def("write_job")
+    result = execute_without_capture(job, run_config={}, instance=DagsterInstance.ephemeral(), partition_key=None, tags={})
+    assert result.success
+    assert _direct_read_only_open(database)
+    with duckdb.connect(str(database), read_only=True) as conn:
+        assert conn.execute("select n from t").fetchall() == [(7,)]
