@@ -28,6 +28,7 @@ from graphrag_assets.interop.msgraphrag_import import (
 from graphrag_assets.project.querying import answer_question
 from graphrag_assets.query.request import QueryOptions
 from graphrag_assets.core.settings import load_settings
+from graphrag_assets.storage.database import let_go
 from graphrag_assets_tests.shared_data import MS_VERBS_DATA, require
 
 MS_ROWS = {
@@ -118,6 +119,7 @@ def imported(tmp_path_factory: pytest.TempPathFactory):
     root.mkdir()
     settings = load_settings(root, environ={})
     result = import_index(settings, "msgraphrag", MS_VERBS_DATA)
+    let_go()  # the tests read the file with DuckDB directly, which cannot share the warm read-write instance
     return settings, result
 
 
@@ -230,6 +232,7 @@ def test_vectors_in_lancedb_are_imported_for_an_endpoint_embedder(tmp_path: Path
     settings = load_settings(root, environ={}, overrides=endpoint)
     result = import_index(settings, "msgraphrag", source)
     assert set(result.embeddings.values()) == {"imported"} and not any("lancedb" in w for w in result.warnings)
+    let_go()
     with duckdb.connect(str(settings.database_path), read_only=True) as conn:
         kinds = {row[0]: row[1] for row in conn.sql("describe entity_embeddings").fetchall()}
         models = conn.sql("select distinct model from community_report_embeddings").fetchall()

@@ -20,6 +20,7 @@ from graphrag_assets.pipeline.indexing import index_project
 from graphrag_assets.pipeline.instance import open_instance
 from graphrag_assets.project.querying import answer_question
 from graphrag_assets.query.request import QueryOptions
+from graphrag_assets.storage.database import let_go
 from graphrag_assets_tests.conftest import make_project
 from graphrag_assets_tests.openai_fixtures import ScriptedOpenAIServer
 from graphrag_assets_tests.profile_servers import VLLM_WINDOW, configure, environment
@@ -69,6 +70,7 @@ def index_and_ask(profile: str, server: ScriptedOpenAIServer, root: Path) -> Pat
             result = answer_question(settings, QUESTION, QueryOptions(method))
             assert result.llm_used and result.answer.startswith("Answer to:"), (profile, method, result.answer[:200])
             assert "<think>" not in result.answer
+    let_go()  # the queries' cache writes left a warm read-write instance; the tests read with DuckDB directly
     return root
 
 

@@ -8,6 +8,7 @@ import pytest
 from dagster import AssetIn, DagsterInstance, DynamicPartitionsDefinition, asset, materialize
 
 from graphrag_assets.pipeline.io_manager import DuckDBPolarsIOManager
+from graphrag_assets.storage.database import let_go
 from graphrag_assets.storage.tables import delete_partitions, read_table, write_partitions, write_table
 
 PARTS = DynamicPartitionsDefinition(name="docs")
@@ -29,7 +30,9 @@ def chunk_count(chunks: pl.DataFrame) -> pl.DataFrame:
 
 
 def run(db: Path, instance: DagsterInstance, assets, partition_key: str | None = None):
-    return materialize(assets, instance=instance, partition_key=partition_key, resources={"io_manager": DuckDBPolarsIOManager(database=str(db))})
+    result = materialize(assets, instance=instance, partition_key=partition_key, resources={"io_manager": DuckDBPolarsIOManager(database=str(db))})
+    let_go()  # the tests read the file with DuckDB directly, which cannot share the warm read-write instance
+    return result
 
 
 @pytest.fixture
@@ -49,6 +52,7 @@ def test_partitions_round_trip_through_dagster(tmp_path: Path, instance: Dagster
     assert result.success
     counts = result.output_for_node("chunk_count")
     assert counts.to_dicts() == [{"document_key": "a", "rows": 2}, {"document_key": "b", "rows": 1}]
+    let_go()
     with duckdb.connect(str(db), read_only=True) as conn:
         assert conn.sql("select count(*) from chunks").fetchall() == [(3,)]
         assert conn.sql("select * from chunk_count order by 1").fetchall() == [("a", 2), ("b", 1)]

@@ -9,6 +9,7 @@ LanceDB, the model client): a command's start-up is most of what a user waits fo
 from __future__ import annotations
 
 import importlib
+import sys
 
 import click
 
@@ -54,6 +55,14 @@ class LazyGroup(click.Group):
 @click.version_option(package_name="graphrag-assets")
 def main() -> None:
     """GraphRAG indexing and querying as a Dagster asset pipeline."""
+    click.get_current_context().call_on_close(_let_go_of_databases)
+
+
+def _let_go_of_databases() -> None:
+    """Close the warm DuckDB instances when a command ends, as a process exit would (for in-process callers)."""
+    warm = sys.modules.get("graphrag_assets.storage.warm")  # loaded only by commands that opened DuckDB
+    if warm is not None:
+        warm.release()
 
 
 if __name__ == "__main__":

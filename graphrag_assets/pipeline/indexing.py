@@ -32,6 +32,7 @@ from graphrag_assets.project.index_run import IndexOptions, IndexReport
 from graphrag_assets.project.locks import index_lock
 from graphrag_assets.project.state import check_input, corpus_is_stale, document_state, extraction_parse_failures, failed_extractions
 from graphrag_assets.storage.corpus import graph_sizes
+from graphrag_assets.storage.database import let_go
 from graphrag_assets.storage.documents import delete_documents, refresh_file_stats
 from graphrag_assets.storage.tables import read_table
 
@@ -67,6 +68,7 @@ def index_project(settings: Settings, options: IndexOptions | None = None, annou
         report.reports = report_outcomes(settings.database_path, run_ids)
         if any(run["job"] == CORPUS_JOB for run in report.runs):
             report.graph = graph_sizes(settings.database_path)
+        let_go(settings.database_path)  # checkpointed and closed before the index lock is released
         return report
 
 

@@ -17,6 +17,8 @@ from dagster import DagsterInstance, ExecuteInProcessResult, JobDefinition
 from dagster._core.definitions.job_base import InMemoryJob
 from dagster._core.execution.execute_in_process import core_execute_in_process, merge_run_tags
 
+from graphrag_assets.storage.database import let_go
+
 
 def execute_without_capture(
     job: JobDefinition,
@@ -30,20 +32,23 @@ def execute_without_capture(
     ephemeral = job.as_ephemeral_job(resource_defs={}, input_values={})
     if not run_config and ephemeral.partitioned_config and partition_key:
         run_config = ephemeral.partitioned_config.get_run_config_for_partition_key(partition_key)
-    return core_execute_in_process(
-        job=InMemoryJob(job_def=ephemeral),
-        run_config=run_config,
-        instance=instance,
-        output_capturing_enabled=False,
-        raise_on_error=False,
-        run_tags=merge_run_tags(
-            job_def=job,
-            partition_key=partition_key,
-            tags=tags,
-            asset_selection=[],
-            instance=instance,
+    try:
+        return core_execute_in_process(
+            job=InMemoryJob(job_def=ephemeral),
             run_config=run_config,
-        ),
-        run_id=None,
-        asset_selection=frozenset(),
-    )
+            instance=instance,
+            output_capturing_enabled=False,
+            raise_on_error=False,
+            run_tags=merge_run_tags(
+                job_def=job,
+                partition_key=partition_key,
+                tags=tags,
+                asset_selection=[],
+                instance=instance,
+                run_config=run_config,
+            ),
+            run_id=None,
+            asset_selection=frozenset(),
+        )
+    finally:
+        let_go()  # the run's database files are closed (checkpointed) when it ends, not when idle

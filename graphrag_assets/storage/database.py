@@ -3,7 +3,8 @@
 DuckDB lets one process write a database file, or several processes read it. Every connection
 here is short-lived (opened for one read or one write, then closed) so that an indexing run never
 holds the file while it waits on a model, and readers (CLI, query job) retry briefly while a run
-is writing.
+is writing. The database instance behind them stays warm while the process keeps using the file
+and is let go of within a fraction of a second after (:mod:`graphrag_assets.storage.warm`).
 """
 
 from __future__ import annotations
@@ -18,8 +19,12 @@ import duckdb
 import polars as pl
 
 from graphrag_assets.core.errors import UserError
+from graphrag_assets.storage.warm import REST_SECONDS, InstanceBusy, release, warm_instances
 
 LOCK_WAIT_SECONDS = 30.0
+# Retries while the file is locked back off up to this: shorter than the rest a process using the
+# file gives others (storage/warm.py), so a waiting reader does not sleep through it.
+RETRY_CAP_SECONDS = REST_SECONDS * 2 / 3
 # DuckDB result types polars cannot take through the Arrow C stream (it aborts the process with a
 # panic instead of raising): results holding one go through pyarrow.
 _NOT_STREAMABLE = ("INTERVAL", "UNION")
@@ -64,28 +69,36 @@ def connect(
         raise UserError(f"no index database at {path}; run 'graphrag-assets index' first.")
     if not read_only:
         path.parent.mkdir(parents=True, exist_ok=True)
+    key = str(path.resolve())
     deadline = time.monotonic() + wait_seconds
     delay = 0.05
     while True:
         try:
-            conn = duckdb.connect(str(path), read_only=read_only, config=config or {})
+            lease = warm_instances().acquire(key, read_only=read_only, config=config)
             break
-        except (duckdb.IOException, duckdb.ConnectionException) as exc:
-            # ConnectionException: this process already has the file open with other settings (a
-            # short-lived cache write while a server reads, say); like a lock, it passes.
-            if not _is_lock_error(exc) or time.monotonic() >= deadline:
-                if _is_lock_error(exc):
+        except (duckdb.IOException, duckdb.ConnectionException, InstanceBusy) as exc:
+            # ConnectionException / InstanceBusy: this process already has the file open with other
+            # settings (a short-lived cache write while a server reads, say); like a lock, it passes.
+            busy = isinstance(exc, InstanceBusy) or _is_lock_error(exc)
+            if not busy or time.monotonic() >= deadline:
+                if busy:
                     raise UserError(
                         f"the index database {path} is locked by another process (an indexing run?); "
                         f"wait for it to finish and try again."
                     ) from None
                 raise
             time.sleep(delay)
-            delay = min(delay * 2, 1.0)
+            delay = min(delay * 2, RETRY_CAP_SECONDS)
     try:
-        yield conn
+        yield lease.conn
     finally:
-        conn.close()
+        warm_instances().give_back(lease)
+
+
+def let_go(path: str | Path | None = None) -> None:
+    """Close the warm instance of ``path`` (of every file when None), so the file is checkpointed
+    and other processes may open it; connections in use close it when they finish."""
+    release(None if path is None else str(Path(path).resolve()))
 
 
 _readers = threading.local()  # path -> the read-only connection a reading() block shares, per thread
@@ -103,7 +116,10 @@ def reading(path: str | Path) -> Iterator[None]:
     every open costs ~10 ms (more under load) and reads the catalog again. The block opens it once
     (when it exists) and closes it at the end. It is for reading only: DuckDB refuses, within one
     process, a writer or another configuration of a file that is open read-only. Other threads open
-    their own connections (a DuckDB connection is not shared across threads).
+    their own connections (a DuckDB connection is not shared across threads). The block's connection
+    comes from the warm instance (:mod:`graphrag_assets.storage.warm`): inside an indexing run it is
+    one on the run's read-write instance; otherwise a write inside the block raises
+    ``ConnectionConflict`` at once (it used to wait 30 s for itself).
     """
     path = Path(path)
     if not path.exists() or _shared_reader(path) is not None:
@@ -163,6 +179,7 @@ def rewrite_compact(path: str | Path) -> None:
             conn.execute(f"attach '{fresh}' as compact_copy")
             conn.execute(f'copy from database "{source}" to compact_copy')
             conn.execute("detach compact_copy")
+        let_go(path)  # a warm instance would go on reading the old file after the swap
         fresh.replace(path)
     finally:
         fresh.unlink(missing_ok=True)
