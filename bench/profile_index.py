@@ -124,13 +124,24 @@ def steps(root: Path, started: float, rss: list[tuple[float, int]]) -> list[dict
     return found
 
 
+def _is_main_thread(frames: list[str], cli_pid: str) -> bool:
+    """Whether a sample is the CLI's main thread: its thread id is the CLI's process id.
+
+    py-spy does not always read the process's command line or the thread's name (samples come as
+    ``process 123:""`` and ``thread (123)``), so the ids decide."""
+    return len(frames) >= 2 and frames[0].startswith(f"process {cli_pid}:") and frames[1].startswith(f"thread ({cli_pid})")
+
+
 def parts(py_spy_file: Path) -> dict[str, float]:
     """Seconds of the CLI's main thread per part (see ``PARTS``)."""
     counts: collections.Counter[str] = collections.Counter()
-    for line in py_spy_file.read_text(encoding="utf-8", errors="replace").splitlines():
+    lines = py_spy_file.read_text(encoding="utf-8", errors="replace").splitlines()
+    # py-spy's root process is the CLI (the command it started); its first sample names it.
+    cli_pid = next((m.group(1) for line in lines if (m := re.match(r"process (\d+):", line))), "")
+    for line in lines:
         stack, _, n = line.rpartition(" ")
         frames = stack.split(";")
-        if len(frames) < 2 or "graphrag-assets index" not in frames[0] or "MainThread" not in frames[1]:
+        if not _is_main_thread(frames, cli_pid):
             continue
         frames = frames[2:]
         counts[_part(frames)] += int(n)

@@ -135,6 +135,20 @@ def test_a_malformed_body_is_retried_once_then_succeeds(openai_server):
     model.close()
 
 
+@pytest.mark.parametrize(
+    "body",
+    [{"object": "chat.completion", "choices": []}, {"object": "chat.completion"}, ["not", "an", "object"]],
+    ids=["empty-choices", "no-choices", "a-list"],
+)
+def test_a_well_formed_body_that_is_not_a_completion_is_retried(openai_server, body):
+    """The answer is read from the raw body (llm/chat.py ``_post_completion``), not openai's models."""
+    openai_server.add_fault("status", status=200, body=body)
+    model = build_chat_model(settings_for(openai_server), None, UsageMeter())
+    assert ask(model, "shapeless").text == "echo: shapeless"
+    assert [c["outcome"] for c in openai_server.calls()] == ["status", "answered"]
+    model.close()
+
+
 def test_a_persistently_malformed_body_ends_in_a_clear_error(openai_server):
     openai_server.add_fault("malformed", times=10)
     meter = UsageMeter()

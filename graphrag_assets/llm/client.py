@@ -28,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -82,11 +83,31 @@ class Endpoint:
 
         api_key = self.api_key or PLACEHOLDER_API_KEY
         timeout = openai.Timeout(self.timeout, connect=min(CONNECT_TIMEOUT_SECONDS, self.timeout))
+        http_client = openai.DefaultAsyncHttpxClient(verify=_tls_context(openai.DefaultAsyncHttpxClient))
         if self.api_version:
             return openai.AsyncAzureOpenAI(
-                azure_endpoint=self.url, api_version=self.api_version, api_key=api_key, timeout=timeout, max_retries=0
+                azure_endpoint=self.url, api_version=self.api_version, api_key=api_key, timeout=timeout, max_retries=0,
+                http_client=http_client,
             )
-        return openai.AsyncOpenAI(base_url=self.url, api_key=api_key, timeout=timeout, max_retries=0)
+        return openai.AsyncOpenAI(base_url=self.url, api_key=api_key, timeout=timeout, max_retries=0, http_client=http_client)
+
+
+_tls_contexts: dict[type, Any] = {}
+
+
+def _tls_context(http_client_class: type) -> Any:
+    """The TLS context every client of this process verifies servers with, made once.
+
+    A client is made per event loop (each step runs its own), and the HTTP library's default is a
+    new context per client, reading the certificate bundle each time: 6 reads, 0.11 s of a 5.9 s
+    cold index of A Christmas Carol. The context is the library's own default (its bundle and its
+    reading of ``SSL_CERT_FILE`` / ``SSL_CERT_DIR``), from the module the ``openai`` client is
+    built on (``httpx`` or its successor, depending on the ``openai`` version).
+    """
+    if http_client_class not in _tls_contexts:
+        library = sys.modules[http_client_class.__mro__[1].__module__.split(".")[0]]
+        _tls_contexts[http_client_class] = library.create_ssl_context()
+    return _tls_contexts[http_client_class]
 
 
 @dataclass(frozen=True)
