@@ -47,6 +47,7 @@ from typing import Any
 import numpy as np
 
 from graphrag_assets.core.ownership import DOCUMENT, current_owner
+from graphrag_assets.llm.cache_tables import CHAT_TABLE_DDL, EMBEDDING_TABLE_DDL
 from graphrag_assets.storage.cache_owners import (
     CHAT_TABLE,
     EMBEDDING_TABLE,
@@ -57,26 +58,6 @@ from graphrag_assets.storage.cache_owners import (
 from graphrag_assets.storage.database import connect, table_exists
 
 log = logging.getLogger(__name__)
-
-CHAT_TABLE_DDL = f"""
-create table if not exists {CHAT_TABLE} (
-    key VARCHAR PRIMARY KEY,
-    kind VARCHAR,
-    model VARCHAR,
-    purpose VARCHAR,
-    response VARCHAR,
-    prompt_tokens BIGINT,
-    completion_tokens BIGINT,
-    created_at TIMESTAMP
-)
-"""
-EMBEDDING_TABLE_DDL = f"""
-create table if not exists {EMBEDDING_TABLE} (
-    key VARCHAR PRIMARY KEY,
-    model VARCHAR,
-    vector FLOAT[]
-)
-"""
 
 
 def canonical_hash(payload: Mapping[str, Any]) -> str:

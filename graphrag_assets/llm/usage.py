@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from graphrag_assets.llm.cache import CHAT_TABLE_DDL, EMBEDDING_TABLE_DDL
+from graphrag_assets.llm.cache_tables import CHAT_TABLE_DDL, EMBEDDING_TABLE_DDL
 from graphrag_assets.storage.database import connect, table_exists
 
 # The corpus-wide assets that call the chat model (status and the dry run show their last run).
