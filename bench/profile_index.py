@@ -153,7 +153,7 @@ def _part(frames: list[str]) -> str:
         return "interpreter start / teardown (no Python frames)"
     if any("_find_and_load" in frame for frame in frames):
         text = ";".join(frames)
-        return "imports: lancedb" if "lancedb" in text else "imports: dagster, polars, duckdb, openai, ours"
+        return "imports: lancedb" if "lancedb/" in text else "imports: dagster, polars, duckdb, openai, ours"
     for frame in reversed(frames):
         for part, pattern in PARTS:
             if re.search(pattern, frame):
