@@ -7,6 +7,8 @@ from pathlib import Path
 
 from dagster import DagsterInstance, job, op
 from dagster._core.instance.ref import InstanceRef
+from sqlalchemy import event
+from sqlalchemy.engine import Engine
 
 from graphrag_assets.pipeline import event_log
 
@@ -75,3 +77,24 @@ def test_at_most_a_few_run_files_are_held_open(tmp_path: Path) -> None:
     assert f"{runs[-1]}.db" in held and f"{runs[0]}.db" not in held
     assert len([name for name in held if name not in ("index.db", "runs.db", "schedules.db")]) <= event_log.OPEN_FILES
     instance.dispose()
+
+
+def test_a_run_opens_few_sqlite_connections(tmp_path: Path) -> None:
+    """The storages keep their engines: a run opens its own shard, not a connection per write
+    (Dagster's SQLite storages opened 34 for this one-op run)."""
+    opened: list[object] = []
+
+    def count(dbapi_connection: object, _record: object) -> None:
+        opened.append(dbapi_connection)
+
+    instance = _instance(tmp_path)
+    tiny.execute_in_process(instance=instance)
+    event.listen(Engine, "connect", count)
+    try:
+        for _ in range(2):
+            before = len(opened)
+            assert tiny.execute_in_process(instance=instance).success
+            assert len(opened) - before <= 3
+    finally:
+        event.remove(Engine, "connect", count)
+        instance.dispose()
