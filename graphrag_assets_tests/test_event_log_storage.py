@@ -98,3 +98,19 @@ def test_a_run_opens_few_sqlite_connections(tmp_path: Path) -> None:
     finally:
         event.remove(Engine, "connect", count)
         instance.dispose()
+
+
+def test_alembic_revision_scripts_are_read_once_per_process(tmp_path: Path) -> None:
+    """Dagster checks and stamps every new SQLite file through a new alembic script directory;
+    with the storage in use they share one revision map instead of reading the scripts again."""
+    from alembic.script import ScriptDirectory
+    from dagster._core.storage.runs.sqlite import sqlite_run_storage
+    from dagster._core.storage.sql import get_alembic_config
+
+    instance = _instance(tmp_path)
+    assert tiny.execute_in_process(instance=instance).success
+    first = ScriptDirectory.from_config(get_alembic_config(sqlite_run_storage.__file__))
+    second = ScriptDirectory.from_config(get_alembic_config(sqlite_run_storage.__file__))
+    assert first is not second and first.revision_map is second.revision_map
+    assert first.get_current_head()  # the shared map still resolves the head revision
+    instance.dispose()

@@ -42,6 +42,7 @@ from functools import cached_property
 from typing import Any
 
 import yaml
+from alembic.script import ScriptDirectory
 from sqlalchemy import create_engine, event
 from sqlalchemy.engine import Connection, Engine
 from dagster._core.events import ASSET_CHECK_EVENTS, ASSET_EVENTS, EVENT_TYPE_TO_PIPELINE_RUN_STATUS
@@ -78,6 +79,31 @@ def sync_sqlite_normally() -> None:
     for each write; Dagster is the only user of SQLAlchemy in our processes."""
     if not event.contains(Engine, "connect", _sync_normally):
         event.listen(Engine, "connect", _sync_normally)
+
+
+_revision_maps: dict[tuple[str, tuple[str, ...]], Any] = {}
+
+
+def _share_alembic_revision_maps() -> None:
+    """Let every alembic script directory of this process share its revision map.
+
+    Dagster checks and stamps the schema revision of each SQLite file it creates (runs, schedules,
+    the event log's index and one file per run) through ``ScriptDirectory.from_config``, and each
+    new script directory loads every revision script again: 11 times, 0.13 s of a cold index of
+    *A Christmas Carol*. The scripts of one directory do not change while the process runs, so the
+    first map read is shared; everything else about each script directory stays its own."""
+    if getattr(ScriptDirectory.from_config, "_shares_revision_maps", False):
+        return
+    original = ScriptDirectory.from_config.__func__
+
+    def from_config(cls: type[ScriptDirectory], config: Any) -> ScriptDirectory:
+        script = original(cls, config)
+        key = (str(script.dir), tuple(str(location) for location in script.version_locations))
+        script.revision_map = _revision_maps.setdefault(key, script.revision_map)
+        return script
+
+    from_config._shares_revision_maps = True  # type: ignore[attr-defined]
+    ScriptDirectory.from_config = classmethod(from_config)  # type: ignore[method-assign]
 
 
 class _ShardEngines:
@@ -150,6 +176,7 @@ class BatchedSqliteEventLogStorage(SqliteEventLogStorage):
 
     def __init__(self, base_dir: str, inst_data: ConfigurableClassData | None = None) -> None:
         sync_sqlite_normally()
+        _share_alembic_revision_maps()
         self._open_files = _ShardEngines()
         self._tables_present: set[str] = set()
         super().__init__(base_dir, inst_data=inst_data)
@@ -232,6 +259,7 @@ class BatchedSqliteStorage(DagsterSqliteStorage):
         creates and migrates its files on first use, as Dagster's do); calling that ``__init__``
         would first build Dagster's own three and set up a fresh project's files through them."""
         sync_sqlite_normally()
+        _share_alembic_revision_maps()
         self.base_dir = base_dir
         self._run_storage = KeptEngineRunStorage.from_local(_runs_directory(base_dir))
         self._event_log_storage = BatchedSqliteEventLogStorage(_event_logs_directory(base_dir))
