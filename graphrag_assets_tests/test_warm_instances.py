@@ -1,13 +1,15 @@
 """The warm DuckDB instance: cheap connections while a file is in use, and the file let go of after.
 
 In-process tests check the configuration rules (read-only beside a read-write anchor, settings,
-conflicts within one thread); the others start real processes: one that keeps writing while this
-one reads, one that finds the file free once the anchor's idle window has passed, and one that
-exits with its anchor open.
+conflicts within one thread) and that a long hold rests only for a process that signalled it waits;
+the others start real processes: one that keeps writing while this one reads (and signals), one
+that finds the file free once the anchor's idle window has passed, and one that exits with its
+anchor open.
 """
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import threading
@@ -153,16 +155,56 @@ def test_threads_writing_at_once_share_the_instance_and_lose_nothing(database: P
         assert conn.execute("select count(distinct n) from t").fetchone() == (160,)
 
 
-def test_a_long_hold_is_let_go_of_at_the_next_idle_moment(database: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def _wait_signal(database: Path) -> Path:
+    return database.with_name(database.name + warm.WAIT_SIGNAL_SUFFIX)
+
+
+def test_a_long_hold_is_kept_while_no_other_process_waits(database: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Like a cold index: the file in use for several holds, nobody waiting, so no close and no rest."""
     monkeypatch.setattr(warm, "IDLE_SECONDS", 60.0)
     monkeypatch.setattr(warm, "HOLD_SECONDS", 0.2)
-    opens = warm.warm_instances().stats.anchor_opens
+    stats = warm.warm_instances().stats
+    opens, rests = stats.anchor_opens, stats.rests
     ended = time.monotonic() + 1.0
     while time.monotonic() < ended:
         with connect(database) as conn:
             conn.execute("insert into t values (1)")
         time.sleep(0.01)
-    assert warm.warm_instances().stats.anchor_opens - opens >= 3
+    assert (stats.anchor_opens - opens, stats.rests - rests) == (1, 0)
+    assert not _wait_signal(database).exists()
+
+
+def test_a_wait_signal_left_behind_makes_no_rest_until_it_changes(database: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A waiter killed while waiting leaves its signal; only a fresh touch means someone waits."""
+    monkeypatch.setattr(warm, "IDLE_SECONDS", 60.0)
+    monkeypatch.setattr(warm, "HOLD_SECONDS", 0.2)
+    _wait_signal(database).touch()
+    stats = warm.warm_instances().stats
+    rests = stats.rests
+
+    def write_for(seconds: float) -> None:
+        ended = time.monotonic() + seconds
+        while time.monotonic() < ended:
+            with connect(database) as conn:
+                conn.execute("insert into t values (1)")
+            time.sleep(0.01)
+
+    write_for(0.6)
+    assert stats.rests == rests
+    warm.signal_waiting(str(database.resolve()))
+    write_for(0.6)
+    assert stats.rests == rests + 1
+    assert not _wait_signal(database).exists()  # the holder removed it when it rested
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into a read-only folder")
+def test_a_waiter_in_a_read_only_folder_cannot_signal_and_says_nothing(database: Path) -> None:
+    database.parent.chmod(0o555)
+    try:
+        warm.signal_waiting(str(database.resolve()))
+        assert not _wait_signal(database).exists()
+    finally:
+        database.parent.chmod(0o755)
 
 
 _TRY_WRITE = """
@@ -196,12 +238,14 @@ _WRITER = """
 import sys, time
 from pathlib import Path
 from graphrag_assets.storage.database import connect
+from graphrag_assets.storage.warm import warm_instances
 path, stop = Path(sys.argv[1]), Path(sys.argv[2])
 print("writing", flush=True)
 while not stop.exists():
     with connect(path) as conn:
         conn.execute("insert into t values (1)")
     time.sleep(0.005)
+print("rests", warm_instances().stats.rests, flush=True)
 """
 
 
@@ -222,9 +266,12 @@ def test_a_reader_in_another_process_gets_in_while_a_process_keeps_writing(datab
             time.sleep(0.3)
     finally:
         stop.touch()
-        writer.wait(timeout=30)
+        rests = writer.communicate(timeout=30)[0]
     assert writer.returncode == 0
     assert counts == sorted(counts) and counts[-1] > counts[0]  # the writer kept writing between reads
+    # The writer never goes idle: each read got in during a rest the reader's wait signal asked for.
+    assert int(rests.split()[1]) >= 3, rests
+    assert not _wait_signal(database).exists()
     # A held file is let go of within HOLD_SECONDS and then left alone for REST_SECONDS, which the
     # reader's retries cannot miss; without the rest the median wait was 2-3 s here.
     bound = warm.HOLD_SECONDS + warm.REST_SECONDS

@@ -19,7 +19,15 @@ import duckdb
 import polars as pl
 
 from graphrag_assets.core.errors import UserError
-from graphrag_assets.storage.warm import REST_SECONDS, InstanceBusy, release, warm_instances
+from graphrag_assets.storage.warm import (
+    REST_SECONDS,
+    InstanceBusy,
+    Lease,
+    release,
+    signal_waiting,
+    stop_waiting,
+    warm_instances,
+)
 
 LOCK_WAIT_SECONDS = 30.0
 # Retries while the file is locked back off up to this: shorter than the rest a process using the
@@ -70,29 +78,42 @@ def connect(
     if not read_only:
         path.parent.mkdir(parents=True, exist_ok=True)
     key = str(path.resolve())
-    deadline = time.monotonic() + wait_seconds
-    delay = 0.05
-    while True:
-        try:
-            lease = warm_instances().acquire(key, read_only=read_only, config=config)
-            break
-        except (duckdb.IOException, duckdb.ConnectionException, InstanceBusy) as exc:
-            # ConnectionException / InstanceBusy: this process already has the file open with other
-            # settings (a short-lived cache write while a server reads, say); like a lock, it passes.
-            busy = isinstance(exc, InstanceBusy) or _is_lock_error(exc)
-            if not busy or time.monotonic() >= deadline:
-                if busy:
-                    raise UserError(
-                        f"the index database {path} is locked by another process (an indexing run?); "
-                        f"wait for it to finish and try again."
-                    ) from None
-                raise
-            time.sleep(delay)
-            delay = min(delay * 2, RETRY_CAP_SECONDS)
+    lease = _acquire(path, key, read_only=read_only, wait_seconds=wait_seconds, config=config)
     try:
         yield lease.conn
     finally:
         warm_instances().give_back(lease)
+
+
+def _acquire(path: Path, key: str, *, read_only: bool, wait_seconds: float, config: dict[str, object] | None) -> Lease:
+    """A lease on the file, retrying while it is locked; while another process holds it, this one
+    signals that it waits (so that process lets go at the end of its hold, see storage/warm.py)."""
+    deadline = time.monotonic() + wait_seconds
+    delay = 0.05
+    signalled = False
+    try:
+        while True:
+            try:
+                return warm_instances().acquire(key, read_only=read_only, config=config)
+            except (duckdb.IOException, duckdb.ConnectionException, InstanceBusy) as exc:
+                # ConnectionException / InstanceBusy: this process already has the file open with other
+                # settings (a short-lived cache write while a server reads, say); like a lock, it passes.
+                busy = isinstance(exc, InstanceBusy) or _is_lock_error(exc)
+                if not busy or time.monotonic() >= deadline:
+                    if busy:
+                        raise UserError(
+                            f"the index database {path} is locked by another process (an indexing run?); "
+                            f"wait for it to finish and try again."
+                        ) from None
+                    raise
+                if isinstance(exc, duckdb.IOException):  # the lock is another process's
+                    signal_waiting(key)
+                    signalled = True
+                time.sleep(delay)
+                delay = min(delay * 2, RETRY_CAP_SECONDS)
+    finally:
+        if signalled:
+            stop_waiting(key)
 
 
 def let_go(path: str | Path | None = None) -> None:
