@@ -46,11 +46,13 @@ class FrameStream:
     """A polars frame as DuckDB scans it without pyarrow: through the Arrow C stream interface.
 
     DuckDB reads a polars frame given to ``register`` (or named in a query) by converting it with
-    ``to_arrow()``, which imports pyarrow: 25 MB more resident memory in an indexing process that
-    needs pyarrow for nothing else. DuckDB takes any object with ``__arrow_c_stream__`` without it;
-    each scan asks polars for a fresh stream, so a registered view can be read more than once.
+    ``to_arrow()``, which imports pyarrow: +25 MB resident at import, in an indexing process that
+    needs pyarrow for nothing else (without it, the cold index of ``bench/profile_index.py`` peaked
+    at 381 MB instead of 413, medians of 8 runs each). DuckDB takes any object with
+    ``__arrow_c_stream__`` without pyarrow; each scan asks polars for a fresh stream, so a
+    registered view can be read more than once.
     A frame with a column of polars' ``Null`` type (all None, nested or not) still goes through
-    pyarrow: DuckDB rejects polars' export of such a column that holds rows (a null count without
+    pyarrow: DuckDB 2.0.1 rejects polars' export of such a column that holds rows (a null count without
     a validity bitmap).
     """
 
