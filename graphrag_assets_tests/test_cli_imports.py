@@ -1,6 +1,7 @@
 """What each command imports: reading the index never loads Dagster, and a small index never LanceDB.
 
-`status`, `sql`, `show` and an `index` with nothing to do load neither pyarrow nor numpy either.
+`status`, `sql`, `show` and an `index` with nothing to do load neither pyarrow nor numpy either, and a
+cold `index` of a small corpus with the standard method does not load pyarrow.
 
 Importing Dagster costs about a second and LanceDB about another; for `query`, `status`, `sql` and
 `show` on a small index that would be most of the time a user waits.
@@ -73,6 +74,18 @@ def test_a_cold_index_of_a_small_corpus_never_imports_lancedb(tmp_path: Path) ->
     (root / "graphrag.yaml").write_text("method: nlp\nllm:\n  embeddings: local\n", encoding="utf-8")
     assert loaded_by(["index", "--root", str(root)], ("lancedb",)) == []
     assert (root / "data" / "graphrag.duckdb").is_file() and not (root / "data" / "lancedb").exists()
+
+
+def test_a_cold_standard_index_of_a_small_corpus_never_imports_pyarrow(graphrag_server, tmp_path: Path) -> None:
+    """Frames reach DuckDB through the Arrow C stream and the cache writes its rows as list
+    parameters: pyarrow (25 MB resident) would serve nothing else in this process."""
+    from graphrag_assets_tests.conftest import make_llm_project, query_db
+
+    root = make_llm_project(tmp_path / "project", graphrag_server.base_url)
+    assert loaded_by(["index", "--root", str(root)], ("pyarrow", "lancedb")) == []
+    # the run really wrote every kind of row that used to go through pyarrow
+    for table in ("entities", "llm_cache", "embedding_cache", "llm_cache_owners", "llm_usage", "corpus_build", "document_steps"):
+        assert query_db(root, f"select count(*) from {table}")[0][0] > 0, table
 
 
 def test_a_large_index_is_searched_through_lancedb(nlp_index: Path, tmp_path: Path) -> None:

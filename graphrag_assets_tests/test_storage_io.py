@@ -129,3 +129,42 @@ def test_a_new_vector_size_replaces_the_column_type(tmp_path: Path) -> None:
     empty = pl.DataFrame(schema={"document_key": pl.String, "vector": pl.Array(pl.Float32, 1)})
     write_partitions(db, "emb", empty, "document_key", ["b"])  # an empty frame never retypes
     assert read_table(db, "emb").schema["vector"] == pl.Array(pl.Float32, 2)
+
+
+def test_frames_make_the_column_types_pyarrow_made(tmp_path: Path) -> None:
+    """Frames reach DuckDB through the Arrow C stream (``FrameStream``), no longer ``to_arrow()``:
+    the tables they create have the types they had, with rows and without (placeholder types of
+    empty frames), including a column of polars' Null type, which DuckDB refuses from the stream."""
+    import datetime as dt
+
+    db = tmp_path / "g.duckdb"
+    frame = pl.DataFrame({
+        "text": ["a", None],
+        "category": pl.Series(["x", "y"], dtype=pl.Categorical),
+        "at": pl.Series([dt.datetime(2024, 1, 1, 12), None], dtype=pl.Datetime("us")),
+        "day": [dt.date(2024, 1, 1), None],
+        "count": pl.Series([1, None], dtype=pl.Int64),
+        "small": pl.Series([1, None], dtype=pl.UInt32),
+        "score": [0.5, None],
+        "flag": [True, None],
+        "ids": pl.Series([["a", "b"], []], dtype=pl.List(pl.String)),
+        "children": pl.Series([[1], None], dtype=pl.List(pl.Int64)),
+        "vector": pl.Series([[1.0, 2.0], None], dtype=pl.Array(pl.Float32, 2)),
+        "nested": pl.Series([{"k": "v", "n": 1}, None]),
+        "nothing": [None, None],
+    })
+    expected = {
+        "text": "VARCHAR", "category": "VARCHAR", "at": "TIMESTAMP", "day": "DATE", "count": "BIGINT",
+        "small": "UINTEGER", "score": "DOUBLE", "flag": "BOOLEAN", "ids": "VARCHAR[]", "children": "BIGINT[]",
+        "vector": "FLOAT[2]", "nested": "STRUCT(k VARCHAR, n BIGINT)", "nothing": '"NULL"',
+    }
+    write_table(db, "with_rows", frame)
+    write_table(db, "without_rows", frame.clear())
+    let_go()
+    with duckdb.connect(str(db), read_only=True) as conn:
+        for table in ("with_rows", "without_rows"):
+            assert {row[0]: row[1] for row in conn.sql(f"describe {table}").fetchall()} == expected, table
+        assert conn.sql("select * from with_rows").fetchall() == [
+            ("a", "x", dt.datetime(2024, 1, 1, 12), dt.date(2024, 1, 1), 1, 1, 0.5, True, ["a", "b"], [1], (1.0, 2.0), {"k": "v", "n": 1}, None),
+            (None, "y", None, None, None, None, None, None, [], None, None, None, None),
+        ]

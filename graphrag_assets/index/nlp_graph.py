@@ -35,7 +35,6 @@ from dataclasses import dataclass
 import igraph
 import numpy as np
 import polars as pl
-import pyarrow as pa
 
 from graphrag_assets.core.errors import UserError
 from graphrag_assets.core.ids import entity_id, relationship_id
@@ -235,7 +234,13 @@ def _relationships(graph: CodedGraph, edge_mask: np.ndarray, degree: np.ndarray)
     raw_weight = graph.raw_weight[edge_mask]
     offsets = np.concatenate(([0], np.cumsum(raw_weight))).astype(np.int64)
     units = graph.unit_ids.gather(pl.Series(graph.pair_units[np.repeat(edge_mask, graph.raw_weight)]))
-    # string views share the unit ids' bytes: the lists cost 16 bytes per entry, not a copy of each id
+    # string views share the unit ids' bytes: the lists cost 16 bytes per entry, not a copy of each id.
+    # Arrow list offsets over them copy nothing. polars alone cannot make a list column from offsets,
+    # and its ways round that (a group_by on the edge, list.gather or list.slice over int ranges)
+    # peaked 70-140 MB higher on a synthetic 1.7M edges of 6.8M entries. So pyarrow is imported here,
+    # when an nlp index builds its relationships, not with the module.
+    import pyarrow as pa
+
     unit_lists = pa.LargeListArray.from_arrays(pa.array(offsets), units.to_arrow(compat_level=pl.CompatLevel.newest()))
     del units
     titles = graph.nodes["title"]

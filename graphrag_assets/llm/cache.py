@@ -48,6 +48,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import polars as pl
 
 from graphrag_assets.core.ownership import DOCUMENT, current_owner
 from graphrag_assets.llm.cache_tables import CHAT_TABLE_DDL, EMBEDDING_TABLE_DDL
@@ -58,7 +59,7 @@ from graphrag_assets.storage.cache_owners import (
     add_owners,
     record_owners,
 )
-from graphrag_assets.storage.database import connect, table_exists
+from graphrag_assets.storage.database import FrameStream, connect, table_exists
 
 log = logging.getLogger(__name__)
 # How long the first answer queued since the last write waits for others to join it (see above).
@@ -155,15 +156,14 @@ def _decode_vector(vector: Any) -> np.ndarray | None:
     return values
 
 
-def _vector_column(vectors: Sequence[np.ndarray]) -> Any:
-    """An Arrow ``list<float>`` column of float32 arrays, built from one concatenated buffer and
-    offsets instead of from one Python float per number."""
-    import pyarrow as pa
-
-    offsets = np.zeros(len(vectors) + 1, dtype=np.int32)
-    np.cumsum([len(v) for v in vectors], out=offsets[1:])
-    values = np.concatenate(vectors) if vectors else np.empty(0, dtype=np.float32)
-    return pa.ListArray.from_arrays(pa.array(offsets), pa.array(values, type=pa.float32()))
+# Chat rows go in as one list parameter per column: they are a few rows of plain values, written
+# after nearly every model answer, and DuckDB unnests the lists without pyarrow or a polars frame.
+_INSERT_CHAT_ROWS = f"""
+insert or replace into {CHAT_TABLE} by name
+select unnest($1::VARCHAR[]) as key, 'chat' as kind, unnest($2::VARCHAR[]) as model, unnest($3::VARCHAR[]) as purpose,
+    unnest($4::VARCHAR[]) as response, unnest($5::BIGINT[]) as prompt_tokens,
+    unnest($6::BIGINT[]) as completion_tokens, unnest($7::TIMESTAMP[]) as created_at
+"""
 
 
 @dataclass
@@ -265,8 +265,6 @@ class _Store:
         if not batch:
             return
         try:
-            import pyarrow as pa
-
             with connect(self.db_path) as conn:
                 if not self.schema_ready:
                     conn.execute(CHAT_TABLE_DDL)
@@ -274,27 +272,23 @@ class _Store:
                     self.schema_ready = True
                 chat_rows = list(batch.get(CHAT_TABLE, {}).values())
                 if chat_rows:
-                    arrow = pa.table({
-                        "key": [r.key for r in chat_rows],
-                        "kind": ["chat"] * len(chat_rows),
-                        "model": [r.model for r in chat_rows],
-                        "purpose": [r.purpose for r in chat_rows],
-                        "response": [r.response for r in chat_rows],
-                        "prompt_tokens": pa.array([r.prompt_tokens for r in chat_rows], pa.int64()),
-                        "completion_tokens": pa.array([r.completion_tokens for r in chat_rows], pa.int64()),
-                        "created_at": pa.array([r.created_at for r in chat_rows], pa.timestamp("us")),
-                    })
-                    conn.register("new_chat_rows", arrow)
-                    conn.execute(f"insert or replace into {CHAT_TABLE} by name select * from new_chat_rows")
-                    conn.unregister("new_chat_rows")
+                    conn.execute(_INSERT_CHAT_ROWS, [
+                        [r.key for r in chat_rows],
+                        [r.model for r in chat_rows],
+                        [r.purpose for r in chat_rows],
+                        [r.response for r in chat_rows],
+                        [r.prompt_tokens for r in chat_rows],
+                        [r.completion_tokens for r in chat_rows],
+                        [r.created_at for r in chat_rows],
+                    ])
                 embedding_rows = list(batch.get(EMBEDDING_TABLE, {}).values())
                 if embedding_rows:
-                    arrow = pa.table({
-                        "key": [r.key for r in embedding_rows],
-                        "model": [r.model for r in embedding_rows],
-                        "vector": _vector_column([r.vector for r in embedding_rows]),
+                    frame = pl.DataFrame({
+                        "key": pl.Series([r.key for r in embedding_rows], dtype=pl.String),
+                        "model": pl.Series([r.model for r in embedding_rows], dtype=pl.String),
+                        "vector": pl.Series([r.vector for r in embedding_rows], dtype=pl.List(pl.Float32)),
                     })
-                    conn.register("new_embedding_rows", arrow)
+                    conn.register("new_embedding_rows", FrameStream(frame))
                     conn.execute(f"insert or replace into {EMBEDDING_TABLE} by name select * from new_embedding_rows")
                     conn.unregister("new_embedding_rows")
                 if add_owners(conn, batch.get(OWNERS_TABLE, {}).values(), create=not self.owners_ready):

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from graphrag_assets.llm.cache_tables import CHAT_TABLE_DDL, EMBEDDING_TABLE_DDL
-from graphrag_assets.storage.database import connect, table_exists
+from graphrag_assets.storage.database import FrameStream, connect, table_exists
 
 # The corpus-wide assets that call the chat model (status and the dry run show their last run).
 CORPUS_MODEL_ASSETS = ("graph", "community_reports")
@@ -215,7 +215,7 @@ class UsageMeter:
         )
         with connect(db_path) as conn:
             ensure_usage_table(conn)
-            conn.register("usage_rows", frame.to_arrow())
+            conn.register("usage_rows", FrameStream(frame))
             conn.execute(f"insert into {USAGE_TABLE} by name select * from usage_rows")
             conn.unregister("usage_rows")
         return frame.height
@@ -247,7 +247,7 @@ def usage_by_purpose(db_path: Path, run_ids: list[str]) -> dict[str, dict[str, A
     with connect(db_path, read_only=True) as conn:
         if not table_exists(conn, USAGE_TABLE):
             return {}
-        conn.register("_runs", pl.DataFrame({"run_id": run_ids}).to_arrow())
+        conn.register("_runs", FrameStream(pl.DataFrame({"run_id": run_ids})))
         rows = conn.sql(
             "select purpose, sum(requests)::bigint, sum(cache_hits)::bigint, sum(failures)::bigint, "
             "sum(prompt_tokens + embedding_tokens)::bigint, sum(completion_tokens)::bigint, sum(cost_usd), "
@@ -322,7 +322,7 @@ def report_outcomes(db_path: Path, run_ids: list[str]) -> dict[str, Any]:
         columns = {row[0] for row in conn.sql(f"select column_name from information_schema.columns where table_name = '{USAGE_TABLE}'").fetchall()}
         if "reused" not in columns:
             return {}
-        conn.register("_runs", pl.DataFrame({"run_id": run_ids}).to_arrow())
+        conn.register("_runs", FrameStream(pl.DataFrame({"run_id": run_ids})))
         rows = conn.sql(
             f"select reused, regenerated, deleted, reasons from {USAGE_TABLE} where run_id in (select run_id from _runs) "
             "and reused is not null order by recorded_at desc limit 1"

@@ -62,35 +62,31 @@ def add_owners(conn, rows: Iterable[tuple[str, str, str, str]], *, only_cached: 
     where a key may never have been cached: an embedder without a cache, say). ``create=False``:
     the caller knows the table exists (the cache's writer, after its first write of owners).
 
-    The rows go to DuckDB as an Arrow table built directly: this runs on the cache's writer thread
+    The rows go to DuckDB as one list parameter per column: this runs on the cache's writer thread
     after nearly every model answer, where a polars frame (and its thread pool) cost several times
-    more than the few rows it held.
+    more than the few rows it held, and an Arrow table would import pyarrow (+25 MB resident) for
+    nothing else.
     """
-    import pyarrow as pa  # lazily, like the cache writer: not every command that imports this writes
-
     unique = list(dict.fromkeys(tuple(row) for row in rows))
     if not unique:
         return 0
     if create:
         conn.execute(OWNERS_DDL)
-    columns = zip(*unique)
-    conn.register("_owners", pa.table({name: pa.array(column, pa.string()) for name, column in zip(_COLUMNS, columns)}))
-    try:
-        if only_cached:
-            cached = " union all ".join(
-                f"select key, '{table}' as cache_table from {table}" for table in CACHE_TABLES if table_exists(conn, table)
-            )
-            if not cached:
-                return 0
-            source = f"select o.* from _owners o semi join ({cached}) c using (key, cache_table)"
-        else:
-            source = "select * from _owners"
-        conn.execute(
-            f"insert into {OWNERS_TABLE} by name ({source} except select key, cache_table, scope, owner "
-            f"from {OWNERS_TABLE} where key in (select key from _owners))"
+    if only_cached:
+        cached = " union all ".join(
+            f"select key, '{table}' as cache_table from {table}" for table in CACHE_TABLES if table_exists(conn, table)
         )
-    finally:
-        conn.unregister("_owners")
+        if not cached:
+            return 0
+        source = f"select o.* from _owners o semi join ({cached}) c using (key, cache_table)"
+    else:
+        source = "select * from _owners"
+    owners = ", ".join(f"unnest(${i}::VARCHAR[]) as {name}" for i, name in enumerate(_COLUMNS, start=1))
+    conn.execute(
+        f"insert into {OWNERS_TABLE} by name (with _owners as (select {owners}) {source} "
+        f"except select key, cache_table, scope, owner from {OWNERS_TABLE} where key in (select key from _owners))",
+        [list(column) for column in zip(*unique)],
+    )
     return len(unique)
 
 

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import polars as pl
 
-from graphrag_assets.storage.database import connect, frame_of, table_exists, transaction
+from graphrag_assets.storage.database import FrameStream, connect, frame_of, table_exists, transaction
 from graphrag_assets.storage.tables import quote
 
 STAGING_SCHEMA = "staging"
@@ -64,7 +64,7 @@ def write_staged(path: str | Path, table: str, frame: pl.DataFrame) -> None:
         try:
             conn.execute(f"create schema if not exists {STAGING_SCHEMA}")
             for start in range(0, max(frame.height, 1), STAGE_CHUNK_ROWS):
-                conn.register("_incoming", frame.slice(start, STAGE_CHUNK_ROWS).to_arrow())
+                conn.register("_incoming", FrameStream(frame.slice(start, STAGE_CHUNK_ROWS)))
                 try:
                     if start == 0:
                         conn.execute(f"create or replace table {_staged(table)} as select * from _incoming")
@@ -80,9 +80,9 @@ def read_staged(path: str | Path, table: str) -> pl.DataFrame | None:
     """The staged version of ``table`` when this run wrote one, else the published one (None: neither)."""
     with connect(path) as conn:
         if staged_table_exists(conn, table):
-            return conn.sql(f"select * from {_staged(table)}").pl()
+            return frame_of(conn.sql(f"select * from {_staged(table)}"))
         if table_exists(conn, table):
-            return conn.sql(f"select * from {quote(table)}").pl()
+            return frame_of(conn.sql(f"select * from {quote(table)}"))
     return None
 
 

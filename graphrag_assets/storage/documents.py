@@ -20,7 +20,7 @@ import polars as pl
 
 from graphrag_assets.core.schemas import PER_DOCUMENT_TABLES
 from graphrag_assets.storage.cache_owners import forget_documents
-from graphrag_assets.storage.database import connect, table_exists
+from graphrag_assets.storage.database import FrameStream, connect, table_exists
 from graphrag_assets.storage.tables import delete_partitions, purge_partitions_except, quote
 from graphrag_assets.storage.vectors import TEXT_UNIT_TABLE, delete_scopes, delete_scopes_except
 
@@ -41,7 +41,7 @@ def record_document_step(path: str | Path, step: str, keys: Sequence[str]) -> No
     with connect(path) as conn:
         if not table_exists(conn, SOURCE_TABLE):
             return
-        conn.register("_keys", pl.DataFrame({"key": list(keys)}, schema={"key": pl.String}).to_arrow())
+        conn.register("_keys", FrameStream(pl.DataFrame({"key": list(keys)}, schema={"key": pl.String})))
         conn.execute("begin transaction")
         try:
             conn.execute(
@@ -82,7 +82,7 @@ def documents_needing_step(path: str | Path, step: str, keys: Sequence[str], fai
         failed = ""
         if failed_status_table and table_exists(conn, failed_status_table):
             failed = f" or k.key in (select document_key from {quote(failed_status_table)} where status in ('failed', 'incomplete'))"
-        conn.register("_keys", pl.DataFrame({"key": list(keys)}, schema={"key": pl.String}).to_arrow())
+        conn.register("_keys", FrameStream(pl.DataFrame({"key": list(keys)}, schema={"key": pl.String})))
         try:
             rows = conn.execute(
                 f"select k.key from _keys k left join {quote(SOURCE_TABLE)} s on s.document_key = k.key "
@@ -148,7 +148,7 @@ def refresh_file_stats(database: Path, rows: Sequence[dict[str, object]]) -> Non
     with connect(database) as conn:
         if not table_exists(conn, SOURCE_TABLE):
             return
-        conn.register("_touched", pl.DataFrame(list(rows)).to_arrow())
+        conn.register("_touched", FrameStream(pl.DataFrame(list(rows))))
         conn.execute(
             f"update {quote(SOURCE_TABLE)} set size = t.size, mtime_ns = t.mtime_ns from _touched t "
             f"where {quote(SOURCE_TABLE)}.document_key = t.document_key"

@@ -20,7 +20,7 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
-from graphrag_assets.storage.database import LOCK_WAIT_SECONDS, connect, frame_of, table_exists, transaction
+from graphrag_assets.storage.database import LOCK_WAIT_SECONDS, FrameStream, connect, frame_of, table_exists, transaction
 
 
 def quote(identifier: str) -> str:
@@ -98,7 +98,7 @@ def read_table(
         if not table_exists(conn, table):
             return None
         if partition_column and partition_keys is not None:
-            conn.register("_keys", pl.DataFrame({"key": list(partition_keys)}, schema={"key": pl.String}).to_arrow())
+            conn.register("_keys", FrameStream(pl.DataFrame({"key": list(partition_keys)}, schema={"key": pl.String})))
             try:
                 return frame_of(conn.sql(
                     f"select * from {quote(table)} where {quote(partition_column)} in (select key from _keys)"
