@@ -177,7 +177,7 @@ class BatchedSqliteEventLogStorage(SqliteEventLogStorage):
     def __init__(self, base_dir: str, inst_data: ConfigurableClassData | None = None) -> None:
         sync_sqlite_normally()
         _share_alembic_revision_maps()
-        self._open_files = _ShardEngines()
+        self._shard_engines = _ShardEngines()
         self._tables_present: set[str] = set()
         super().__init__(base_dir, inst_data=inst_data)
 
@@ -186,7 +186,7 @@ class BatchedSqliteEventLogStorage(SqliteEventLogStorage):
         """Dagster's ``_connect`` (same lock, same first-use initialization, one transaction) on
         the shard's kept engine instead of a new one per write."""
         with self._db_lock:
-            engine = self._open_files.engine(shard, self.conn_string_for_shard(shard))
+            engine = self._shard_engines.engine(shard, self.conn_string_for_shard(shard))
             if shard not in self._initialized_dbs:
                 self._initdb(engine)
                 self._initialized_dbs.add(shard)
@@ -203,7 +203,7 @@ class BatchedSqliteEventLogStorage(SqliteEventLogStorage):
         holding it, inside a write."""
         if table_name in self._tables_present:
             return True
-        engine = self._open_files.engine(INDEX_SHARD_NAME, self.conn_string_for_shard(INDEX_SHARD_NAME))
+        engine = self._shard_engines.engine(INDEX_SHARD_NAME, self.conn_string_for_shard(INDEX_SHARD_NAME))
         with engine.connect() as conn:
             present = bool(engine.dialect.has_table(conn, table_name))
         if present:
@@ -212,10 +212,10 @@ class BatchedSqliteEventLogStorage(SqliteEventLogStorage):
 
     def dispose(self) -> None:
         super().dispose()
-        self._open_files.close()
+        self._shard_engines.close()
 
     def wipe(self) -> None:
-        self._open_files.close()  # before the run shards' files are deleted
+        self._shard_engines.close()  # before the run shards' files are deleted
         super().wipe()
 
     def store_event_batch(self, events: Sequence[EventLogEntry]) -> None:
