@@ -380,18 +380,25 @@ class Base64Profile(Profile):
 class FloatOnlyProfile(Profile):
     """An embeddings endpoint that knows only float vectors: by default it ignores
     ``encoding_format`` and answers float lists; ``refuse=True`` answers a request for base64 with
-    HTTP 400 naming the parameter, the way a server validating it against ``float`` alone does."""
+    HTTP 400 naming the parameter, the way a server validating it against ``float`` alone does;
+    ``crash=True`` answers it with a bare HTTP 500, the way a server whose base64 path raises does
+    (tabbyAPI before its fix)."""
 
     name = "float-only"
 
-    def __init__(self, api_key: str | None = None, load_seconds: float = 0.0, refuse: bool = False) -> None:
+    def __init__(self, api_key: str | None = None, load_seconds: float = 0.0, refuse: bool = False, crash: bool = False) -> None:
         super().__init__(api_key, load_seconds)
         self.refuse = refuse
+        self.crash = crash
 
     def check_embeddings(self, body: dict[str, Any]) -> Reply | None:
-        if self.refuse and body.get("encoding_format", "float") != "float":
+        if body.get("encoding_format", "float") == "float":
+            return None
+        if self.refuse:
             return openai_error(400, f"encoding_format {body['encoding_format']!r} is not supported; only 'float' is.",
                                 param="encoding_format")
+        if self.crash:
+            return Reply(500, {"detail": "Internal Server Error"})
         return None
 
     def base64(self, body: dict[str, Any]) -> bool:

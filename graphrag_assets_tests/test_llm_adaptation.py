@@ -326,6 +326,35 @@ def test_a_server_that_refuses_base64_is_asked_for_floats_once_and_remembered(op
     assert stored_capabilities(db)[(server.base_url, "text-embedding-3-small", "embedding")].encoding_format == "rejected"
 
 
+def test_a_server_whose_base64_path_fails_with_500_is_asked_for_floats(openai_server_factory, tmp_path, warnings):
+    server = openai_server_factory(profile=ProfileSpec("float-only", options={"crash": True}))
+    db = tmp_path / "graphrag.duckdb"
+    duckdb.connect(str(db)).close()
+    meter = UsageMeter()
+    model = build_embedding_model(settings(server.base_url), EmbeddingSettings(batch_size=1), db, meter)
+    vectors = embed(model, ["harbour", "storm", "lighthouse"])
+    model.close()
+    calls = server.calls("embeddings")
+    refused = [c["body"]["encoding_format"] for c in calls if c["outcome"] == "refused"]
+    assert 1 <= len(refused) <= 3 and set(refused) == {"base64"}  # the concurrent first batches; none retried as base64
+    assert [c["body"]["encoding_format"] for c in calls if c["outcome"] == "answered"] == ["float"] * 3
+    assert meter.notes()[("text-embedding-3-small", "base64_failed")] == 1
+    assert meter.totals().retries == 0 and meter.totals().failures == 0 and warnings == []
+    np.testing.assert_array_equal(np.stack(vectors), np.stack([float32_vector(t) for t in ["harbour", "storm", "lighthouse"]]))
+    assert stored_capabilities(db)[(server.base_url, "text-embedding-3-small", "embedding")].encoding_format == "rejected"
+
+
+def test_a_500_after_base64_was_answered_is_an_ordinary_server_error(openai_server_factory):
+    server = openai_server_factory(profile=ProfileSpec("base64"))
+    model = build_embedding_model(settings(server.base_url), EmbeddingSettings(batch_size=1), None, UsageMeter())
+    embed(model, ["harbour"])
+    server.add_fault(kind="status", status=500, endpoint="embeddings", message="upstream hiccup", times=1)
+    embed(model, ["storm"])
+    model.close()
+    assert [c["body"]["encoding_format"] for c in server.calls("embeddings")] == ["base64"] * 3  # retried as it was
+    assert model.capabilities.encoding_format == "honoured"
+
+
 def test_a_server_refusing_base64_and_dimensions_gets_both_dropped(openai_server_factory):
     server = openai_server_factory(profile=ProfileSpec("float-only", options={"refuse": True}))
     server.add_fault(kind="status", status=400, endpoint="embeddings", message="This model does not support specifying dimensions.",

@@ -15,6 +15,11 @@ with numpy in microseconds instead of walking thousands of JSON numbers. Servers
   ``float`` (named: the ``openai`` package sends base64 when the parameter is left out), and that
   is remembered in :mod:`.capabilities` like any other adaptation, so the refusal is paid once per
   endpoint and model;
+- one whose base64 path fails with HTTP 500 (tabbyAPI before its fix raised on it) is treated the
+  same way, but only while base64 was never answered by that endpoint and model: a first request
+  that fails with 500 is asked again for ``float`` at once. A server that fails its very first
+  request for another reason (and then answers floats) is thereby kept on floats, which every
+  server answers;
 - ``llm.embedding_dimensions`` is sent as ``dimensions``; a server that refuses it is asked again
   without it, and one that ignores it is noticed by the length of what it returns; either way its
   own dimension is used and the user is told once.
@@ -240,9 +245,16 @@ class OpenAIEmbeddingModel(OpenAIModel):
                     raise
 
     def _adapt(self, failure: Failure | None, args: dict[str, Any]) -> bool:
-        """Record a refusal of ``encoding_format`` or ``dimensions``; False when it is something else.
+        """Record a refusal (or a first failure, see the module docstring) of ``encoding_format``, or
+        a refusal of ``dimensions``; False when it is something else.
         The request is then rebuilt from what is known, which no longer includes the refused part."""
-        if failure is None or failure.kind not in _REFUSALS:
+        if failure is None:
+            return False
+        if (failure.kind == "server_error" and failure.status == 500 and args["encoding_format"] == "base64"
+                and self.capabilities.encoding_format in (UNKNOWN, "rejected")):  # rejected: by a concurrent batch
+            self.learn("base64_failed", "", encoding_format="rejected")  # see the module docstring
+            return True
+        if failure.kind not in _REFUSALS:
             return False
         if args["encoding_format"] == "base64" and _ENCODING_FORMAT.search(failure.detail):
             self.learn("base64_refused", "", encoding_format="rejected")  # nothing for the user to do: only counted
