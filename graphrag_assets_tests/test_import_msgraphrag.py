@@ -160,20 +160,43 @@ def test_an_imported_index_is_a_published_build(imported) -> None:
 
 
 def test_import_embeds_every_text_with_the_project_embedder(imported) -> None:
-    from graphrag_assets.storage.vectors import ENTITY_TABLE, REPORT_TABLE, TEXT_UNIT_TABLE, table_ids
+    from graphrag_assets.storage.vectors import table_names
 
     settings, result = imported
     assert result.embeddings == {
         "text_unit_embeddings": "computed", "entity_embeddings": "computed", "community_report_embeddings": "computed",
     }
-    assert table_ids(settings.lancedb_path, TEXT_UNIT_TABLE) == sorted(ms_ids("text_units"))
-    assert table_ids(settings.lancedb_path, ENTITY_TABLE) == sorted(ms_ids("entities"))
-    assert table_ids(settings.lancedb_path, REPORT_TABLE) == sorted(ms_ids("community_reports"))
     with duckdb.connect(str(settings.database_path), read_only=True) as conn:
+        for table, ms_table in (("text_unit_embeddings", "text_units"), ("entity_embeddings", "entities"),
+                                ("community_report_embeddings", "community_reports")):
+            assert {row[0] for row in conn.sql(f"select id from {table}").fetchall()} == ms_ids(ms_table), table
         models = conn.sql("select distinct model from entity_embeddings").fetchall()
         kinds = {row[0]: row[1] for row in conn.sql("describe text_unit_embeddings").fetchall()}
     assert models == [("local-hash-v1-512",)]
     assert kinds["vector"] == "FLOAT[512]" and "document_key" in kinds
+    # 42 text units are searched in memory (storage.lancedb_tables: auto): no LanceDB tables written
+    assert table_names(settings.lancedb_path) == [] and not any(key.startswith("lancedb/") for key in result.rows)
+
+
+def test_import_writes_lancedb_tables_as_an_index_would(tmp_path: Path) -> None:
+    from graphrag_assets.storage.vectors import ENTITY_TABLE, REPORT_TABLE, TEXT_UNIT_TABLE, table_ids, table_names
+
+    require(MS_VERBS_DATA)
+    root = tmp_path / "project"
+    root.mkdir()
+    always = load_settings(root, environ={}, overrides={"storage": {"lancedb_tables": "always"}})
+    result = import_index(always, "msgraphrag", MS_VERBS_DATA)
+    assert table_ids(always.lancedb_path, TEXT_UNIT_TABLE) == sorted(ms_ids("text_units"))
+    assert table_ids(always.lancedb_path, ENTITY_TABLE) == sorted(ms_ids("entities"))
+    assert table_ids(always.lancedb_path, REPORT_TABLE) == sorted(ms_ids("community_reports"))
+    assert result.rows[f"lancedb/{TEXT_UNIT_TABLE}"] == 42
+    assert answer_question(always, QUESTION, QueryOptions(method="basic")).context_records.ids("sources")
+    # replaced by an import that keeps none (auto, small): the old tables go, queries search in memory
+    let_go()
+    auto = load_settings(root, environ={})
+    import_index(auto, "msgraphrag", MS_VERBS_DATA, force=True)
+    assert table_names(auto.lancedb_path) == []
+    assert answer_question(auto, QUESTION, QueryOptions(method="basic")).context_records.ids("sources")
 
 
 @pytest.mark.parametrize("method, kinds", [

@@ -358,6 +358,11 @@ class Settings(_Section):
     def lancedb_path(self) -> Path:
         return self.path(self.storage.lancedb)
 
+    def lancedb_tables_for(self, text_unit_tokens: int) -> bool:
+        """Whether an index whose text units hold ``text_unit_tokens`` tokens keeps LanceDB tables:
+        ``always``, or more than queries search in memory (see ``project/lancedb_tables.py``)."""
+        return self.storage.lancedb_tables == "always" or text_unit_tokens > self.query.in_memory_search_max_tokens
+
 
 _ENV_PATTERN = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 

@@ -23,6 +23,11 @@ endpoint model (it must be the model MS used: ``llm.embedding_model``); with the
 embedder they would be incomparable with query vectors, so every text is embedded again with
 the project's embedder instead, as it is when there is no ``lancedb/`` folder.
 
+Vectors are kept in DuckDB; LanceDB tables are written as an index run would write them
+(``storage.lancedb_tables``): with ``auto``, only when the text units hold more tokens than
+queries search in memory, so a small imported index is searched in memory and importing it does
+not load LanceDB (unless MS's ``lancedb/`` folder is read for its vectors).
+
 An imported index is for querying: ``graphrag-assets index`` on a project whose input folder has
 files rebuilds the corpus tables from those files and replaces the imported graph.
 """
@@ -31,6 +36,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -332,18 +338,28 @@ def import_msgraphrag(settings: Settings, source_dir: Path, *, force: bool = Fal
         write_staged(settings.database_path, name, frame)
         result.rows[name] = frame.height
     versions: dict[str, int] = {}
+    keep_lancedb = settings.lancedb_tables_for(_text_unit_tokens(tables["text_units"], token_counter(settings.chunking.encoding)))
+    if not keep_lancedb:  # searched in memory; tables of an index this import replaces would go stale
+        lance.drop_tables(settings.lancedb_path, list(LANCEDB_TABLES.values()))
     for name, frame in embeddings.items():
         columns = ["id", "document_key"] if name == "text_unit_embeddings" else ["id"]
         stored = frame.select(*columns, "text_hash", "vector", "model")
         write_staged(settings.database_path, name, stored)
+        result.rows[name] = stored.height
+        if not keep_lancedb:
+            continue
         published_rows = with_text(stored.drop("model"), texts[name]) if name == "text_unit_embeddings" else stored.drop("model")
         published = lance.publish(settings.lancedb_path, LANCEDB_TABLES[name], published_rows)
         versions[LANCEDB_TABLES[name]] = published.version
-        result.rows[name] = stored.height
         result.rows[f"lancedb/{LANCEDB_TABLES[name]}"] = published.rows
     no_documents = pl.DataFrame(schema=dict.fromkeys(MANIFEST_COLUMNS, pl.String))
     publish_corpus(settings.database_path, no_documents, {"run_id": f"import:{source_dir}", "vector_versions": versions})
     return result
+
+
+def _text_unit_tokens(units: pl.DataFrame, count: Callable[[str], int]) -> int:
+    """Tokens of all text units: MS's ``n_tokens``, counted from the text where it is missing."""
+    return sum(n if n is not None else count(text or "") for n, text in zip(units["n_tokens"], units["text"]))
 
 
 def _empty_embeddings(texts: pl.DataFrame) -> pl.DataFrame:

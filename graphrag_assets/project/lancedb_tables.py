@@ -46,7 +46,7 @@ def lancedb_wanted(settings: Settings, *, read_only: bool = False, wait_seconds:
     if text_units_kept(settings):
         return True
     rows, tokens = _text_unit_size(settings.database_path, read_only=read_only, wait_seconds=wait_seconds)
-    return rows > 0 and tokens > settings.query.in_memory_search_max_tokens
+    return rows > 0 and settings.lancedb_tables_for(tokens)
 
 
 def lancedb_missing(settings: Settings, *, wait_seconds: float = 30.0) -> bool:
@@ -57,7 +57,7 @@ def lancedb_missing(settings: Settings, *, wait_seconds: float = 30.0) -> bool:
     if vectors.table_built(settings.lancedb_path, vectors.TEXT_UNIT_TABLE):
         return False
     rows, tokens = _text_unit_size(settings.database_path, read_only=True, wait_seconds=wait_seconds)
-    return rows > 0 and (settings.storage.lancedb_tables == "always" or tokens > settings.query.in_memory_search_max_tokens)
+    return rows > 0 and settings.lancedb_tables_for(tokens)
 
 
 def build_text_unit_table(settings: Settings) -> vectors.PublishResult:

@@ -77,6 +77,17 @@ def table_built(path: Path, table: str) -> bool:
     return (path / f"{table}.lance").is_dir()
 
 
+def drop_tables(path: Path, tables: Sequence[str]) -> list[str]:
+    """Delete those of ``tables`` that exist (an index replaced by one that keeps no LanceDB
+    tables); returns the names deleted. LanceDB is imported only when there is one."""
+    present = [table for table in tables if table_built(path, table)]
+    if present:
+        db = _connect(path)
+        for table in present:
+            db.drop_table(table)
+    return present
+
+
 def _open(path: Path, table: str):
     """The LanceDB table, or None when the database or the table does not exist."""
     if not table_built(path, table):
