@@ -300,34 +300,13 @@ def test_a_server_that_ignores_encoding_format_is_read_as_floats(openai_server_f
     np.testing.assert_array_equal(np.stack(vectors), np.stack([float32_vector("harbour"), float32_vector("storm")]))
 
 
-def test_a_server_that_refuses_base64_is_asked_for_floats_once_and_remembered(openai_server_factory, tmp_path, warnings):
-    server = openai_server_factory(profile=ProfileSpec("float-only", options={"refuse": True}))
-    db = tmp_path / "graphrag.duckdb"
-    duckdb.connect(str(db)).close()
-    meter = UsageMeter()
-    model = build_embedding_model(settings(server.base_url), EmbeddingSettings(batch_size=1), db, meter)
-    vectors = embed(model, ["harbour", "storm", "lighthouse"])
-    model.close()
-    calls = server.calls("embeddings")
-    refused = [c for c in calls if c["outcome"] == "refused"]
-    assert len(refused) >= 1 and all(c["body"]["encoding_format"] == "base64" for c in refused)
-    answered = [c for c in calls if c["outcome"] == "answered"]
-    assert len(answered) == 3 and all(c["body"]["encoding_format"] == "float" for c in answered)
-    assert meter.notes()[("text-embedding-3-small", "base64_refused")] == 1
-    assert meter.totals().retries == 0 and meter.totals().failures == 0 and warnings == []
-    np.testing.assert_array_equal(np.stack(vectors), np.stack([float32_vector(t) for t in ["harbour", "storm", "lighthouse"]]))
-    # a new process on the same project asks for floats the first time
-    capabilities._MEMORY.clear()
-    server.reset()
-    again = build_embedding_model(settings(server.base_url), EmbeddingSettings(), db, UsageMeter())
-    embed(again, ["a tide table"])
-    again.close()
-    assert [(c["outcome"], c["body"]["encoding_format"]) for c in server.calls("embeddings")] == [("answered", "float")]
-    assert stored_capabilities(db)[(server.base_url, "text-embedding-3-small", "embedding")].encoding_format == "rejected"
-
-
-def test_a_server_whose_base64_path_fails_with_500_is_asked_for_floats(openai_server_factory, tmp_path, warnings):
-    server = openai_server_factory(profile=ProfileSpec("float-only", options={"crash": True}))
+@pytest.mark.parametrize("option, note", [
+    ("refuse", "base64_refused"),  # HTTP 400 naming the parameter
+    ("crash", "base64_failed"),  # a bare HTTP 500 (tabbyAPI before its fix)
+])
+def test_a_server_that_refuses_base64_is_asked_for_floats_once_and_remembered(openai_server_factory, tmp_path, warnings,
+                                                                              option, note):
+    server = openai_server_factory(profile=ProfileSpec("float-only", options={option: True}))
     db = tmp_path / "graphrag.duckdb"
     duckdb.connect(str(db)).close()
     meter = UsageMeter()
@@ -338,9 +317,16 @@ def test_a_server_whose_base64_path_fails_with_500_is_asked_for_floats(openai_se
     refused = [c["body"]["encoding_format"] for c in calls if c["outcome"] == "refused"]
     assert 1 <= len(refused) <= 3 and set(refused) == {"base64"}  # the concurrent first batches; none retried as base64
     assert [c["body"]["encoding_format"] for c in calls if c["outcome"] == "answered"] == ["float"] * 3
-    assert meter.notes()[("text-embedding-3-small", "base64_failed")] == 1
+    assert meter.notes()[("text-embedding-3-small", note)] == 1
     assert meter.totals().retries == 0 and meter.totals().failures == 0 and warnings == []
     np.testing.assert_array_equal(np.stack(vectors), np.stack([float32_vector(t) for t in ["harbour", "storm", "lighthouse"]]))
+    # a new process on the same project asks for floats the first time
+    capabilities._MEMORY.clear()
+    server.reset()
+    again = build_embedding_model(settings(server.base_url), EmbeddingSettings(), db, UsageMeter())
+    embed(again, ["a tide table"])
+    again.close()
+    assert [(c["outcome"], c["body"]["encoding_format"]) for c in server.calls("embeddings")] == [("answered", "float")]
     assert stored_capabilities(db)[(server.base_url, "text-embedding-3-small", "embedding")].encoding_format == "rejected"
 
 
