@@ -13,8 +13,8 @@ report that introduced it, on this machine):
 - **Writes gather for a moment**: each answer is queued, and ``WRITE_DELAY_SECONDS`` after the
   first answer queued since the last write, a single writer thread persists everything queued
   (connect, ``insert or replace``, close: ~20 ms for 1 to 16 rows, ~40 ms for 256). Writing as
-  soon as the writer was idle made ~100 writes of 2 to 60 rows in a cold index of *A Christmas
-  Carol*, 6 to 70 ms each of a thread that competes with the steps for the interpreter. A step's
+  soon as the writer was idle made ~100 writes in a cold index of *A Christmas Carol*, most of 2
+  to 60 rows and 6 to 70 ms of a thread that competes with the steps for the interpreter. A step's
   end (``close``/``flush``) writes what is queued at once. A killed process loses the answers of
   the last ``WRITE_DELAY_SECONDS`` and of the write in progress.
 - All database work runs on that one thread, so lookups never block the event loop and never race

@@ -43,7 +43,8 @@ from typing import Any
 
 import yaml
 from alembic.script import ScriptDirectory
-from sqlalchemy import create_engine, event
+from sqlalchemy import create_engine
+from sqlalchemy import event as sqlalchemy_event
 from sqlalchemy.engine import Connection, Engine
 from dagster._core.events import ASSET_CHECK_EVENTS, ASSET_EVENTS, EVENT_TYPE_TO_PIPELINE_RUN_STATUS
 from dagster._core.events.log import EventLogEntry
@@ -75,10 +76,11 @@ def _sync_normally(dbapi_connection: Any, _record: Any) -> None:
 def sync_sqlite_normally() -> None:
     """Give every SQLite connection SQLAlchemy opens in this process ``synchronous=NORMAL``.
 
-    SQLAlchemy's connect event is per class here because Dagster's storages create a new engine
-    for each write; Dagster is the only user of SQLAlchemy in our processes."""
-    if not event.contains(Engine, "connect", _sync_normally):
-        event.listen(Engine, "connect", _sync_normally)
+    SQLAlchemy's connect event is per class here because Dagster's storages create engines of
+    their own (the schedule storage one per call, every storage one when it sets up a file);
+    Dagster is the only user of SQLAlchemy in our processes."""
+    if not sqlalchemy_event.contains(Engine, "connect", _sync_normally):
+        sqlalchemy_event.listen(Engine, "connect", _sync_normally)
 
 
 _revision_maps: dict[tuple[str, tuple[str, ...]], Any] = {}
