@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from graphrag_assets.cli.allocator import tune_allocator
 from graphrag_assets.cli.collector import freeze_imported
 from graphrag_assets.cli.common import JSON_OPTION, ROOT_OPTION, guard, print_json, project_settings
 from graphrag_assets.cli.output import render_index_report
@@ -45,6 +46,7 @@ def index(root: Path | None, method: str | None, dry_run: bool, full: bool, allo
         from graphrag_assets.pipeline.indexing import index_project  # imports Dagster (~1 s): only when there is work
 
         freeze_imported()
+        tune_allocator()
         with live_progress(enabled=not as_json and not verbose) as announce:
             report = index_project(settings, options, announce)
     report.seconds = seconds_since_start()
