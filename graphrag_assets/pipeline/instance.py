@@ -10,7 +10,7 @@ from dagster._core.instance.ref import InstanceRef
 from graphrag_assets.core.errors import UserError
 from graphrag_assets.core.processes import ProcessId
 from graphrag_assets.core.settings import Settings
-from graphrag_assets.pipeline import event_log
+from graphrag_assets.pipeline import compute_logs, event_log
 from graphrag_assets.pipeline.dagster_files import DAGSTER_DIR, PENDING_STATUSES, uses_postgres
 
 
@@ -33,8 +33,8 @@ def open_instance(settings: Settings) -> DagsterInstance:
             "config": {"base_dir": str(base)},
         },
         "compute_logs": {
-            "module": "dagster._core.storage.local_compute_log_manager",
-            "class": "LocalComputeLogManager",
+            "module": compute_logs.__name__,
+            "class": "MirroredComputeLogManager",
             "config": {"base_dir": str(base / "compute_logs")},
         },
         "telemetry": {"enabled": False},
