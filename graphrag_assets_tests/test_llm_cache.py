@@ -146,18 +146,6 @@ def test_embeddings_round_trip_as_float32(tmp_path: Path):
     assert found["d"].tolist() == unflushed.tolist() == [0.25, 2.0]
 
 
-def test_many_wide_embeddings_are_written_in_slices_and_read_back_equal(tmp_path: Path):
-    db = tmp_path / "db.duckdb"
-    cache = LLMCache(db)
-    vectors = {f"k{i}": np.full(1536, i, dtype=np.float32) for i in range(600)}  # 3.7 MB: four inserts
-    cache.put_embeddings("e", vectors)
-    cache.close()
-    reader = LLMCache(db)
-    found = asyncio.run(reader.get_embeddings(list(vectors)))
-    reader.close()
-    assert len(found) == 600 and all(np.array_equal(found[key], vector) for key, vector in vectors.items())
-
-
 def test_writes_gather_and_happen_without_close(tmp_path: Path):
     db = tmp_path / "db.duckdb"
     cache = LLMCache(db)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
 import polars as pl
 import pytest
 
@@ -34,11 +33,3 @@ def test_empty_frame_makes_an_empty_table_with_its_columns(tmp_path: Path) -> No
     write_staged(path, "relationships", FRAME.clear())
     back = read_staged(path, "relationships")
     assert back.is_empty() and back.schema == FRAME.schema
-
-
-def test_a_wide_frame_goes_in_slices_and_reads_back_equal(tmp_path: Path) -> None:
-    vectors = np.arange(600 * 1536, dtype=np.float32).reshape(600, 1536)  # 3.7 MB: four slices
-    wide = pl.DataFrame({"id": [f"e{i}" for i in range(600)], "vector": vectors})
-    path = tmp_path / "index.duckdb"
-    write_staged(path, "entity_embeddings", wide)
-    assert read_staged(path, "entity_embeddings").equals(wide)

@@ -3,13 +3,12 @@
 from pathlib import Path
 
 import duckdb
-import numpy as np
 import polars as pl
 import pytest
 from dagster import AssetIn, DagsterInstance, DynamicPartitionsDefinition, asset, materialize
 
 from graphrag_assets.pipeline.io_manager import DuckDBPolarsIOManager
-from graphrag_assets.storage.database import INSERT_SLICE_BYTES, insert_slices, let_go
+from graphrag_assets.storage.database import let_go
 from graphrag_assets.storage.tables import delete_partitions, read_table, write_partitions, write_table
 
 PARTS = DynamicPartitionsDefinition(name="docs")
@@ -169,26 +168,3 @@ def test_frames_make_the_column_types_pyarrow_made(tmp_path: Path) -> None:
             ("a", "x", dt.datetime(2024, 1, 1, 12), dt.date(2024, 1, 1), 1, 1, 0.5, True, ["a", "b"], [1], (1.0, 2.0), {"k": "v", "n": 1}, None),
             (None, "y", None, None, None, None, None, None, [], None, None, None, None),
         ]
-
-
-def _vectors(rows: int, dimension: int = 1536) -> pl.DataFrame:
-    values = np.arange(rows * dimension, dtype=np.float32).reshape(rows, dimension)
-    return pl.DataFrame({"document_key": ["a"] * rows, "id": [f"v{i}" for i in range(rows)], "vector": values})
-
-
-def test_wide_frames_are_inserted_in_slices_of_about_a_megabyte() -> None:
-    wide = _vectors(600)  # 3.7 MB of FLOAT[1536]
-    slices = list(insert_slices(wide))
-    assert len(slices) == 4 and all(s.estimated_size() <= INSERT_SLICE_BYTES for s in slices)
-    assert pl.concat(slices).equals(wide)
-    assert len(list(insert_slices(wide, max_rows=100))) == 6
-    narrow = pl.DataFrame({"x": list(range(1000))})
-    assert [s.height for s in insert_slices(narrow)] == [1000]
-    assert [s.height for s in insert_slices(narrow.clear())] == [0]
-
-
-def test_a_wide_partition_reads_back_equal(tmp_path: Path) -> None:
-    db = tmp_path / "g.duckdb"
-    wide = _vectors(600)
-    write_partitions(db, "embeddings", wide, "document_key", ["a"])
-    assert read_table(db, "embeddings").sort("id").equals(wide.sort("id"))

@@ -59,7 +59,7 @@ from graphrag_assets.storage.cache_owners import (
     add_owners,
     record_owners,
 )
-from graphrag_assets.storage.database import FrameStream, connect, insert_slices, table_exists
+from graphrag_assets.storage.database import FrameStream, connect, table_exists
 
 log = logging.getLogger(__name__)
 # How long the first answer queued since the last write waits for others to join it (see above).
@@ -288,10 +288,9 @@ class _Store:
                         "model": pl.Series([r.model for r in embedding_rows], dtype=pl.String),
                         "vector": pl.Series([r.vector for r in embedding_rows], dtype=pl.List(pl.Float32)),
                     })
-                    for rows in insert_slices(frame):
-                        conn.register("new_embedding_rows", FrameStream(rows))
-                        conn.execute(f"insert or replace into {EMBEDDING_TABLE} by name select * from new_embedding_rows")
-                        conn.unregister("new_embedding_rows")
+                    conn.register("new_embedding_rows", FrameStream(frame))
+                    conn.execute(f"insert or replace into {EMBEDDING_TABLE} by name select * from new_embedding_rows")
+                    conn.unregister("new_embedding_rows")
                 if add_owners(conn, batch.get(OWNERS_TABLE, {}).values(), create=not self.owners_ready):
                     self.owners_ready = True  # created on the first write that has owners, then known to exist
         except Exception as exc:  # keep the rows queued; the next write or close() tries again

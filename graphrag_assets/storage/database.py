@@ -33,8 +33,6 @@ LOCK_WAIT_SECONDS = 30.0
 # Retries while the file is locked back off up to this: shorter than the rest a process using the
 # file gives others (storage/warm.py), so a waiting reader does not sleep through it.
 RETRY_CAP_SECONDS = REST_SECONDS * 2 / 3
-# Rows handed to DuckDB per insert statement, by size (see ``insert_slices``).
-INSERT_SLICE_BYTES = 1 << 20
 # DuckDB result types polars cannot take through the Arrow C stream (it aborts the process with a
 # panic instead of raising): results holding one go through pyarrow.
 _NOT_STREAMABLE = ("INTERVAL", "UNION")
@@ -50,21 +48,6 @@ def frame_of(relation: duckdb.DuckDBPyRelation) -> pl.DataFrame:
     if any(word in str(dtype) for dtype in relation.types for word in _NOT_STREAMABLE):
         return relation.pl()
     return pl.DataFrame(relation)
-
-
-def insert_slices(frame: pl.DataFrame, max_rows: int | None = None) -> Iterator[pl.DataFrame]:
-    """``frame`` as row slices of about ``INSERT_SLICE_BYTES`` each (and at most ``max_rows``), to be
-    inserted one statement per slice; an empty frame gives one empty slice.
-
-    The memory DuckDB takes for an insert grows with the rows it is given at once, to several
-    times their size, and it keeps most of it afterwards: 573 embedding vectors of 1536 floats
-    (3.5 MB) inserted in one statement raised the process by 25–40 MB, in slices of 1 MB by
-    10–12 MB, in one transaction or not. Frames of narrow rows are one slice.
-    """
-    rows = max(1, int(INSERT_SLICE_BYTES * frame.height / max(frame.estimated_size(), 1)))
-    rows = min(rows, max_rows) if max_rows else rows
-    for start in range(0, max(frame.height, 1), rows):
-        yield frame.slice(start, rows)
 
 
 class FrameStream:

@@ -20,15 +20,7 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
-from graphrag_assets.storage.database import (
-    LOCK_WAIT_SECONDS,
-    FrameStream,
-    connect,
-    frame_of,
-    insert_slices,
-    table_exists,
-    transaction,
-)
+from graphrag_assets.storage.database import LOCK_WAIT_SECONDS, FrameStream, connect, frame_of, table_exists, transaction
 
 
 def quote(identifier: str) -> str:
@@ -87,12 +79,7 @@ def write_partitions(
             _sync_columns(conn, table, "_incoming", retype=frame.height > 0)
         conn.execute(f"delete from {quote(table)} where {quote(partition_column)} in (select key from _keys)")
         if frame.height:
-            for rows in insert_slices(frame):
-                conn.register("_slice", FrameStream(rows))
-                try:
-                    conn.execute(f"insert into {quote(table)} by name select * from _slice")
-                finally:
-                    conn.unregister("_slice")
+            conn.execute(f"insert into {quote(table)} by name select * from _incoming")
 
 
 def read_table(
