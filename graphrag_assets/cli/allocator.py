@@ -11,7 +11,7 @@ glibc malloc's, and two of its defaults keep memory the process no longer uses:
   heap, whose free space is returned only from its top.
 
 With two arenas and the mapping and trim thresholds fixed at 256 KB, the cold index of
-*A Christmas Carol* peaked ~10 MB lower (332 vs 343 MB, medians of 4 runs) and the corpus run of
+*A Christmas Carol* peaked ~12 MB lower (337 vs 349 MB, medians of 4 runs) and the corpus run of
 10,000 generated documents offline 120 MB lower (2,195 vs 2,315 MB), their wall times within 1%.
 Linux with glibc only: elsewhere the C library's own settings stay. A setting the user gave in the environment (``MALLOC_ARENA_MAX=4``, say) is left
 as the user set it.
