@@ -5,16 +5,16 @@ glibc malloc's, and two of its defaults keep memory the process no longer uses:
 
 - every thread that allocates may get its own arena (up to 8 per core), and memory freed in one
   arena serves only that arena; an index runs a writer thread for the response cache, timer
-  threads that gather its writes and the DuckDB and polars pools;
+  threads that gather its writes, and the libraries' thread pools;
 - a block of 128 KB or more is mapped on its own and unmapped when freed, but each such free
   raises that threshold to the block's size (up to 32 MB), so later large buffers come from the
   heap, whose free space is returned only from its top.
 
 With two arenas and the mapping and trim thresholds fixed at 256 KB, the cold index of
 *A Christmas Carol* peaked ~12 MB lower (337 vs 349 MB, medians of 4 runs) and the corpus run of
-10,000 generated documents offline 120 MB lower (2,195 vs 2,315 MB), their wall times within 1%.
-Linux with glibc only: elsewhere the C library's own settings stay. A setting the user gave in the environment (``MALLOC_ARENA_MAX=4``, say) is left
-as the user set it.
+10,000 generated documents offline 120 MB lower (2,195 vs 2,315 MB), their wall times within 2%.
+Linux with glibc only: elsewhere the C library's own settings stay. A setting the user gave in
+the environment (``MALLOC_ARENA_MAX=4``, say) is left as the user set it.
 """
 
 from __future__ import annotations
