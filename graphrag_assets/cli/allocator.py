@@ -11,8 +11,9 @@ glibc malloc's, and two of its defaults keep memory the process no longer uses:
   heap, whose free space is returned only from its top.
 
 With two arenas and the mapping and trim thresholds fixed at 256 KB, the cold index of
-*A Christmas Carol* peaked ~12 MB lower (337 vs 349 MB, medians of 4 runs) and the corpus run of
-10,000 generated documents offline 120 MB lower (2,195 vs 2,315 MB), their wall times within 2%.
+*A Christmas Carol* peaked ~12 MB lower (337 vs 349 MB, medians of 4 runs) and an offline index
+of 10,000 generated documents ~200 MB lower (2,041 vs 2,233–2,252 MB, two runs each; two arenas
+alone: 2,223–2,228 MB), their wall times within 2%.
 Linux with glibc only: elsewhere the C library's own settings stay. A setting the user gave in
 the environment (``MALLOC_ARENA_MAX=4``, say) is left as the user set it.
 """
