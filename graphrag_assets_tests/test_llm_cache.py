@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import math
+import struct
 import time
 from pathlib import Path
 
@@ -116,16 +118,19 @@ def test_corrupt_rows_are_misses(tmp_path: Path):
     cache = LLMCache(db)
     cache.put_chat("bad-json", model="m", purpose="p", text="x", prompt_tokens=1, completion_tokens=1)
     cache.put_chat("no-text", model="m", purpose="p", text="x", prompt_tokens=1, completion_tokens=1)
-    cache.put_embeddings("e", {"empty-vector": [0.5, 0.5]})
+    cache.put_embeddings("e", {key: [0.5, 0.5] for key in ("empty", "odd-bytes", "nan", "infinite", "fine")})
     cache.close()
     with duckdb.connect(str(db)) as conn:
         conn.execute(f"update {CHAT_TABLE} set response = 'not json' where key = 'bad-json'")
         conn.execute(f"update {CHAT_TABLE} set response = '{{\"answer\": 1}}' where key = 'no-text'")
-        conn.execute(f"update {EMBEDDING_TABLE} set vector = []::FLOAT[] where key = 'empty-vector'")
+        for key, stored in {"empty": b"", "odd-bytes": b"\x00" * 5, "nan": struct.pack("<2f", 0.5, math.nan),
+                            "infinite": struct.pack("<2f", math.inf, 0.5)}.items():
+            conn.execute(f"update {EMBEDDING_TABLE} set vector = ? where key = ?", [stored, key])
     reader = LLMCache(db)
     assert asyncio.run(reader.get_chat("bad-json")) is None
     assert asyncio.run(reader.get_chat("no-text")) is None
-    assert asyncio.run(reader.get_embeddings(["empty-vector"])) == {}
+    found = asyncio.run(reader.get_embeddings(["empty", "odd-bytes", "nan", "infinite", "fine"]))
+    assert list(found) == ["fine"] and found["fine"].tolist() == [0.5, 0.5]
     reader.close()
 
 
@@ -144,6 +149,38 @@ def test_embeddings_round_trip_as_float32(tmp_path: Path):
     np.testing.assert_array_equal(found["a"], np.float32([0.1, 0.2, 0.3]))
     assert found["b"].tolist() == [1.0, -1.0, 0.0, 0.5]
     assert found["d"].tolist() == unflushed.tolist() == [0.25, 2.0]
+    with duckdb.connect(str(db)) as conn:  # stored as the model sends them: little-endian float32
+        stored = dict(conn.execute(f"select key, vector from {EMBEDDING_TABLE}").fetchall())
+    assert stored["b"] == struct.pack("<4f", 1.0, -1.0, 0.0, 0.5)
+
+
+def test_a_cache_of_float_lists_is_read_and_rewritten_as_bytes_by_the_first_write(tmp_path: Path):
+    db = tmp_path / "db.duckdb"
+    with duckdb.connect(str(db)) as conn:  # the table as caches before the BLOB column wrote it
+        conn.execute(f"create table {EMBEDDING_TABLE} (key VARCHAR PRIMARY KEY, model VARCHAR, vector FLOAT[])")
+        conn.execute(f"insert into {EMBEDDING_TABLE} values ('a', 'm', [0.25, -1.5, 2.0]), ('b', 'n', [0.5]), "
+                     "('empty', 'm', []), ('null', 'm', NULL)")
+    reader = LLMCache(db)  # a reader leaves the table as it is
+    assert {k: v.tolist() for k, v in asyncio.run(reader.get_embeddings(["a", "b", "empty", "null"])).items()} == {
+        "a": [0.25, -1.5, 2.0], "b": [0.5]}
+    reader.close()
+    writer = LLMCache(db)
+    writer.put_embeddings("m", {"c": [1.0, 2.0]})
+    writer.close()
+    with duckdb.connect(str(db)) as conn:
+        types = conn.execute("select column_name, data_type from information_schema.columns where table_name = ?",
+                             [EMBEDDING_TABLE]).fetchall()
+        rows = dict(conn.execute(f"select key, vector from {EMBEDDING_TABLE}").fetchall())
+        tables = {row[0] for row in conn.execute("select table_name from information_schema.tables").fetchall()}
+        models = dict(conn.execute(f"select key, model from {EMBEDDING_TABLE}").fetchall())
+    assert types == [("key", "VARCHAR"), ("model", "VARCHAR"), ("vector", "BLOB")]
+    assert EMBEDDING_TABLE in tables and not any(table.endswith("_float_lists") for table in tables)
+    assert rows == {"a": struct.pack("<3f", 0.25, -1.5, 2.0), "b": struct.pack("<f", 0.5), "empty": None, "null": None,
+                    "c": struct.pack("<2f", 1.0, 2.0)}
+    assert models == {"a": "m", "b": "n", "empty": "m", "null": "m", "c": "m"}
+    again = LLMCache(db)
+    assert asyncio.run(again.get_embeddings(["a"]))["a"].tolist() == [0.25, -1.5, 2.0]
+    again.close()
 
 
 def test_writes_gather_and_happen_without_close(tmp_path: Path):
@@ -181,13 +218,17 @@ def test_rewriting_a_key_replaces_the_row(tmp_path: Path):
     db = tmp_path / "db.duckdb"
     cache = LLMCache(db)
     cache.put_chat("k", model="m", purpose="p", text="old", prompt_tokens=1, completion_tokens=1)
+    cache.put_embeddings("m", {"v": [1.0, 2.0]})
     cache.flush()
     cache.put_chat("k", model="m", purpose="p", text="new", prompt_tokens=2, completion_tokens=2)
+    cache.put_embeddings("m", {"v": [3.0, 4.0]})
     cache.close()
     with duckdb.connect(str(db)) as conn:
         assert conn.execute(f"select count(*) from {CHAT_TABLE}").fetchone() == (1,)
+        assert conn.execute(f"select count(*) from {EMBEDDING_TABLE}").fetchone() == (1,)
     reader = LLMCache(db)
     assert asyncio.run(reader.get_chat("k")) == CachedChat("new", 2, 2)
+    assert asyncio.run(reader.get_embeddings(["v"]))["v"].tolist() == [3.0, 4.0]
     reader.close()
 
 

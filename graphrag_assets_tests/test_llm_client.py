@@ -607,7 +607,7 @@ def test_embeddings_dedupe_inputs_and_come_from_the_cache_on_rerun(openai_server
     again = embed(second, texts)
     second.close()
     assert openai_server.calls() == []
-    np.testing.assert_array_equal(again, vectors)  # float32 from the server, stored as FLOAT: exactly the same
+    np.testing.assert_array_equal(again, vectors)  # float32 from the server, stored as its bytes: exactly the same
     assert second_meter.totals().cache_hits == 3
 
 
