@@ -76,6 +76,7 @@ from common import (  # noqa: E402
     spread,
     table_fingerprints,
     usage_totals,
+    results_name,
     write_results,
 )
 
@@ -829,7 +830,7 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=3, help="updates and rebuilds measured per latency (medians reported)")
     parser.add_argument("--workdir", type=Path, default=None, help="where the projects go (default: a new temporary folder)")
     parser.add_argument("--keep", action="store_true", help="keep the projects after the run")
-    parser.add_argument("--results", default="incremental.json", help="file name under bench/results/ ('-': print only)")
+    parser.add_argument("--results", type=results_name, default="incremental.json", help="file name under bench/results/ ('-': print only)")
     parser.add_argument("--scenario", choices=["latency", "carol", "edits", "stability"], default="latency",
                         help="latency: 50 documents + 1 (above); carol / edits / stability (both): update stability per mode")
     parser.add_argument("--modes", nargs="+", choices=["exact-before", "exact", "stable"], default=["exact-before", "exact", "stable"])

@@ -51,6 +51,7 @@ from common import (  # noqa: E402  (bench/ is not a package)
     markdown_table,
     measure,
     product_env,
+    results_name,
     shown_command,
     step_seconds,
     wall_breakdown,
@@ -174,7 +175,7 @@ def main() -> int:
     parser.add_argument("--leiden", type=int, nargs=2, metavar=("NODES", "EDGES"), default=None, help="also time Leiden alone on a graph this large")
     parser.add_argument("--workdir", type=Path, default=None, help="where the projects go (default: a new temporary folder)")
     parser.add_argument("--keep", action="store_true", help="keep the projects after the run")
-    parser.add_argument("--results", default="scale.json", help="file name under bench/results/ ('-': print only)")
+    parser.add_argument("--results", type=results_name, default="scale.json", help="file name under bench/results/ ('-': print only)")
     args = parser.parse_args()
 
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="bench_scale_"))

@@ -28,7 +28,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import git_state, invocation, load_average, machine_info, markdown_table, write_results  # noqa: E402
+from common import git_state, invocation, load_average, machine_info, markdown_table, results_name, write_results  # noqa: E402
 
 START_SECONDS = 180
 QUERIES = {
@@ -103,7 +103,7 @@ def measure_project(root: Path) -> dict[str, Any]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("projects", type=Path, nargs="+")
-    parser.add_argument("--results", default="scale_ui.json", help="file name under bench/results/ ('-': print only)")
+    parser.add_argument("--results", type=results_name, default="scale_ui.json", help="file name under bench/results/ ('-': print only)")
     args = parser.parse_args()
     results = {"command": invocation(), "machine": machine_info(), "git": git_state(), "projects": []}
     for root in args.projects:

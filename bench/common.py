@@ -17,6 +17,7 @@ This module imports only the standard library at import time, so the wrapper sta
 
 from __future__ import annotations
 
+import argparse
 import datetime as dt
 import json
 import math
@@ -96,6 +97,13 @@ def header_block(title: str, command: str, load_start: list[float], load_end: li
             f"command: `{command}`",
         ]
     )
+
+
+def results_name(value: str) -> str:
+    """argparse type of ``--results``: a file name under bench/results/ or '-' (checked before a long run)."""
+    if value != "-" and (Path(value).name != value or value in (".", "..")):
+        raise argparse.ArgumentTypeError(f"{value!r} is not a file name: results are written under bench/results/; give a name such as scale.json")
+    return value
 
 
 def write_results(name: str, data: dict[str, Any]) -> Path:
