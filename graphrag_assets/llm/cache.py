@@ -50,7 +50,7 @@ from typing import Any
 import numpy as np
 
 from graphrag_assets.core.ownership import DOCUMENT, current_owner
-from graphrag_assets.llm.cache_tables import CHAT_TABLE_DDL, EMBEDDING_TABLE_DDL, store_vectors_as_bytes
+from graphrag_assets.llm.cache_tables import CHAT_TABLE_DDL, EMBEDDING_TABLE_DDL, INSERT_EMBEDDING_ROWS, store_vectors_as_bytes
 from graphrag_assets.storage.cache_owners import (
     CHAT_TABLE,
     EMBEDDING_TABLE,
@@ -163,18 +163,13 @@ def _decode_vector(stored: Any) -> np.ndarray | None:
 
 # Rows go in as one list parameter per column, which DuckDB unnests without pyarrow or a polars
 # frame. A key written again replaces its row by a delete and an insert in one transaction, not
-# ``insert or replace``: with DuckDB's conflict handling, writing 630 vectors of 1,536 dimensions
-# into a cache holding 170 took +86 MB resident instead of +37 MB, and 20,000 in batches of 2,000
-# took 5.1 s instead of 3.3 s (measured here).
+# ``insert or replace``, whose conflict handling made DuckDB take several times the memory to
+# write wide rows (``bench/bench_embedding_cache.py``).
 _INSERT_CHAT_ROWS = f"""
 insert into {CHAT_TABLE} by name
 select unnest($1::VARCHAR[]) as key, 'chat' as kind, unnest($2::VARCHAR[]) as model, unnest($3::VARCHAR[]) as purpose,
     unnest($4::VARCHAR[]) as response, unnest($5::BIGINT[]) as prompt_tokens,
     unnest($6::BIGINT[]) as completion_tokens, unnest($7::TIMESTAMP[]) as created_at
-"""
-_INSERT_EMBEDDING_ROWS = f"""
-insert into {EMBEDDING_TABLE} by name
-select unnest($1::VARCHAR[]) as key, unnest($2::VARCHAR[]) as model, unnest($3::BLOB[]) as vector
 """
 
 
@@ -301,7 +296,7 @@ class _Store:
                         ])
                     embedding_rows = list(batch.get(EMBEDDING_TABLE, {}).values())
                     if embedding_rows:
-                        _replace_rows(conn, EMBEDDING_TABLE, [r.key for r in embedding_rows], _INSERT_EMBEDDING_ROWS, [
+                        _replace_rows(conn, EMBEDDING_TABLE, [r.key for r in embedding_rows], INSERT_EMBEDDING_ROWS, [
                             [r.model for r in embedding_rows],
                             [r.vector.astype("<f4", copy=False).tobytes() for r in embedding_rows],
                         ])

@@ -39,23 +39,27 @@ create table if not exists {EMBEDDING_TABLE} (
     vector BLOB
 )
 """
+INSERT_EMBEDDING_ROWS = f"""
+insert into {EMBEDDING_TABLE} by name
+select unnest($1::VARCHAR[]) as key, unnest($2::VARCHAR[]) as model, unnest($3::BLOB[]) as vector
+"""
 _LIST_TABLE = f"{EMBEDDING_TABLE}_float_lists"  # the old table while it is rewritten
 _MIGRATION_ROWS = 20_000  # rows rewritten at a time (120 MB of vectors at 1,536 dimensions)
 
 
-def store_vectors_as_bytes(conn: Any) -> int:
-    """Rewrite an embedding cache whose vectors are ``FLOAT[]`` lists as bytes, in one
-    transaction; returns the rows rewritten (0 when there is nothing to do)."""
+def store_vectors_as_bytes(conn: Any) -> None:
+    """Rewrite an embedding cache whose vectors are ``FLOAT[]`` lists as bytes, in one transaction
+    (nothing to do for a cache without the table or already in bytes)."""
     found = conn.execute(
         "select data_type from information_schema.columns where table_schema = 'main' and table_name = ? and column_name = 'vector'",
         [EMBEDDING_TABLE],
     ).fetchall()
     if not found or found[0][0] == "BLOB":
-        return 0
+        return
     with transaction(conn):
         conn.execute(f"alter table {EMBEDDING_TABLE} rename to {_LIST_TABLE}")
         conn.execute(EMBEDDING_TABLE_DDL)
-        rows, last = conn.execute(f"select count(*), coalesce(max(rowid), -1) from {_LIST_TABLE}").fetchall()[0]
+        (last,) = conn.execute(f"select coalesce(max(rowid), -1) from {_LIST_TABLE}").fetchall()[0]
         for start in range(0, last + 1, _MIGRATION_ROWS):
             chunk = frame_of(conn.sql(
                 f"select key, model, vector from {_LIST_TABLE} where rowid >= {start} and rowid < {start + _MIGRATION_ROWS}"
@@ -66,9 +70,5 @@ def store_vectors_as_bytes(conn: Any) -> int:
                     [None] * group.height if not size
                     else [row.tobytes() for row in group["vector"].list.to_array(size).to_numpy().astype("<f4", copy=False)]
                 )
-                conn.execute(
-                    f"insert into {EMBEDDING_TABLE} select unnest($1::VARCHAR[]), unnest($2::VARCHAR[]), unnest($3::BLOB[])",
-                    [group["key"].to_list(), group["model"].to_list(), vectors],
-                )
+                conn.execute(INSERT_EMBEDDING_ROWS, [group["key"].to_list(), group["model"].to_list(), vectors])
         conn.execute(f"drop table {_LIST_TABLE}")
-    return rows
