@@ -29,6 +29,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -77,7 +78,7 @@ def fill(db: Path, layout: str, rows: int, dim: int) -> None:
                          [keys, vectors.tolist()])
 
 
-def measured(work) -> dict[str, float]:
+def measured(work: Callable[[], object]) -> dict[str, float]:
     """Seconds and peak resident growth of ``work()`` in this process."""
     base = peak = _resident_mb()
     done = threading.Event()

@@ -164,6 +164,9 @@ def test_a_cache_of_float_lists_is_read_and_rewritten_as_bytes_by_the_first_writ
     assert {k: v.tolist() for k, v in asyncio.run(reader.get_embeddings(["a", "b", "empty", "null"])).items()} == {
         "a": [0.25, -1.5, 2.0], "b": [0.5]}
     reader.close()
+    with duckdb.connect(str(db)) as conn:
+        assert conn.execute("select data_type from information_schema.columns where table_name = ? and column_name = 'vector'",
+                            [EMBEDDING_TABLE]).fetchall() == [("FLOAT[]",)]
     writer = LLMCache(db)
     writer.put_embeddings("m", {"c": [1.0, 2.0]})
     writer.close()
