@@ -27,6 +27,7 @@ from graphrag_assets.core.settings import load_settings
 from graphrag_assets.llm.cache import EMBEDDING_TABLE
 from graphrag_assets.project.status import project_status
 from graphrag_assets_tests.conftest import RESPONDER, llm_settings_yaml, query_db
+from graphrag_assets_tests.test_staged_writes import STAGED_TABLES_LEFT
 from graphrag_assets_tests.openai_fixtures import ScriptedOpenAIServer
 from graphrag_assets_tests.test_rebuild_equivalence import tables
 
@@ -173,7 +174,7 @@ def test_an_interrupted_corpus_run_is_reported_and_finished_by_the_next_index(
         assert_frame_equal(finished[table], frame, check_row_order=False), table
     status = project_status(load_settings(root))
     assert not status["corpus"]["unfinished"] and not status["corpus"]["stale"] and status["interrupted_update"] is None
-    assert query_db(root, "select count(*) from information_schema.tables where table_schema = 'staging'") == [(0,)]
+    assert query_db(root, STAGED_TABLES_LEFT) == [(0,)]
 
     # Every answer the interrupted run received was kept, except those that arrived while the
     # cache writer was writing (SIGKILL loses them): with 4 calls in flight at 120 ms that is about

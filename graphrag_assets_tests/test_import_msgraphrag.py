@@ -30,6 +30,7 @@ from graphrag_assets.query.request import QueryOptions
 from graphrag_assets.core.settings import load_settings
 from graphrag_assets.storage.database import let_go
 from graphrag_assets_tests.shared_data import MS_VERBS_DATA, require
+from graphrag_assets_tests.test_staged_writes import STAGED_TABLES_LEFT
 
 MS_ROWS = {
     "documents": 1, "text_units": 42, "entities": 529, "relationships": 978,
@@ -155,7 +156,7 @@ def test_an_imported_index_is_a_published_build(imported) -> None:
     corpus = project_status(settings)["corpus"]
     assert corpus["built"] and not corpus["stale"] and not corpus["unfinished"]
     with duckdb.connect(str(settings.database_path), read_only=True) as conn:
-        assert conn.sql("select count(*) from information_schema.tables where table_schema = 'staging'").fetchall() == [(0,)]
+        assert conn.sql(STAGED_TABLES_LEFT).fetchall() == [(0,)]
         assert conn.sql("select run_id from corpus_build").fetchall() == [(f"import:{MS_VERBS_DATA}",)]
 
 

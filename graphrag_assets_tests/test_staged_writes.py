@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import duckdb
 import polars as pl
 import pytest
 
 from graphrag_assets.storage import corpus
 from graphrag_assets.storage.corpus import read_staged, write_staged
+from graphrag_assets.storage.tables import read_table
 
 FRAME = pl.DataFrame(
     {
@@ -33,3 +35,45 @@ def test_empty_frame_makes_an_empty_table_with_its_columns(tmp_path: Path) -> No
     write_staged(path, "relationships", FRAME.clear())
     back = read_staged(path, "relationships")
     assert back.is_empty() and back.schema == FRAME.schema
+
+
+# Staged tables of this version (a reserved name prefix) and of builds before (a schema).
+STAGED_TABLES_LEFT = (
+    "select count(*) from information_schema.tables "
+    f"where starts_with(table_name, '{corpus.STAGED_PREFIX}') or table_schema = '{corpus.LEGACY_STAGING_SCHEMA}'"
+)
+
+
+def test_publish_puts_the_staged_tables_in_place_and_leaves_none_staged(tmp_path: Path) -> None:
+    path = tmp_path / "index.duckdb"
+    with duckdb.connect(str(path)) as conn:
+        conn.execute("create table relationships as select 'old' as id")
+        conn.execute("create table document_steps as select 'untouched' as document_key")
+    write_staged(path, "relationships", FRAME)
+    write_staged(path, "entities", FRAME.select("id"))
+    assert read_table(path, "relationships").to_dicts() == [{"id": "old"}]  # readers see the published build until the commit
+
+    published = corpus.publish_corpus(path, pl.DataFrame({"document_key": ["a.txt"]}), {"run_id": "r1"})
+
+    assert sorted(published) == ["entities", "relationships"]
+    assert read_table(path, "relationships").equals(FRAME)
+    assert read_table(path, "entities").equals(FRAME.select("id"))
+    assert read_table(path, "document_steps").to_dicts() == [{"document_key": "untouched"}]
+    assert corpus.staged_tables(path) == []
+    with duckdb.connect(str(path)) as conn:
+        assert conn.execute(STAGED_TABLES_LEFT).fetchall() == [(0,)]
+        assert conn.execute("select run_id from corpus_build").fetchall() == [("r1",)]
+
+
+def test_a_new_run_drops_what_an_unfinished_one_staged_in_either_layout(tmp_path: Path) -> None:
+    path = tmp_path / "index.duckdb"
+    write_staged(path, "relationships", FRAME)
+    with duckdb.connect(str(path)) as conn:  # what a run of an earlier version left
+        conn.execute(f"create schema {corpus.LEGACY_STAGING_SCHEMA}")
+        conn.execute(f"create table {corpus.LEGACY_STAGING_SCHEMA}.entities as select 1 as id")
+
+    corpus.begin_corpus_run(path, "r2")
+
+    assert corpus.staged_tables(path) == [corpus.RUN_MARKER]
+    with duckdb.connect(str(path)) as conn:
+        assert conn.execute(STAGED_TABLES_LEFT).fetchall() == [(1,)]  # the new run's marker

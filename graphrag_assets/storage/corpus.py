@@ -1,12 +1,17 @@
 """The corpus build commits as one unit.
 
 A corpus run writes its tables (entities, relationships, communities, reports, embeddings, ...)
-to the ``staging`` schema; its last step, :func:`publish_corpus`, replaces the tables in the main
-schema with them, writes ``corpus_manifest`` (the documents the build was made from) and
-``corpus_build`` (when, by which run, and which LanceDB versions hold its vectors) and drops the
-staged copies, all in one transaction. So readers — ``status``, ``index``, queries, SQL — see the
-previous build or the new one, never a mix, and a run that is interrupted (Ctrl-C, ``kill -9``, a
-power cut) leaves the previous build in place plus staged tables that say work is unfinished.
+under a reserved name, ``_staged_<table>``; its last step, :func:`publish_corpus`, drops the
+published tables and renames the staged ones in their place, writes ``corpus_manifest`` (the
+documents the build was made from) and ``corpus_build`` (when, by which run, and which LanceDB
+versions hold its vectors), all in one transaction. So readers — ``status``, ``index``, queries,
+SQL — see the previous build or the new one, never a mix, and a run that is interrupted (Ctrl-C,
+``kill -9``, a power cut) leaves the previous build in place plus staged tables that say work is
+unfinished.
+
+The staged tables sit in the main schema because DuckDB renames a table only within its schema;
+builds before staged them in a ``staging`` schema and copied each one at the commit, which held a
+second copy of every corpus table until it (11 MB of the peak for *A Christmas Carol*).
 
 LanceDB has no transactions with DuckDB; instead its corpus tables are merged before the commit
 and the versions they reached are recorded in ``corpus_build``, so queries open the LanceDB tables
@@ -25,7 +30,8 @@ import polars as pl
 from graphrag_assets.storage.database import FrameStream, connect, frame_of, table_exists, transaction
 from graphrag_assets.storage.tables import quote
 
-STAGING_SCHEMA = "staging"
+STAGED_PREFIX = "_staged_"
+LEGACY_STAGING_SCHEMA = "staging"  # where builds before staged their tables; dropped by the next run
 MANIFEST_TABLE = "corpus_manifest"
 BUILD_TABLE = "corpus_build"
 MANIFEST_COLUMNS = ("document_key", "path", "content_hash", "status", "error", "settings_fingerprint")
@@ -34,14 +40,11 @@ RUN_MARKER = "corpus_run"  # staged first by every corpus run, so even a run sto
 
 
 def _staged(table: str) -> str:
-    return f"{STAGING_SCHEMA}.{quote(table)}"
+    return quote(STAGED_PREFIX + table)
 
 
 def staged_table_exists(conn, table: str) -> bool:
-    row = conn.execute(
-        "select count(*) from information_schema.tables where table_schema = ? and table_name = ?", [STAGING_SCHEMA, table]
-    ).fetchall()[0]
-    return bool(row[0])
+    return table_exists(conn, STAGED_PREFIX + table)
 
 
 STAGE_CHUNK_ROWS = 250_000
@@ -53,8 +56,8 @@ def write_staged(path: str | Path, table: str, frame: pl.DataFrame) -> None:
 
     Large frames go in chunks of ``STAGE_CHUNK_ROWS``, each committed on its own, under a DuckDB
     memory limit: written in one statement, DuckDB held a second full copy of a frame of
-    millions of relationships until the commit (+1 GB for 1.7M rows; +0.5 GB in chunks). A
-    staged table is not visible to readers before :func:`publish_corpus`, and a run stopped
+    millions of relationships until the commit (+1 GB for 1.7M rows; +0.5 GB in chunks). Readers
+    of ``table`` do not see the staged one before :func:`publish_corpus`, and a run stopped
     half-way is cleaned up by :func:`begin_corpus_run`, so per-chunk commits are safe here.
     """
     with connect(path) as conn:
@@ -62,7 +65,6 @@ def write_staged(path: str | Path, table: str, frame: pl.DataFrame) -> None:
         # of this process to the same file is refused; reset after, as the instance may be shared
         conn.execute(f"set memory_limit = '{STAGE_MEMORY_LIMIT}'")
         try:
-            conn.execute(f"create schema if not exists {STAGING_SCHEMA}")
             for start in range(0, max(frame.height, 1), STAGE_CHUNK_ROWS):
                 conn.register("_incoming", FrameStream(frame.slice(start, STAGE_CHUNK_ROWS)))
                 try:
@@ -92,16 +94,20 @@ def staged_tables(path: str | Path, *, read_only: bool = False, wait_seconds: fl
         return []
     with connect(path, read_only=read_only, wait_seconds=wait_seconds) as conn:
         rows = conn.execute(
-            "select table_name from information_schema.tables where table_schema = ? order by table_name", [STAGING_SCHEMA]
+            "select table_name from information_schema.tables where table_schema = 'main' and starts_with(table_name, ?) "
+            "order by table_name",
+            [STAGED_PREFIX],
         ).fetchall()
-    return [row[0] for row in rows]
+    return [row[0].removeprefix(STAGED_PREFIX) for row in rows]
 
 
 def begin_corpus_run(path: str | Path, run_id: str) -> None:
     """Drop what an earlier, unfinished corpus run staged and mark this one as started."""
-    for table in staged_tables(path):
-        with connect(path) as conn:
+    tables = staged_tables(path)
+    with connect(path) as conn:
+        for table in tables:
             conn.execute(f"drop table if exists {_staged(table)}")
+        conn.execute(f"drop schema if exists {LEGACY_STAGING_SCHEMA} cascade")
     marker = pl.DataFrame({"run_id": [run_id], "started_at": [dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)]})
     write_staged(path, RUN_MARKER, marker)
 
@@ -117,8 +123,8 @@ def publish_corpus(path: str | Path, manifest: pl.DataFrame, build: Mapping[str,
     build_frame = pl.DataFrame([{k: (json.dumps(v) if isinstance(v, dict) else v) for k, v in row.items()}])
     with connect(path) as conn, transaction(conn, _manifest=manifest, _build=build_frame):
         for table in tables:
-            conn.execute(f"create or replace table {quote(table)} as select * from {_staged(table)}")
-            conn.execute(f"drop table {_staged(table)}")
+            conn.execute(f"drop table if exists {quote(table)}")
+            conn.execute(f"alter table {_staged(table)} rename to {quote(table)}")
         conn.execute(f"drop table if exists {_staged(RUN_MARKER)}")
         conn.execute(f"create or replace table {quote(MANIFEST_TABLE)} as select * from _manifest")
         conn.execute(f"create or replace table {quote(BUILD_TABLE)} as select * from _build")
