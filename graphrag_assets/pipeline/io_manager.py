@@ -10,7 +10,7 @@ Partitioned assets name their partition column in metadata ``partition_column``
 (default ``document_key``) and return :class:`DocumentRows`: the rows of the documents the step
 worked on, which replace exactly those documents' rows (a bucket partition holds many documents,
 and a run redoes only the ones that changed); assets with ``staged`` in their metadata are written to (and read
-back from) the staging schema until the corpus run publishes them (:mod:`graphrag_assets.storage.corpus`).
+back from) their staged tables until the corpus run publishes them (:mod:`graphrag_assets.storage.corpus`).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The last step of a corpus run: publish the build (``corpus_manifest``).
 
-Every corpus-wide table was written to the staging schema by the steps before. This step merges
+Every corpus-wide table was staged (``_staged_<table>``) by the steps before. This step merges
 the corpus vectors into LanceDB (when the index keeps LanceDB tables: ``storage.lancedb_tables``),
 then replaces the published tables with the staged ones and writes the manifest (the documents the
 build was made from) in one DuckDB transaction. Until it commits, ``status``, ``index`` and
