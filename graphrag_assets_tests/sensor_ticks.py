@@ -15,6 +15,6 @@ def tick(root: Path):
     settings = load_settings(root)
     defs = build_definitions(root)
     instance = open_instance(settings)
-    sensor = defs.get_sensor_def("input_files_sensor")
+    sensor = defs.resolve_sensor_def("input_files_sensor")
     with build_sensor_context(instance=instance, resources={"project": GraphRAGProject(root=str(root))}, definitions=defs) as context:
         return sensor(context), instance, defs

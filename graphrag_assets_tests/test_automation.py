@@ -96,7 +96,7 @@ def test_schedule_is_off_unless_a_cron_is_set_and_then_does_the_same_check(proje
         (project / "graphrag.yaml").read_text() + "incremental:\n  schedule_cron: '0 * * * *'\n", encoding="utf-8"
     )
     defs = build_definitions(project)
-    schedule = defs.get_schedule_def("input_files_schedule")
+    schedule = defs.resolve_schedule_def("input_files_schedule")
     instance = open_instance(load_settings(project))
     from datetime import datetime, timezone
 
@@ -138,7 +138,7 @@ def test_a_file_returning_to_an_earlier_state_is_indexed_again(project: Path) ->
     settings = load_settings(project)
     defs = build_definitions(project)
     instance = open_instance(settings)
-    sensor = defs.get_sensor_def("input_files_sensor")
+    sensor = defs.resolve_sensor_def("input_files_sensor")
     path = project / "data" / "input" / "letter_holm_to_varga.txt"
     original = path.read_text(encoding="utf-8")
     keys = []
