@@ -183,3 +183,14 @@ def mention_key(text: str) -> str:
     """
     words = [t.text.upper() for t in tokenize(prepare_text(text)) if t.kind == "word"]
     return " " + " ".join(words) + " "
+
+
+def shorten(text: str, max_chars: int) -> str:
+    """``text`` cut at a word boundary to at most ``max_chars`` characters, with "…" if cut."""
+    if len(text) <= max_chars:
+        return text
+    cut = text[: max_chars - 1]
+    space = cut.rfind(" ")
+    if space > max_chars // 2:
+        cut = cut[:space]
+    return cut.rstrip(" ,;:-") + "…"

@@ -65,7 +65,7 @@ from dataclasses import dataclass
 import random
 import threading
 from collections.abc import Callable, Sequence
-from typing import Literal
+from typing import Any, Literal
 
 import igraph
 import polars as pl
@@ -133,6 +133,24 @@ def normalize_edges(edges: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+class _Graph(igraph.Graph):
+    """igraph's Graph without the numpy import in its constructor.
+
+    ``igraph.Graph.__init__`` imports numpy (when it is installed) on every call, only to check
+    whether the edge list is a numpy array, and every graph igraph or leidenalg derives from this
+    one (subgraphs, components) is built through it. An index with a model needs numpy nowhere
+    else, and loading it costs 12 MB resident of the 300 MB issue 14 allows, so these graphs are
+    built by igraph's C base class directly: from a vertex count and a list of edges, or from the
+    handle igraph passes when it makes a graph of this class.
+    """
+
+    def __init__(self, n: int = 0, edges: Sequence[tuple[int, int]] = (), directed: bool = False, **handle: Any) -> None:
+        if handle:
+            igraph.GraphBase.__init__(self, **handle)  # {"__ptr": ...}: a graph igraph derived from this one
+        else:
+            igraph.GraphBase.__init__(self, n, list(edges), directed)
+
+
 def _graph_from_edges(edges: pl.DataFrame) -> igraph.Graph:
     """An undirected igraph Graph whose vertices are in sorted title order.
 
@@ -146,7 +164,7 @@ def _graph_from_edges(edges: pl.DataFrame) -> igraph.Graph:
         .join(index, left_on="target", right_on="name", suffix="_t")
         .sort("i", "i_t")
     )
-    graph = igraph.Graph(n=names.len(), edges=list(zip(pairs["i"].to_list(), pairs["i_t"].to_list())))
+    graph = _Graph(names.len(), list(zip(pairs["i"].to_list(), pairs["i_t"].to_list())))
     graph.vs["name"] = names.to_list()
     graph.es["weight"] = pairs["weight"].to_list()
     return graph

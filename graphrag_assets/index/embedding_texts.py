@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import hashlib
 
-import numpy as np
 import polars as pl
 
+from graphrag_assets.core.float32 import to_le_bytes
 from graphrag_assets.index.report_context import strip_citations
 from graphrag_assets.llm.types import EmbeddingModel
 
@@ -45,10 +45,13 @@ def report_texts(reports: pl.DataFrame) -> pl.DataFrame:
 
 async def embed_frame(model: EmbeddingModel, texts: pl.DataFrame, *, purpose: str) -> pl.DataFrame:
     """The frame without ``text`` plus ``text_hash`` and a ``vector`` column (float32, fixed size
-    from the model)."""
+    from the model), made from the vectors' bytes by polars (see :mod:`graphrag_assets.core.float32`)."""
     texts = texts.with_columns(pl.Series("text_hash", text_hashes(model.model, texts["text"].to_list()), dtype=pl.String))
-    vectors = await model.embed(texts["text"].to_list(), purpose=purpose)
-    matrix = np.asarray(vectors, dtype=np.float32)
-    if matrix.ndim != 2 or matrix.shape[0] != texts.height:
-        raise ValueError(f"the embedding model returned {matrix.shape[0] if matrix.ndim else 0} vectors for {texts.height} texts")
-    return texts.drop("text").with_columns(pl.Series("vector", matrix, dtype=pl.Array(pl.Float32, matrix.shape[1])))
+    blobs = [to_le_bytes(vector) for vector in await model.embed(texts["text"].to_list(), purpose=purpose)]
+    if not blobs or len(blobs) != texts.height:
+        raise ValueError(f"the embedding model returned {len(blobs)} vectors for {texts.height} texts")
+    sizes = {len(blob) for blob in blobs}
+    if len(sizes) != 1:
+        raise ValueError(f"the embedding model returned vectors of {len(sizes)} different sizes")
+    vectors = pl.Series("vector", blobs, dtype=pl.Binary).bin.reinterpret(dtype=pl.Array(pl.Float32, sizes.pop() // 4), endianness="little")
+    return texts.drop("text").with_columns(vectors)

@@ -19,7 +19,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-import numpy as np
 import polars as pl
 
 from graphrag_assets.core.errors import UserError
@@ -134,7 +133,7 @@ async def model_candidates(embedder: EmbeddingModel, profiles: pl.DataFrame, opt
     if options.neighbours <= 0 or len(titles) < 2:
         return by_name
     vectors = await embedder.embed(embedding_texts(profiles), purpose=EMBED_PURPOSE)
-    nearest = neighbour_candidates(titles, np.asarray(vectors, dtype=np.float32), options.neighbours, options.min_similarity)
+    nearest = neighbour_candidates(titles, vectors, options.neighbours, options.min_similarity)
     return merge_candidates(by_name, nearest)
 
 

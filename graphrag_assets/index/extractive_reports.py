@@ -34,8 +34,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from graphrag_assets.core.ids import short_id, stable_uuid
-from graphrag_assets.index.nlp_graph import shorten
-from graphrag_assets.core.sentences import sentences_with_keys
+from graphrag_assets.core.sentences import sentences_with_keys, shorten
 from graphrag_assets.core.schemas import COMMUNITY_REPORTS, conform, empty_frame
 
 GENERATION = "extractive"

@@ -38,7 +38,7 @@ import polars as pl
 
 from graphrag_assets.core.errors import UserError
 from graphrag_assets.core.ids import entity_id, relationship_id
-from graphrag_assets.core.sentences import sentences_with_keys
+from graphrag_assets.core.sentences import sentences_with_keys, shorten
 from graphrag_assets.core.schemas import ENTITIES, RELATIONSHIPS, conform, empty_frame
 from graphrag_assets.core.settings import PruneSettings
 from graphrag_assets.index.noun_phrases import NOUN_PHRASE_TYPE
@@ -386,17 +386,6 @@ def _representative_sentences(
         {"title": titles, "description": [shorten(best[t][1], DESCRIPTION_MAX_CHARS) for t in titles]},
         schema=schema,
     )
-
-
-def shorten(text: str, max_chars: int) -> str:
-    """``text`` cut at a word boundary to at most ``max_chars`` characters, with "…" if cut."""
-    if len(text) <= max_chars:
-        return text
-    cut = text[: max_chars - 1]
-    space = cut.rfind(" ")
-    if space > max_chars // 2:
-        cut = cut[:space]
-    return cut.rstrip(" ,;:-") + "…"
 
 
 # ---------------------------------------------------------------------------------------------

@@ -24,7 +24,6 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 
-import numpy as np
 import polars as pl
 
 from graphrag_assets.index.entity_names import NameForm, parse_name
@@ -46,14 +45,17 @@ def name_candidates(titles: Iterable[str], max_containers: int = MAX_CONTAINERS)
 
 
 def neighbour_candidates(
-    titles: Sequence[str], vectors: np.ndarray, neighbours: int, min_similarity: float
+    titles: Sequence[str], vectors: Sequence[Sequence[float]], neighbours: int, min_similarity: float
 ) -> pl.DataFrame:
     """Pairs whose vectors (row ``i`` belongs to ``titles[i]``) are among each other's nearest.
 
     A pair is kept when either end has the other among its ``neighbours`` most similar entities
     and the cosine similarity reaches ``min_similarity``. Computed in blocks of rows, so memory
-    grows with the number of entities, not with its square.
+    grows with the number of entities, not with its square. numpy is imported here, when resolution
+    runs with embeddings, not by every index that imports this module.
     """
+    import numpy as np
+
     count = len(titles)
     if count < 2 or neighbours <= 0:
         return _combine([])

@@ -42,13 +42,13 @@ import json
 import logging
 import threading
 import weakref
+from array import array
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
+from graphrag_assets.core.float32 import as_float32, float32_buffer, from_le_bytes, is_finite, le_bytes_are_finite, to_le_bytes
 from graphrag_assets.core.ownership import DOCUMENT, current_owner
 from graphrag_assets.llm.cache_tables import CHAT_TABLE_DDL, EMBEDDING_TABLE_DDL, INSERT_EMBEDDING_ROWS, store_vectors_as_bytes
 from graphrag_assets.storage.cache_owners import (
@@ -130,7 +130,7 @@ class _ChatRow:
 class _EmbeddingRow:
     key: str
     model: str
-    vector: np.ndarray  # float32
+    vector: Any  # a float32 array, of either kind (core/float32.py)
 
 
 def _decode_chat(response: Any, prompt_tokens: Any, completion_tokens: Any) -> CachedChat | None:
@@ -143,7 +143,7 @@ def _decode_chat(response: Any, prompt_tokens: Any, completion_tokens: Any) -> C
     return CachedChat(payload["text"], int(prompt_tokens or 0), int(completion_tokens or 0))
 
 
-def _decode_vector(stored: Any) -> np.ndarray | None:
+def _decode_vector(stored: Any) -> array | None:
     """The float32 vector of a stored row: its little-endian bytes, or the list of floats a cache
     written before the BLOB column holds until a write rewrites it; None when neither, empty, or
     not finite."""
@@ -151,14 +151,12 @@ def _decode_vector(stored: Any) -> np.ndarray | None:
         return None
     try:
         if isinstance(stored, (bytes, bytearray, memoryview)):
-            values = np.frombuffer(stored, dtype="<f4").astype(np.float32)  # a writable copy in native order
-        else:
-            values = np.asarray(stored, dtype=np.float32)
-    except (TypeError, ValueError):
+            stored = bytes(stored)  # the same object when DuckDB gave bytes
+            return from_le_bytes(stored) if le_bytes_are_finite(stored) else None
+        values = as_float32(stored)
+    except (TypeError, ValueError, OverflowError):
         return None
-    if values.ndim != 1 or not np.isfinite(values).all():
-        return None
-    return values
+    return values if is_finite(values) else None
 
 
 # Rows go in as one list parameter per column, which DuckDB unnests without pyarrow or a polars
@@ -298,7 +296,7 @@ class _Store:
                     if embedding_rows:
                         _replace_rows(conn, EMBEDDING_TABLE, [r.key for r in embedding_rows], INSERT_EMBEDDING_ROWS, [
                             [r.model for r in embedding_rows],
-                            [r.vector.astype("<f4", copy=False).tobytes() for r in embedding_rows],
+                            [to_le_bytes(r.vector) for r in embedding_rows],
                         ])
                     if add_owners(conn, batch.get(OWNERS_TABLE, {}).values(), create=not self.owners_ready):
                         self.owners_ready = True  # created on the first write that has owners, then known to exist
@@ -447,9 +445,9 @@ class LLMCache:
             self._store.enqueue(OWNERS_TABLE, rows)
 
     # -- embeddings ------------------------------------------------------------------------------
-    async def get_embeddings(self, keys: Sequence[str]) -> dict[str, np.ndarray]:
+    async def get_embeddings(self, keys: Sequence[str]) -> dict[str, array]:
         """float32 vectors by key, for the keys that are cached."""
-        found: dict[str, np.ndarray] = {}
+        found: dict[str, array] = {}
         remaining = []
         for key in dict.fromkeys(keys):
             row = self._store.unflushed(EMBEDDING_TABLE, key)
@@ -463,8 +461,9 @@ class LLMCache:
                 found[key] = vector
         return found
 
-    def put_embeddings(self, model: str, vectors: Mapping[str, Sequence[float] | np.ndarray]) -> None:
-        rows = [_EmbeddingRow(key, model, np.asarray(vector, dtype=np.float32)) for key, vector in vectors.items()]
+    def put_embeddings(self, model: str, vectors: Mapping[str, Sequence[float]]) -> None:
+        """Queue ``vectors`` (float32 arrays of either kind, or lists of numbers) for writing."""
+        rows = [_EmbeddingRow(key, model, float32_buffer(vector)) for key, vector in vectors.items()]
         self._added[EMBEDDING_TABLE].update(vectors)
         self._store.enqueue(EMBEDDING_TABLE, rows)
 

@@ -7,7 +7,7 @@ reject over-long inputs. An empty text is sent as a single space, which endpoint
 
 Vectors are asked for as base64 strings of little-endian float32 (``encoding_format: base64``,
 what OpenAI's own SDKs send): the body is about a quarter of the size of float lists and decodes
-with numpy in microseconds instead of walking thousands of JSON numbers. Servers differ here:
+in microseconds instead of walking thousands of JSON numbers. Servers differ here:
 
 - one that ignores ``encoding_format`` answers with float lists, and one that answers base64
   whatever is asked exists too: both forms are read, whatever was asked;
@@ -24,9 +24,10 @@ with numpy in microseconds instead of walking thousands of JSON numbers. Servers
   without it, and one that ignores it is noticed by the length of what it returns; either way its
   own dimension is used and the user is told once.
 
-Vectors stay numpy float32 arrays from the decoded body to the caller and the response cache:
-what they end up as (DuckDB ``FLOAT[n]``, LanceDB float32) holds no more precision, and a list of
-1,536 Python floats per text costs far more to build and to convert again than the array.
+Vectors stay float32 (``array('f')``, see :mod:`graphrag_assets.core.float32`) from the decoded
+body to the caller and the response cache: what they end up as (DuckDB ``FLOAT[n]``, LanceDB
+float32) holds no more precision, and a list of 1,536 Python floats per text costs far more to
+build and to convert again than the array.
 """
 
 from __future__ import annotations
@@ -37,11 +38,12 @@ import binascii
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
+from array import array
 from typing import Any
 
-import numpy as np
 import orjson
 
+from graphrag_assets.core.float32 import from_le_bytes, weighted_unit_mean, zeros
 from graphrag_assets.core.tokens import get_tokenizer
 from graphrag_assets.llm.cache import EMBEDDING_TABLE, embedding_cache_key
 from graphrag_assets.llm.capabilities import UNKNOWN
@@ -60,7 +62,7 @@ _ENCODING_FORMAT = re.compile(r"encoding_format|base64", re.I)
 _REFUSALS = ("bad_request", "unprocessable")
 MAX_ADAPTATIONS = 2  # encoding_format and dimensions: each can be refused once
 
-Vector = np.ndarray  # float32, one dimension
+Vector = array  # of float32 (typecode 'f')
 
 
 @dataclass(frozen=True)
@@ -89,12 +91,6 @@ def plan_batches(token_counts: Sequence[int], batch_size: int, batch_max_tokens:
     return batches
 
 
-def _mean_normalized(vectors: Sequence[Vector], weights: Sequence[int]) -> Vector:
-    mean = np.average(np.stack(vectors).astype(np.float64), axis=0, weights=weights)  # every piece has tokens
-    norm = float(np.linalg.norm(mean)) or 1.0
-    return (mean / norm).astype(np.float32)
-
-
 async def _post_embeddings(client: Any, args: dict[str, Any]) -> dict[str, Any]:
     """The answer to an embeddings request as the JSON object the server sent.
 
@@ -121,13 +117,12 @@ def decode_vector(value: Any) -> tuple[Vector, bool]:
     it was base64. A value that is neither raises :class:`MalformedResponse` (retried)."""
     try:
         if isinstance(value, str):
-            return np.frombuffer(base64.b64decode(value), dtype="<f4").astype(np.float32), True  # a writable copy
-        vector = np.asarray(value, dtype=np.float32)
-    except (ValueError, TypeError, binascii.Error) as exc:
+            return from_le_bytes(base64.b64decode(value)), True
+        return array("f", value), False
+    except (ValueError, TypeError, OverflowError, binascii.Error) as exc:
+        if isinstance(value, list) and any(isinstance(item, list) for item in value):
+            raise MalformedResponse("an embedding is not a flat list of numbers") from None
         raise MalformedResponse(f"an embedding is neither base64 float32 nor a list of numbers ({exc})") from None
-    if vector.ndim != 1:
-        raise MalformedResponse("an embedding is not a flat list of numbers")
-    return vector, False
 
 
 class OpenAIEmbeddingModel(OpenAIModel):
@@ -179,7 +174,7 @@ class OpenAIEmbeddingModel(OpenAIModel):
                                       cost_usd=estimate_cost(self.services.prices, self.model, tokens))
         dim = (self._dimension or self.batching.dimensions
                or KNOWN_EMBEDDING_DIMENSIONS.get(self.model, DEFAULT_EMBEDDING_DIMENSION))
-        return {text: np.zeros(dim, dtype=np.float32) for text in texts}
+        return {text: zeros(dim) for text in texts}
 
     async def _embed_missing(self, purpose: str, texts: list[str], keys: Mapping[str, str]) -> dict[str, Vector]:
         pieces: list[tuple[int, str, int]] = []  # (text position, piece text, tokens)
@@ -212,7 +207,7 @@ class OpenAIEmbeddingModel(OpenAIModel):
                 if remaining[position] == 0:
                     own = pieces_of[position]
                     vec = (piece_vectors[own[0]] if len(own) == 1 else
-                           _mean_normalized([piece_vectors[i] for i in own], [pieces[i][2] for i in own]))
+                           weighted_unit_mean([piece_vectors[i] for i in own], [pieces[i][2] for i in own]))
                     results[texts[position]] = vec
                     finished[keys[texts[position]]] = vec
             if finished and self.cache is not None:

@@ -6,7 +6,8 @@ when the step is done so every answer is written. :class:`ModelSet` does that fo
 one unit of work (a Dagster step, a query, a dry run).
 
 The endpoint models' modules (HTTP client, retries, rate limits, JSON repair) are imported when an
-endpoint model is built: an offline query uses only the local embedder and skips them.
+endpoint model is built: an offline query uses only the local embedder and skips them. The local
+embedder's module (numpy) is imported when it is built: an index with an endpoint never loads numpy.
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from typing import TYPE_CHECKING
 from graphrag_assets.core.errors import UserError
 from graphrag_assets.llm.usage import UsageMeter
 
-from graphrag_assets.llm.local_embedder import LocalEmbedder
 from graphrag_assets.llm.types import EmbeddingModel
 
 if TYPE_CHECKING:
@@ -81,6 +81,8 @@ def build_embedding_model(
 ) -> "EmbeddingModel":
     """The local embedder when ``llm.embeddings`` resolves to local, else the endpoint's model."""
     if settings.use_local_embedder:
+        from graphrag_assets.llm.local_embedder import LocalEmbedder  # numpy (module docstring)
+
         return LocalEmbedder(dimension=embedding_settings.local_dimension)
     has_endpoint = settings.endpoint_configured or settings.embedding_base_url or settings.embedding_api_key
     if not has_endpoint and not dry_run:

@@ -12,7 +12,9 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, TypedDict
 
-if TYPE_CHECKING:  # annotations only: numpy is not needed to import this module
+if TYPE_CHECKING:  # annotations only: neither is needed to import this module
+    from array import array
+
     import numpy as np
 
 
@@ -87,12 +89,13 @@ class ChatModel(Protocol):
         ...
 
 
-Vector: TypeAlias = "np.ndarray | list[float]"
+Vector: TypeAlias = "array[float] | np.ndarray | list[float]"
 
 
 class EmbeddingModel(Protocol):
-    """An async text-embedding model returning one vector per input text, in order (a float32
-    array or a list of floats; ``np.asarray`` takes either)."""
+    """An async text-embedding model returning one vector per input text, in order: a float32
+    array (``array('f')`` from an endpoint, numpy from the local embedder) or a list of floats;
+    ``np.asarray`` and :func:`graphrag_assets.core.float32.as_float32` take any of them."""
 
     model: str
 

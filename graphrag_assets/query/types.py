@@ -15,9 +15,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-import numpy as np
 import polars as pl
 
 from graphrag_assets.core.errors import UserError, dimension_mismatch
@@ -38,6 +37,9 @@ from graphrag_assets.core.tokens import token_counter
 TokenCounter = Callable[[str], int]
 TokenCallback = Callable[[str], None]
 
+if TYPE_CHECKING:  # numpy is imported where vectors are searched: `index` loads this module and never searches
+    import numpy as np
+
 
 # --- vector indexes ------------------------------------------------------------------------------
 
@@ -57,6 +59,8 @@ class ArrayVectorIndex:
     """
 
     def __init__(self, ids: Sequence[str], matrix: Sequence[Sequence[float]] | np.ndarray, name: str = "stored"):
+        import numpy as np
+
         self.name = name
         vectors = np.asarray(matrix, dtype=np.float64)
         if len(ids) == 0:
@@ -73,6 +77,8 @@ class ArrayVectorIndex:
     def search(self, vector: Sequence[float], k: int) -> list[tuple[str, float]]:
         if k <= 0 or not self.ids:
             return []
+        import numpy as np
+
         query = np.asarray(vector, dtype=np.float64)
         if query.shape != (self._unit.shape[1],):
             raise UserError(dimension_mismatch(self.name, self._unit.shape[1], query.size))
@@ -83,6 +89,8 @@ class ArrayVectorIndex:
 
 
 def empty_index() -> ArrayVectorIndex:
+    import numpy as np
+
     return ArrayVectorIndex([], np.zeros((0, 1)))
 
 

@@ -28,7 +28,7 @@ from graphrag_assets.index.entity_resolution import (
     resolve_with_rules,
 )
 from graphrag_assets.index.graph_merge import finalize_covariates, finalize_graph, merge_graph
-from graphrag_assets.index.nlp_graph import NOUN_PHRASE_TYPE, code_noun_graph, materialize, prune_codes
+from graphrag_assets.index.noun_phrases import NOUN_PHRASE_TYPE
 from graphrag_assets.index.resolution_clusters import apply_aliases, kept_aliases, largest_clusters, with_aliases
 from graphrag_assets.index.resolution_rules import NameEvidence
 from graphrag_assets.index.summarize import SummaryOptions, distinct_descriptions, summarize_all, summary_options
@@ -210,6 +210,8 @@ async def _summaries_with_progress(model, items, options: SummaryOptions, step: 
 
 
 def _noun_graph(context, settings, extractions: pl.DataFrame, text_units: pl.DataFrame):
+    from graphrag_assets.index.nlp_graph import code_noun_graph, materialize, prune_codes  # numpy: the nlp method only
+
     ordered_units = text_units.sort("document_key", "chunk_index").select("id", "text")
     # three steps (build, prune, relationships) and one per text unit (the entity descriptions)
     progress = Counter("noun-phrase graph", 3 + ordered_units.height, context.log).start()
