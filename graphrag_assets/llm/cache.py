@@ -42,13 +42,12 @@ import json
 import logging
 import threading
 import weakref
-from array import array
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from graphrag_assets.core.float32 import as_float32, float32_buffer, from_le_bytes, is_finite, le_bytes_are_finite, to_le_bytes
+from graphrag_assets.core.float32 import Vector, as_float32, float32_buffer, from_le_bytes, is_finite, le_bytes_are_finite, to_le_bytes
 from graphrag_assets.core.ownership import DOCUMENT, current_owner
 from graphrag_assets.llm.cache_tables import CHAT_TABLE_DDL, EMBEDDING_TABLE_DDL, INSERT_EMBEDDING_ROWS, store_vectors_as_bytes
 from graphrag_assets.storage.cache_owners import (
@@ -130,7 +129,7 @@ class _ChatRow:
 class _EmbeddingRow:
     key: str
     model: str
-    vector: Any  # a float32 array, of either kind (core/float32.py)
+    vector: Any  # a float32 buffer: a view, an array('f') or numpy's (core/float32.py)
 
 
 def _decode_chat(response: Any, prompt_tokens: Any, completion_tokens: Any) -> CachedChat | None:
@@ -143,7 +142,7 @@ def _decode_chat(response: Any, prompt_tokens: Any, completion_tokens: Any) -> C
     return CachedChat(payload["text"], int(prompt_tokens or 0), int(completion_tokens or 0))
 
 
-def _decode_vector(stored: Any) -> array | None:
+def _decode_vector(stored: Any) -> Vector | None:
     """The float32 vector of a stored row: its little-endian bytes, or the list of floats a cache
     written before the BLOB column holds until a write rewrites it; None when neither, empty, or
     not finite."""
@@ -445,9 +444,9 @@ class LLMCache:
             self._store.enqueue(OWNERS_TABLE, rows)
 
     # -- embeddings ------------------------------------------------------------------------------
-    async def get_embeddings(self, keys: Sequence[str]) -> dict[str, array]:
+    async def get_embeddings(self, keys: Sequence[str]) -> dict[str, Vector]:
         """float32 vectors by key, for the keys that are cached."""
-        found: dict[str, array] = {}
+        found: dict[str, Vector] = {}
         remaining = []
         for key in dict.fromkeys(keys):
             row = self._store.unflushed(EMBEDDING_TABLE, key)
@@ -462,7 +461,7 @@ class LLMCache:
         return found
 
     def put_embeddings(self, model: str, vectors: Mapping[str, Sequence[float]]) -> None:
-        """Queue ``vectors`` (float32 arrays of either kind, or lists of numbers) for writing."""
+        """Queue ``vectors`` (float32 buffers of any kind, or lists of numbers) for writing."""
         rows = [_EmbeddingRow(key, model, float32_buffer(vector)) for key, vector in vectors.items()]
         self._added[EMBEDDING_TABLE].update(vectors)
         self._store.enqueue(EMBEDDING_TABLE, rows)

@@ -24,10 +24,10 @@ in microseconds instead of walking thousands of JSON numbers. Servers differ her
   without it, and one that ignores it is noticed by the length of what it returns; either way its
   own dimension is used and the user is told once.
 
-Vectors stay float32 (``array('f')``, see :mod:`graphrag_assets.core.float32`) from the decoded
-body to the caller and the response cache: what they end up as (DuckDB ``FLOAT[n]``, LanceDB
-float32) holds no more precision, and a list of 1,536 Python floats per text costs far more to
-build and to convert again than the array.
+Vectors stay float32 (views of the decoded bytes, see :mod:`graphrag_assets.core.float32`) from
+the decoded body to the caller and the response cache: what they end up as (DuckDB ``FLOAT[n]``,
+LanceDB float32) holds no more precision, and a list of 1,536 Python floats per text costs far
+more to build and to convert again than the bytes.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ from typing import Any
 
 import orjson
 
-from graphrag_assets.core.float32 import from_le_bytes, weighted_unit_mean, zeros
+from graphrag_assets.core.float32 import Vector, from_le_bytes, weighted_unit_mean, zeros
 from graphrag_assets.core.tokens import get_tokenizer
 from graphrag_assets.llm.cache import EMBEDDING_TABLE, embedding_cache_key
 from graphrag_assets.llm.capabilities import UNKNOWN
@@ -61,9 +61,6 @@ _DIMENSIONS = re.compile(r"dimension|matryoshka", re.I)
 _ENCODING_FORMAT = re.compile(r"encoding_format|base64", re.I)
 _REFUSALS = ("bad_request", "unprocessable")
 MAX_ADAPTATIONS = 2  # encoding_format and dimensions: each can be refused once
-
-Vector = array  # of float32 (typecode 'f')
-
 
 @dataclass(frozen=True)
 class EmbeddingBatching:

@@ -15,6 +15,7 @@ import polars as pl
 from dagster import AssetExecutionContext, AssetIn, MaterializeResult, MetadataValue, asset
 
 from graphrag_assets.core.progress import Counter
+from graphrag_assets.core.tokens import release_tokenizers
 from graphrag_assets.pipeline.resources import GraphRAGProject
 from graphrag_assets.project.fingerprints import corpus_fingerprint
 from graphrag_assets.project.lancedb_tables import build_text_unit_table, lancedb_wanted
@@ -38,6 +39,9 @@ def corpus_manifest(
     context: AssetExecutionContext, project: GraphRAGProject, source_files: pl.DataFrame, extraction_status: pl.DataFrame
 ) -> MaterializeResult:
     settings = project.settings
+    # No step after this one counts tokens: the tokenizer's 22 MB go before the run's end
+    # checkpoints the database, the highest point of an index's memory otherwise.
+    release_tokenizers()
     progress = Counter("publish the build", 1, context.log).start()
     manifest = build_manifest(source_files, extraction_status).with_columns(
         pl.lit(corpus_fingerprint(settings), dtype=pl.String).alias("settings_fingerprint")
