@@ -11,7 +11,7 @@ time (``time.process_time``) and wall time, with the response body's size:
 2. ``client.embeddings.with_raw_response.create`` (float) + ``json.loads``;
 3. the same with ``orjson.loads`` — what :mod:`graphrag_assets.llm.embeddings` did until base64;
 4. ``encoding_format: base64`` + ``orjson.loads`` + :func:`~graphrag_assets.llm.embeddings.decode_vector`
-   (numpy float32) — what the embedder does now.
+   (a float32 view of the decoded bytes, no numpy) — what the embedder does now.
 
 The ratios (÷ parsed) are the figures to compare across runs; the load average is printed with
 them. Writes bench/results/embedding_parse.json.
@@ -36,7 +36,7 @@ RESULTS = REPO_ROOT / "bench" / "results"
 
 
 READERS = (("parsed", "openai parsed model"), ("json", "raw body + json"), ("orjson", "raw body + orjson"),
-           ("base64", "base64 + orjson + numpy"))
+           ("base64", "base64 + orjson + float32 view"))
 
 
 def run(base_url: str, requests: int, batch: int, reader: str) -> tuple[float, float, int, int]:
