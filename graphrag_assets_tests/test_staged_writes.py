@@ -10,6 +10,7 @@ import pytest
 
 from graphrag_assets.storage import corpus
 from graphrag_assets.storage.corpus import read_staged, write_staged
+from graphrag_assets.storage.database import FrameStream
 from graphrag_assets.storage.tables import read_table
 
 FRAME = pl.DataFrame(
@@ -28,6 +29,28 @@ def test_chunked_write_reads_back_equal(tmp_path: Path, monkeypatch: pytest.Monk
     write_staged(path, "relationships", FRAME.head(2))  # replaced by the next write
     write_staged(path, "relationships", FRAME)
     assert read_staged(path, "relationships").equals(FRAME)
+
+
+def test_vectors_go_in_chunks_of_about_a_megabyte_and_read_back_equal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rows of 2 KB (512 float32) go about 512 to a statement; narrow rows keep STAGE_CHUNK_ROWS."""
+    chunks: list[int] = []
+
+    class Counted(FrameStream):
+        def __init__(self, frame: pl.DataFrame) -> None:
+            chunks.append(frame.height)
+            super().__init__(frame)
+
+    monkeypatch.setattr(corpus, "FrameStream", Counted)
+    vectors = pl.DataFrame({"id": [f"e{i}" for i in range(1100)]}).with_columns(
+        pl.Series("vector", [[i / 7, -i / 3] * 256 for i in range(1100)], dtype=pl.Array(pl.Float32, 512))
+    )
+    path = tmp_path / "index.duckdb"
+    write_staged(path, "entity_embeddings", vectors)
+    assert read_staged(path, "entity_embeddings").equals(vectors)
+    assert len(chunks) == 3 and sum(chunks) == 1100 and max(chunks) * 2048 <= 1 << 20
+    chunks.clear()
+    write_staged(path, "relationships", FRAME)
+    assert chunks == [FRAME.height]
 
 
 def test_empty_frame_makes_an_empty_table_with_its_columns(tmp_path: Path) -> None:
