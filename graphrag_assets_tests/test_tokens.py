@@ -37,3 +37,20 @@ def test_released_encodings_are_gone_until_asked_for_again() -> None:
     again = get_tokenizer("cl100k_base")
     assert again is not first and again.encode_ordinary(TEXT) == TOKENS
     assert pickle.loads(pickle.dumps(again)).encode_ordinary(TEXT) == TOKENS
+
+
+def test_an_index_lets_the_tokenizer_go_when_it_publishes(graphrag_server, tmp_path) -> None:
+    """The publish step releases the tokenizer before the run's closing checkpoint, and nothing after
+    it loads the tokenizer again (a reload would take 35 MB at the index's highest point)."""
+    import tiktoken.registry
+
+    from graphrag_assets.core.settings import load_settings
+    from graphrag_assets.core.tokens import OFFLINE_FALLBACK
+    from graphrag_assets.pipeline.indexing import index_project
+    from graphrag_assets_tests.conftest import make_llm_project
+
+    root = make_llm_project(tmp_path / "project", graphrag_server.base_url)
+    get_tokenizer("cl100k_base")  # held before, as by an earlier run in this process
+    report = index_project(load_settings(root, environ={}))
+    assert report.success and report.graph["entities"] > 0
+    assert get_tokenizer.cache_info().currsize == 0 and OFFLINE_FALLBACK not in tiktoken.registry.ENCODINGS
