@@ -89,13 +89,14 @@ class ChatModel(Protocol):
         ...
 
 
-Vector: TypeAlias = "array[float] | np.ndarray | list[float]"
+Vector: TypeAlias = "memoryview | array[float] | np.ndarray | list[float]"
 
 
 class EmbeddingModel(Protocol):
-    """An async text-embedding model returning one vector per input text, in order: a float32
-    array (``array('f')`` from an endpoint, numpy from the local embedder) or a list of floats;
-    ``np.asarray`` and :func:`graphrag_assets.core.float32.as_float32` take any of them."""
+    """An async text-embedding model returning one vector per input text, in order, as float32:
+    from an endpoint a view of the response's bytes (an ``array('f')`` when the server sent
+    numbers), from the local embedder a numpy array; a list of floats is accepted too.
+    ``np.asarray`` and :func:`graphrag_assets.core.float32.to_le_bytes` take any of them."""
 
     model: str
 
