@@ -8,9 +8,8 @@ return freed pages at once must happen before polars is first imported, hence he
 ``setdefault`` leaves a user's own ``_RJEM_MALLOC_CONF`` alone.
 
 DuckDB has a jemalloc of its own too, read from ``DUCKDB_JE_MALLOC_CONF``, which keeps freed
-pages for a second: a write of 573 embedding vectors (3.5 MB) left the process 15 MB larger until
-the file was closed, 6 MB with immediate purging (its peak 18 MB instead of 12), and an index of
-*A Christmas Carol* holds the 9 MB it wrote its last tables with while it checkpoints them.
+pages for a while: a write of 573 embedding vectors (3.5 MB) left the process 15 MB larger until
+the file was closed, 6 MB with immediate purging (and peaked 12 MB above its start instead of 18).
 """
 
 import os

@@ -51,8 +51,8 @@ def staged_table_exists(conn, table: str) -> bool:
 
 STAGE_CHUNK_ROWS = 250_000
 STAGE_MEMORY_LIMIT = "512MB"
-WIDE_ROW_BYTES = 1024  # rows this wide or wider (embedding vectors) go in chunks of about:
-WIDE_CHUNK_BYTES = 1 << 20
+WIDE_ROW_BYTES = 1024  # frames whose rows are this wide or wider (embedding vectors) ...
+WIDE_CHUNK_BYTES = 1 << 20  # ... are staged in chunks of about this size (see write_staged)
 
 
 def write_staged(path: str | Path, table: str, frame: pl.DataFrame) -> None:
