@@ -20,14 +20,20 @@ run: $(STAMP)
 	$(BIN)/graphrag-assets status --root .
 	$(BIN)/graphrag-assets query "Who is Søren Holm, and what did he do during Storm Odile?" --method local --root .
 
-## Check the layer contracts (import-linter, see pyproject.toml), then run the test suite.
+LINTED := graphrag_assets graphrag_assets_tests bench
+
+## Check the layer contracts (import-linter, see pyproject.toml), lint and format (ruff), then run the test suite.
 test: $(STAMP)
 	$(BIN)/lint-imports --no-logo
+	$(BIN)/ruff check --quiet $(LINTED)
+	$(BIN)/ruff format --check --quiet $(LINTED)
 	$(BIN)/python -m pytest -q
 
-## The inner loop: layer contracts and the unit tests (no end-to-end indexing, browser or servers).
+## The inner loop: layer contracts, lint, and the unit tests (no end-to-end indexing, browser or servers).
 test-fast: $(STAMP)
 	$(BIN)/lint-imports --no-logo
+	$(BIN)/ruff check --quiet $(LINTED)
+	$(BIN)/ruff format --check --quiet $(LINTED)
 	$(BIN)/python -m pytest -q -m "not slow"
 
 ## Start the Dagster UI on http://127.0.0.1:3000 for this project.

@@ -57,7 +57,11 @@ QUESTIONS = {
 }
 ENTITY = {"sample": "SØREN HOLM", "carol": "EBENEZER SCROOGE"}
 TARGETS_S = {
-    "query --method basic": 0.8, "query --method local": 1.0, "sql": 0.6, "status": 0.6, "index (no change)": 1.5,
+    "query --method basic": 0.8,
+    "query --method local": 1.0,
+    "sql": 0.6,
+    "status": 0.6,
+    "index (no change)": 1.5,
 }
 
 
@@ -93,7 +97,9 @@ def figures(found_runs: list[Any]) -> dict[str, Any]:
     }
 
 
-def time_corpus(corpus: str, root: Path, repeats: int, baseline: Path | None = None) -> dict[str, dict[str, Any]] | None:
+def time_corpus(
+    corpus: str, root: Path, repeats: int, baseline: Path | None = None
+) -> dict[str, dict[str, Any]] | None:
     found = corpus_input(corpus)
     if found is None:
         print(f"skipped {corpus}: its text is not in ../shared", file=sys.stderr)
@@ -122,7 +128,12 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "graphrag-bench")
     parser.add_argument("--corpus", nargs="+", choices=["sample", "carol"], default=["sample", "carol"])
-    parser.add_argument("--baseline", type=Path, default=None, help="folder holding another version's graphrag_assets package, timed in turns")
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        default=None,
+        help="folder holding another version's graphrag_assets package, timed in turns",
+    )
     args = parser.parse_args()
     machine, load_start = machine_info(), load_average()
     results: dict[str, Any] = {}
@@ -136,19 +147,29 @@ def main() -> None:
     for corpus, timed in results.items():
         print(f"\n### {corpus} (median of {args.repeats} cold runs)\n")
         head = ["command", "median s", "best s", "peak RSS MB", "target s (sample)"]
-        rows = [[name, f["median_s"], f["best_s"], f["peak_rss_mb"], TARGETS_S.get(name, "")] for name, f in timed.items()]
+        rows = [
+            [name, f["median_s"], f["best_s"], f["peak_rss_mb"], TARGETS_S.get(name, "")] for name, f in timed.items()
+        ]
         if args.baseline:
             head += ["baseline median / best s", "ratio of medians"]
             for row, f in zip(rows, timed.values()):
                 row += [f"{f['baseline']['median_s']} / {f['baseline']['best_s']}", f["ratio"]]
         print(markdown_table(head, rows))
     if results:
-        path = write_results("cli.json", {
-            "machine": machine, "git": git_state(), "command": invocation(), "repeats": args.repeats,
-            "baseline": str(args.baseline) if args.baseline else None,
-            "load_average_start": load_start, "load_average_end": load_end, "results": results,
-            "targets_s": TARGETS_S,
-        })
+        path = write_results(
+            "cli.json",
+            {
+                "machine": machine,
+                "git": git_state(),
+                "command": invocation(),
+                "repeats": args.repeats,
+                "baseline": str(args.baseline) if args.baseline else None,
+                "load_average_start": load_start,
+                "load_average_end": load_end,
+                "results": results,
+                "targets_s": TARGETS_S,
+            },
+        )
         print(f"\nwritten to {path.relative_to(REPO_ROOT)}")
 
 

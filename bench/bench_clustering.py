@@ -77,8 +77,9 @@ def planted_partition(
         u, v = np.concatenate([u_in, u_out]), np.concatenate([v_in, v_out])
         weight = np.concatenate([rng.integers(3, 11, n_inside), rng.integers(1, 6, batch - n_inside)])
         batches.append(
-            pl.DataFrame({"u": np.minimum(u, v), "v": np.maximum(u, v), "weight": weight.astype(float)})
-            .filter(pl.col("u") != pl.col("v"))
+            pl.DataFrame({"u": np.minimum(u, v), "v": np.maximum(u, v), "weight": weight.astype(float)}).filter(
+                pl.col("u") != pl.col("v")
+            )
         )
         pairs = pl.concat(batches).unique(["u", "v"], keep="first", maintain_order=True)
         distinct = pairs.height
@@ -118,7 +119,9 @@ def timed(fn, *args, **kwargs):
 def bench_graph(name: str, edges: pl.DataFrame, backend: str) -> dict:
     assignments, seconds = timed(hierarchical_leiden, edges, LeidenOptions(backend=backend))
     entities, relationships = as_tables(edges, n_text_units=max(1, edges.height // 50))
-    table, build_seconds = timed(build_communities, entities, relationships, period="bench", options=LeidenOptions(backend=backend))
+    table, build_seconds = timed(
+        build_communities, entities, relationships, period="bench", options=LeidenOptions(backend=backend)
+    )
     per_level = table.group_by("level").agg(pl.len().alias("n")).sort("level")["n"].to_list()
     return {
         "graph": name,
@@ -140,7 +143,9 @@ def bench_iterations(name: str, edges: pl.DataFrame, backend: str, *, slow: bool
             print(f"  skipping leidenalg until-stable on {name}: it takes many minutes (pass --slow)")
             continue
         flat, flat_s = timed(
-            hierarchical_leiden, edges, LeidenOptions(backend=backend, n_iterations=n_iterations, max_cluster_size=10**9)
+            hierarchical_leiden,
+            edges,
+            LeidenOptions(backend=backend, n_iterations=n_iterations, max_cluster_size=10**9),
         )
         full, full_s = timed(hierarchical_leiden, edges, LeidenOptions(backend=backend, n_iterations=n_iterations))
         rows.append(
@@ -166,9 +171,7 @@ def print_table(rows: list[dict], columns: list[str]) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--graphs", nargs="+", default=list(GRAPHS), choices=list(GRAPHS))
     parser.add_argument(
         "--skip-leidenalg-large", action="store_true", help="do not run leidenalg on the 100k-node graph"

@@ -74,8 +74,10 @@ def fill(db: Path, layout: str, rows: int, dim: int) -> None:
     else:
         with duckdb.connect(str(db)) as conn:
             conn.execute(f"create table {EMBEDDING_TABLE} (key VARCHAR PRIMARY KEY, model VARCHAR, vector FLOAT[])")
-            conn.execute(f"insert into {EMBEDDING_TABLE} select unnest($1::VARCHAR[]), 'bench', unnest($2::FLOAT[][])",
-                         [keys, vectors.tolist()])
+            conn.execute(
+                f"insert into {EMBEDDING_TABLE} select unnest($1::VARCHAR[]), 'bench', unnest($2::FLOAT[][])",
+                [keys, vectors.tolist()],
+            )
 
 
 def measured(work: Callable[[], object]) -> dict[str, float]:
@@ -128,10 +130,15 @@ def write_new(db: Path, rows: int, dim: int, statement: str) -> dict[str, float]
             cache.put_embeddings("bench", dict(zip(keys, vectors)))
             cache.close()
     else:
+
         def work() -> None:
             with connect(db) as conn:
-                conn.execute(f"insert or replace into {EMBEDDING_TABLE} select unnest($1::VARCHAR[]), 'bench', "
-                             "unnest($2::BLOB[])", [keys, [v.tobytes() for v in vectors]])
+                conn.execute(
+                    f"insert or replace into {EMBEDDING_TABLE} select unnest($1::VARCHAR[]), 'bench', "
+                    "unnest($2::BLOB[])",
+                    [keys, [v.tobytes() for v in vectors]],
+                )
+
     return measured(work)
 
 
@@ -144,8 +151,11 @@ def main() -> None:
     args = parser.parse_args()
     if args.child:
         variant, db = args.child[0], Path(args.child[1])
-        figures = (read_all(db, args.rows) if variant.startswith("read_")
-                   else write_new(db, args.rows, args.dim, variant.removeprefix("write_")))
+        figures = (
+            read_all(db, args.rows)
+            if variant.startswith("read_")
+            else write_new(db, args.rows, args.dim, variant.removeprefix("write_"))
+        )
         print(json.dumps(figures))
         return
     load_start = [round(x, 2) for x in os.getloadavg()]
@@ -161,22 +171,55 @@ def main() -> None:
                 else:  # a fresh cache holding a third as many vectors for every write
                     db = Path(tmp) / f"{variant}-{turn}.duckdb"
                     fill(db, "bytes", max(1, args.rows // 3), args.dim)
-                out = subprocess.run([sys.executable, __file__, "--child", variant, str(db), "--rows", str(args.rows),
-                                      "--dim", str(args.dim)], capture_output=True, text=True, check=True)
+                out = subprocess.run(
+                    [
+                        sys.executable,
+                        __file__,
+                        "--child",
+                        variant,
+                        str(db),
+                        "--rows",
+                        str(args.rows),
+                        "--dim",
+                        str(args.dim),
+                    ],
+                    capture_output=True,
+                    text=True,
+                    check=True,
+                )
                 runs[variant].append(json.loads(out.stdout))
     load_end = [round(x, 2) for x in os.getloadavg()]
-    summary = {variant: {k: round(statistics.median(r[k] for r in runs[variant]), 4) for k in ("seconds", "peak_growth_mb")}
-               for variant in runs}
-    print(f"{args.rows} vectors of {args.dim} dimensions, median of {args.repeat} "
-          f"(load average {load_start} -> {load_end})")
+    summary = {
+        variant: {k: round(statistics.median(r[k] for r in runs[variant]), 4) for k in ("seconds", "peak_growth_mb")}
+        for variant in runs
+    }
+    print(
+        f"{args.rows} vectors of {args.dim} dimensions, median of {args.repeat} "
+        f"(load average {load_start} -> {load_end})"
+    )
     for variant, label in VARIANTS:
-        print(f"  {label:36s} {summary[variant]['seconds'] * 1000:8.1f} ms   +{summary[variant]['peak_growth_mb']:.1f} MB")
+        print(
+            f"  {label:36s} {summary[variant]['seconds'] * 1000:8.1f} ms   +{summary[variant]['peak_growth_mb']:.1f} MB"
+        )
     for today, before in (("read_bytes", "read_lists"), ("write_delete_insert", "write_insert_or_replace")):
-        print(f"  {today.split('_')[0]}, time today / before: {summary[today]['seconds'] / summary[before]['seconds']:.2f}")
+        print(
+            f"  {today.split('_')[0]}, time today / before: {summary[today]['seconds'] / summary[before]['seconds']:.2f}"
+        )
     RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "embedding_cache.json").write_text(json.dumps(
-        {"rows": args.rows, "dim": args.dim, "repeat": args.repeat, "median": summary, "runs": runs,
-         "load_average": {"start": load_start, "end": load_end}}, indent=1) + "\n")
+    (RESULTS / "embedding_cache.json").write_text(
+        json.dumps(
+            {
+                "rows": args.rows,
+                "dim": args.dim,
+                "repeat": args.repeat,
+                "median": summary,
+                "runs": runs,
+                "load_average": {"start": load_start, "end": load_end},
+            },
+            indent=1,
+        )
+        + "\n"
+    )
 
 
 if __name__ == "__main__":

@@ -35,8 +35,12 @@ from graphrag_assets_tests.openai_fixtures import ScriptedOpenAIServer  # noqa: 
 RESULTS = REPO_ROOT / "bench" / "results"
 
 
-READERS = (("parsed", "openai parsed model"), ("json", "raw body + json"), ("orjson", "raw body + orjson"),
-           ("base64", "base64 + orjson + float32 view"))
+READERS = (
+    ("parsed", "openai parsed model"),
+    ("json", "raw body + json"),
+    ("orjson", "raw body + orjson"),
+    ("base64", "base64 + orjson + float32 view"),
+)
 
 
 def run(base_url: str, requests: int, batch: int, reader: str) -> tuple[float, float, int, int]:
@@ -57,7 +61,9 @@ def run(base_url: str, requests: int, batch: int, reader: str) -> tuple[float, f
         async with openai.AsyncOpenAI(base_url=base_url, api_key="x", max_retries=0) as client:
             for inputs in texts:  # one at a time: CPU per request, no overlap with the server
                 if loads is not None:
-                    raw = await client.embeddings.with_raw_response.create(model="m", input=inputs, encoding_format=encoding_format)
+                    raw = await client.embeddings.with_raw_response.create(
+                        model="m", input=inputs, encoding_format=encoding_format
+                    )
                     size = len(raw.content)
                     body = loads(raw.content)
                     if reader == "base64":
@@ -90,18 +96,30 @@ def main() -> None:
     load_end = [round(x, 2) for x in os.getloadavg()]
     parsed = measured["parsed"]
     result = {
-        "requests": args.requests, "batch": args.batch, "dim": args.dim,
-        **{reader: {"cpu_s": round(cpu, 3), "wall_s": round(wall, 3), "cpu_ms_per_1000_numbers": round(1e6 * cpu / numbers, 3),
-                    "cpu_ratio_over_parsed": round(cpu / parsed[0], 3), "body_bytes": size}
-           for reader, (cpu, wall, numbers, size) in measured.items()},
-        "load_start": load_start, "load_end": load_end,
+        "requests": args.requests,
+        "batch": args.batch,
+        "dim": args.dim,
+        **{
+            reader: {
+                "cpu_s": round(cpu, 3),
+                "wall_s": round(wall, 3),
+                "cpu_ms_per_1000_numbers": round(1e6 * cpu / numbers, 3),
+                "cpu_ratio_over_parsed": round(cpu / parsed[0], 3),
+                "body_bytes": size,
+            }
+            for reader, (cpu, wall, numbers, size) in measured.items()
+        },
+        "load_start": load_start,
+        "load_end": load_end,
     }
     print(f"{args.requests} requests of {args.batch} x {args.dim} floats; load {load_start} -> {load_end}")
     for reader, label in READERS:
         r = result[reader]
         body = f"body {r['body_bytes'] / 1024:.0f} KiB" if r["body_bytes"] else "body n/a"
-        print(f"  {label:24s} CPU {r['cpu_s']:6.2f} s  wall {r['wall_s']:6.2f} s  {body:14s} "
-              f"({r['cpu_ms_per_1000_numbers']:.3f} ms CPU per 1,000 numbers; {r['cpu_ratio_over_parsed']:.3f} of parsed)")
+        print(
+            f"  {label:24s} CPU {r['cpu_s']:6.2f} s  wall {r['wall_s']:6.2f} s  {body:14s} "
+            f"({r['cpu_ms_per_1000_numbers']:.3f} ms CPU per 1,000 numbers; {r['cpu_ratio_over_parsed']:.3f} of parsed)"
+        )
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "embedding_parse.json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
 

@@ -58,8 +58,16 @@ from common import (  # noqa: E402
 
 CACHE_TABLES = ("llm_cache", "embedding_cache")
 MS_GRAPHRAG = {"cpu_s": 65.0, "peak_rss_mb": 600.0}  # the issue's figures for MS GraphRAG 3.x, instant server
-STEP_ORDER = ["ingest", "extract", "text_unit_embeddings", "graph", "communities", "community_reports",
-              "entity_embeddings", "community_report_embeddings"]
+STEP_ORDER = [
+    "ingest",
+    "extract",
+    "text_unit_embeddings",
+    "graph",
+    "communities",
+    "community_reports",
+    "entity_embeddings",
+    "community_report_embeddings",
+]
 
 
 def christmas_carol() -> Path | None:
@@ -85,7 +93,12 @@ def keep_only_caches(database: Path) -> list[str]:
     import duckdb
 
     with duckdb.connect(str(database)) as conn:
-        tables = [row[0] for row in conn.sql("select table_name from information_schema.tables where table_type = 'BASE TABLE'").fetchall()]
+        tables = [
+            row[0]
+            for row in conn.sql(
+                "select table_name from information_schema.tables where table_type = 'BASE TABLE'"
+            ).fetchall()
+        ]
         dropped = sorted(t for t in tables if t not in CACHE_TABLES)
         for table in dropped:
             conn.execute(f'drop table "{table}"')
@@ -93,14 +106,18 @@ def keep_only_caches(database: Path) -> list[str]:
     return dropped
 
 
-def ideal_by_stage(run: dict[str, Any], levels: dict[int, int], concurrency: int, latency_s: float) -> dict[str, dict[str, Any]]:
+def ideal_by_stage(
+    run: dict[str, Any], levels: dict[int, int], concurrency: int, latency_s: float
+) -> dict[str, dict[str, Any]]:
     """Per step: calls and the ideal time of those calls; community reports level by level."""
     calls = {row["step"]: row["calls"] for row in run["usage_by_step"]}
     stages: dict[str, dict[str, Any]] = {}
     for step in STEP_ORDER:
         n = calls.get(step, 0)
         if step == "community_reports":
-            ideal = sum(ideal_seconds(count, concurrency, latency_s) for _, count in sorted(levels.items(), reverse=True))
+            ideal = sum(
+                ideal_seconds(count, concurrency, latency_s) for _, count in sorted(levels.items(), reverse=True)
+            )
             note = " + ".join(f"L{lvl}:{count}" for lvl, count in sorted(levels.items(), reverse=True))
             if sum(levels.values()) != n:
                 note += f" (communities {sum(levels.values())} != report calls {n})"
@@ -112,7 +129,10 @@ def ideal_by_stage(run: dict[str, Any], levels: dict[int, int], concurrency: int
 
 
 def usage_rows(usage: dict[str, dict[str, int]]) -> list[list[Any]]:
-    rows = [[purpose, u["calls"], u["cached"], u["prompt_tokens"], u["completion_tokens"]] for purpose, u in sorted(usage.items())]
+    rows = [
+        [purpose, u["calls"], u["cached"], u["prompt_tokens"], u["completion_tokens"]]
+        for purpose, u in sorted(usage.items())
+    ]
     t = usage_totals(usage)
     rows.append(["**total**", t["calls"], t["cached"], t["prompt_tokens"], t["completion_tokens"]])
     return rows
@@ -122,15 +142,24 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--latency-ms", type=float, default=500.0)
     parser.add_argument("--concurrency", type=int, default=25)
-    parser.add_argument("--repeat", type=int, default=3, help="fresh-project runs A and B are measured this many times (medians reported)")
-    parser.add_argument("--workdir", type=Path, default=None, help="where the projects go (default: a new temporary folder)")
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=3,
+        help="fresh-project runs A and B are measured this many times (medians reported)",
+    )
+    parser.add_argument(
+        "--workdir", type=Path, default=None, help="where the projects go (default: a new temporary folder)"
+    )
     parser.add_argument("--keep", action="store_true", help="keep the projects after the run")
     args = parser.parse_args()
 
     book = christmas_carol()
     if book is None:
-        print("SKIPPED: A Christmas Carol (../shared/data/nano-graphrag/tests/mock_data.txt) is not available; "
-              "set GRAPHRAG_SHARED_DATA to the shared data folder to run this benchmark.")
+        print(
+            "SKIPPED: A Christmas Carol (../shared/data/nano-graphrag/tests/mock_data.txt) is not available; "
+            "set GRAPHRAG_SHARED_DATA to the shared data folder to run this benchmark."
+        )
         return 0
 
     machine = machine_info()
@@ -139,9 +168,16 @@ def main() -> int:
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="bench_extraction_"))
     workdir.mkdir(parents=True, exist_ok=True)
     latency_s = args.latency_ms / 1000
-    results: dict[str, Any] = {"benchmark": "extraction", "command": invocation(), "machine": machine,
-                               "code": git_state(), "book": str(book), "book_bytes": book.stat().st_size, "concurrency": args.concurrency,
-                               "latency_ms": args.latency_ms}
+    results: dict[str, Any] = {
+        "benchmark": "extraction",
+        "command": invocation(),
+        "machine": machine,
+        "code": git_state(),
+        "book": str(book),
+        "book_bytes": book.stat().st_size,
+        "concurrency": args.concurrency,
+        "latency_ms": args.latency_ms,
+    }
     server = StandInServer(workdir, latency_ms=0)
     try:
         env = product_env(server)
@@ -216,63 +252,182 @@ def main() -> int:
 def render(r: dict[str, Any], load_start: list[float], load_end: list[float]) -> str:
     a, b, c, d, e = r["a_instant"], r["b_latency"], r["c_warm_cache"], r["d_noop"], r["e_full_same_project"]
     lat = r["latency_ms"]
-    out = [header_block("bench_extraction: A Christmas Carol, whole standard pipeline", r["command"], load_start, load_end, r["machine"])]
+    out = [
+        header_block(
+            "bench_extraction: A Christmas Carol, whole standard pipeline",
+            r["command"],
+            load_start,
+            load_end,
+            r["machine"],
+        )
+    ]
     code = r["code"]
-    out.append(f"code: commit {code['commit'][:12]}" + (f" with uncommitted changes to {', '.join(code['modified_tracked_files'])}" if code["modified_tracked_files"] else ""))
-    out.append(f"\nbook: {Path(r['book']).name} ({r['book_bytes'] / 1000:.0f} KB), {a['tables']['text_units']['rows']} text units; "
-               f"llm.concurrency {r['concurrency']}; measured command per run: `{a['command']}` (run as its own process tree)\n")
+    out.append(
+        f"code: commit {code['commit'][:12]}"
+        + (
+            f" with uncommitted changes to {', '.join(code['modified_tracked_files'])}"
+            if code["modified_tracked_files"]
+            else ""
+        )
+    )
+    out.append(
+        f"\nbook: {Path(r['book']).name} ({r['book_bytes'] / 1000:.0f} KB), {a['tables']['text_units']['rows']} text units; "
+        f"llm.concurrency {r['concurrency']}; measured command per run: `{a['command']}` (run as its own process tree)\n"
+    )
     rows = []
-    for label, run, latency in (("A fresh project", a, 0), ("B fresh project", b, lat), ("C warm cache only (new project)", c, 0),
-                                ("D same project, nothing changed", d, 0), ("E same project, --full", e, 0)):
+    for label, run, latency in (
+        ("A fresh project", a, 0),
+        ("B fresh project", b, lat),
+        ("C warm cache only (new project)", c, 0),
+        ("D same project, nothing changed", d, 0),
+        ("E same project, --full", e, 0),
+    ):
         t = usage_totals(run["usage"])
-        rows.append([label, f"{latency:.0f}", len(run.get("repeats", {}).get("wall_s", [1])), spread(run, "wall_s"), spread(run, "cpu_s"),
-                     spread(run, "peak_rss_mb"), run["server"]["chat"],
-                     run["server"]["embeddings"], t["cached"], t["prompt_tokens"], t["completion_tokens"], run["server"]["cpu_s"]])
-    out.append(markdown_table(["run", "stand-in latency ms", "times run", "wall s, median (range)", "CPU s (user+sys)", "peak RSS MB", "chat calls",
-                               "embedding calls", "answered from cache", "prompt+embedding tokens", "completion tokens",
-                               "stand-in CPU s"], rows))
+        rows.append(
+            [
+                label,
+                f"{latency:.0f}",
+                len(run.get("repeats", {}).get("wall_s", [1])),
+                spread(run, "wall_s"),
+                spread(run, "cpu_s"),
+                spread(run, "peak_rss_mb"),
+                run["server"]["chat"],
+                run["server"]["embeddings"],
+                t["cached"],
+                t["prompt_tokens"],
+                t["completion_tokens"],
+                run["server"]["cpu_s"],
+            ]
+        )
+    out.append(
+        markdown_table(
+            [
+                "run",
+                "stand-in latency ms",
+                "times run",
+                "wall s, median (range)",
+                "CPU s (user+sys)",
+                "peak RSS MB",
+                "chat calls",
+                "embedding calls",
+                "answered from cache",
+                "prompt+embedding tokens",
+                "completion tokens",
+                "stand-in CPU s",
+            ],
+            rows,
+        )
+    )
     v = r["vs_ms_graphrag"]
-    out.append(f"\nA vs MS GraphRAG 3.x (issue figures, {v['ms_figures']['cpu_s']:.0f} s CPU, {v['ms_figures']['peak_rss_mb']:.0f} MB): "
-               f"CPU {v['cpu_fraction']:.0%}, peak RSS {v['rss_fraction']:.0%}.")
-    out.append(f"C: dropped {len(c['dropped_tables'])} tables, kept {', '.join(CACHE_TABLES)}; stand-in saw {c['server']['chat']} chat and "
-               f"{c['server']['embeddings']} embedding calls; output tables identical to A: {c['tables_equal_a']}. "
-               f"B output tables identical to A: {b['tables_equal_a']}; same number of calls in every A and B run: "
-               f"{b['calls_identical_across_repeats']}.")
+    out.append(
+        f"\nA vs MS GraphRAG 3.x (issue figures, {v['ms_figures']['cpu_s']:.0f} s CPU, {v['ms_figures']['peak_rss_mb']:.0f} MB): "
+        f"CPU {v['cpu_fraction']:.0%}, peak RSS {v['rss_fraction']:.0%}."
+    )
+    out.append(
+        f"C: dropped {len(c['dropped_tables'])} tables, kept {', '.join(CACHE_TABLES)}; stand-in saw {c['server']['chat']} chat and "
+        f"{c['server']['embeddings']} embedding calls; output tables identical to A: {c['tables_equal_a']}. "
+        f"B output tables identical to A: {b['tables_equal_a']}; same number of calls in every A and B run: "
+        f"{b['calls_identical_across_repeats']}."
+    )
 
     out.append("\n### Calls and tokens by purpose (A, fresh project)\n")
-    out.append(markdown_table(["purpose", "calls", "cached", "prompt+embedding tokens", "completion tokens"], usage_rows(a["usage"])))
+    out.append(
+        markdown_table(
+            ["purpose", "calls", "cached", "prompt+embedding tokens", "completion tokens"], usage_rows(a["usage"])
+        )
+    )
 
-    out.append(f"\n### Dagster steps: wall seconds, calls, and the ideal at {lat:.0f} ms x concurrency {r['concurrency']}\n")
+    out.append(
+        f"\n### Dagster steps: wall seconds, calls, and the ideal at {lat:.0f} ms x concurrency {r['concurrency']}\n"
+    )
     rows = []
     for step in STEP_ORDER:
         stage = b["stages"][step]
         span_b = b.get("calls_by_step", {}).get(step, {}).get("model_span_s", "")
-        rows.append([step, a["step_seconds"].get(step, ""), b["step_seconds"].get(step, ""), stage["calls"], stage["ideal_s"], span_b, stage["levels"]])
-    rows.append(["**sum of steps**", round(sum(a["step_seconds"].values()), 2), round(sum(b["step_seconds"].values()), 2),
-                 sum(s["calls"] for s in b["stages"].values()), b["ideal_staged_s"], "", ""])
+        rows.append(
+            [
+                step,
+                a["step_seconds"].get(step, ""),
+                b["step_seconds"].get(step, ""),
+                stage["calls"],
+                stage["ideal_s"],
+                span_b,
+                stage["levels"],
+            ]
+        )
+    rows.append(
+        [
+            "**sum of steps**",
+            round(sum(a["step_seconds"].values()), 2),
+            round(sum(b["step_seconds"].values()), 2),
+            sum(s["calls"] for s in b["stages"].values()),
+            b["ideal_staged_s"],
+            "",
+            "",
+        ]
+    )
     rows.append(["**whole command**", a["wall_s"], b["wall_s"], "", "", "", ""])
-    out.append(markdown_table(["step", "A wall s (0 ms)", f"B wall s ({lat:.0f} ms)", "calls", "ideal s", "B first call to last answer s", "report calls per level"], rows))
+    out.append(
+        markdown_table(
+            [
+                "step",
+                "A wall s (0 ms)",
+                f"B wall s ({lat:.0f} ms)",
+                "calls",
+                "ideal s",
+                "B first call to last answer s",
+                "report calls per level",
+            ],
+            rows,
+        )
+    )
 
     out.append("\n### Where the wall time went (the median run of A and of B; C, D for comparison)\n")
-    parts = [("before the first Dagster run (start, imports, change detection)", "before_first_run_s"),
-             ("inside runs, outside steps (Dagster run bookkeeping)", "run_bookkeeping_s"),
-             ("inside steps", "steps_s"), ("between and after runs (usage report, exit)", "between_and_after_runs_s"),
-             ("events written to the Dagster event log (count)", "dagster_events")]
-    out.append(markdown_table(["part", "A s", "B s", "C s", "D s"],
-                              [[label, a["wall_breakdown"][k], b["wall_breakdown"][k], c["wall_breakdown"][k], d["wall_breakdown"][k]] for label, k in parts]))
+    parts = [
+        ("before the first Dagster run (start, imports, change detection)", "before_first_run_s"),
+        ("inside runs, outside steps (Dagster run bookkeeping)", "run_bookkeeping_s"),
+        ("inside steps", "steps_s"),
+        ("between and after runs (usage report, exit)", "between_and_after_runs_s"),
+        ("events written to the Dagster event log (count)", "dagster_events"),
+    ]
+    out.append(
+        markdown_table(
+            ["part", "A s", "B s", "C s", "D s"],
+            [
+                [label, a["wall_breakdown"][k], b["wall_breakdown"][k], c["wall_breakdown"][k], d["wall_breakdown"][k]]
+                for label, k in parts
+            ],
+        )
+    )
 
     out.append(f"\n### Latency {lat:.0f} ms, concurrency {r['concurrency']}: wall time vs ideal\n")
-    out.append(markdown_table(
-        ["figure", "seconds", "wall / figure"],
-        [
-            [f"calls x {lat / 1000:g} s / {r['concurrency']} ({b['server']['chat'] + b['server']['embeddings']} calls, chat + embeddings)", b["ideal_flat_s"], b["ratio_flat"]],
-            ["ideal respecting stages (sum over steps of ceil(calls/c) x latency, reports per level)", b["ideal_staged_s"], b["ratio_staged"]],
-            ["B wall", b["wall_s"], 1.0],
-            ["B wall - A wall (time added by the latency)", round(b["wall_s"] - a["wall_s"], 2), f"{b['ratio_added_wall_vs_staged']} of staged ideal"],
-        ],
-    ))
-    out.append(f"\nmax requests in flight at the stand-in: {b['server']['max_in_flight']} (concurrency {r['concurrency']}). "
-               f"Total benchmark time {r['total_seconds']} s.")
+    out.append(
+        markdown_table(
+            ["figure", "seconds", "wall / figure"],
+            [
+                [
+                    f"calls x {lat / 1000:g} s / {r['concurrency']} ({b['server']['chat'] + b['server']['embeddings']} calls, chat + embeddings)",
+                    b["ideal_flat_s"],
+                    b["ratio_flat"],
+                ],
+                [
+                    "ideal respecting stages (sum over steps of ceil(calls/c) x latency, reports per level)",
+                    b["ideal_staged_s"],
+                    b["ratio_staged"],
+                ],
+                ["B wall", b["wall_s"], 1.0],
+                [
+                    "B wall - A wall (time added by the latency)",
+                    round(b["wall_s"] - a["wall_s"], 2),
+                    f"{b['ratio_added_wall_vs_staged']} of staged ideal",
+                ],
+            ],
+        )
+    )
+    out.append(
+        f"\nmax requests in flight at the stand-in: {b['server']['max_in_flight']} (concurrency {r['concurrency']}). "
+        f"Total benchmark time {r['total_seconds']} s."
+    )
     return "\n".join(out)
 
 

@@ -73,10 +73,10 @@ from common import (  # noqa: E402
     markdown_table,
     median_run,
     product_env,
+    results_name,
     spread,
     table_fingerprints,
     usage_totals,
-    results_name,
     write_results,
 )
 
@@ -131,10 +131,52 @@ FILLER = [
     "The old pier groaned whenever the swell rose.",
 ]
 NEWCOMER = "Ines Calder"
-MINOR_FIRST = ["Agnes", "Bertil", "Cato", "Delphine", "Emrys", "Flora", "Gwilym", "Hanne", "Isolde", "Jasper", "Kit",
-               "Leopold", "Maud", "Niamh", "Orla", "Pascoe", "Quentin", "Rhoswen", "Silas", "Thea", "Ulric", "Verity"]
-MINOR_LAST = ["Abbot", "Blythe", "Carrow", "Dunmore", "Ellery", "Frome", "Garrick", "Harrow", "Ingram", "Jessop",
-              "Kestle", "Lanyon", "Mabey", "Nance", "Orchard", "Polglase", "Quiller", "Rendle", "Sennen", "Treloar"]
+MINOR_FIRST = [
+    "Agnes",
+    "Bertil",
+    "Cato",
+    "Delphine",
+    "Emrys",
+    "Flora",
+    "Gwilym",
+    "Hanne",
+    "Isolde",
+    "Jasper",
+    "Kit",
+    "Leopold",
+    "Maud",
+    "Niamh",
+    "Orla",
+    "Pascoe",
+    "Quentin",
+    "Rhoswen",
+    "Silas",
+    "Thea",
+    "Ulric",
+    "Verity",
+]
+MINOR_LAST = [
+    "Abbot",
+    "Blythe",
+    "Carrow",
+    "Dunmore",
+    "Ellery",
+    "Frome",
+    "Garrick",
+    "Harrow",
+    "Ingram",
+    "Jessop",
+    "Kestle",
+    "Lanyon",
+    "Mabey",
+    "Nance",
+    "Orchard",
+    "Polglase",
+    "Quiller",
+    "Rendle",
+    "Sennen",
+    "Treloar",
+]
 
 
 def minor_people(count: int = 160) -> list[str]:
@@ -176,7 +218,10 @@ def chronicle(index: int, newcomer: str | None = None) -> str:
             # minor characters of this document: a window that overlaps the neighbouring documents'
             m = MINOR_PEOPLE[(3 * (index - 1) + rng.randrange(5)) % len(MINOR_PEOPLE)]
             sentence = rng.choice(MINOR_SENTENCES).format(
-                m=m, p1=_pick(rng, home, "people"), place=_pick(rng, home, "places"), org=_pick(rng, home, "orgs"),
+                m=m,
+                p1=_pick(rng, home, "people"),
+                place=_pick(rng, home, "places"),
+                org=_pick(rng, home, "orgs"),
                 event=rng.choice(EVENTS),
             )
         else:
@@ -218,14 +263,22 @@ def graph_state(root: Path) -> dict[str, Any]:
 
     with duckdb.connect(str(database_path(root)), read_only=True) as conn:
         entities = dict(conn.sql("select title, description from entities").fetchall())
-        relationships = {(s, t): d for s, t, d in conn.sql("select source, target, description from relationships").fetchall()}
+        relationships = {
+            (s, t): d for s, t, d in conn.sql("select source, target, description from relationships").fetchall()
+        }
         communities = {
-            (level, tuple(sorted(ids))) for level, ids in conn.sql("select level, entity_ids from communities").fetchall()
+            (level, tuple(sorted(ids)))
+            for level, ids in conn.sql("select level, entity_ids from communities").fetchall()
         }
         text_units = conn.sql("select count(*) from text_units").fetchall()[0][0]
         extractions = conn.sql("select * from graph_extractions").pl()
-    return {"entities": entities, "relationships": relationships, "communities": communities, "text_units": text_units,
-            "description_sets": description_sets(extractions)}
+    return {
+        "entities": entities,
+        "relationships": relationships,
+        "communities": communities,
+        "text_units": text_units,
+        "description_sets": description_sets(extractions),
+    }
 
 
 def description_sets(extractions) -> dict[Any, tuple[str, ...]]:
@@ -261,7 +314,9 @@ def state_delta(before: dict[str, Any], after: dict[str, Any]) -> dict[str, int]
         "relationships_description_changed": rel_modified,
         "communities_after": len(after["communities"]),
         "summary_items_after": len(after["description_sets"]),
-        "summary_items_new_or_changed": sum(1 for k, v in after["description_sets"].items() if before["description_sets"].get(k) != v),
+        "summary_items_new_or_changed": sum(
+            1 for k, v in after["description_sets"].items() if before["description_sets"].get(k) != v
+        ),
         "communities_before": len(before["communities"]),
         "communities_same_members": len(after["communities"] & before["communities"]),
     }
@@ -314,19 +369,27 @@ def scenario(server: StandInServer, workdir: Path, latency_ms: float, documents:
     return {
         "latency_ms": latency_ms,
         "repeat": repeat,
-        "corpus": {"documents": documents, "bytes_min": min(sizes), "bytes_max": max(sizes), "bytes_total": sum(sizes),
-                   "added_document_bytes": added_bytes},
+        "corpus": {
+            "documents": documents,
+            "bytes_min": min(sizes),
+            "bytes_max": max(sizes),
+            "bytes_total": sum(sizes),
+            "added_document_bytes": added_bytes,
+        },
         "initial": initial,
         "update": update,
         "rebuild": rebuild,
-        "calls_identical_across_repeats": len(set(update["repeats"]["calls"])) == 1 and len(set(rebuild["repeats"]["calls"])) == 1,
+        "calls_identical_across_repeats": len(set(update["repeats"]["calls"])) == 1
+        and len(set(rebuild["repeats"]["calls"])) == 1,
         "update_changed": state_delta(before, after),
         "update_equals_rebuild": not differing,
         "tables_differing": differing,
         "ratios": {
             "chat_calls": ratio(update["server"]["chat"], rebuild["server"]["chat"]),
             "all_calls": ratio(all_update, all_rebuild),
-            "tokens": ratio(tu["prompt_tokens"] + tu["completion_tokens"], tr["prompt_tokens"] + tr["completion_tokens"]),
+            "tokens": ratio(
+                tu["prompt_tokens"] + tu["completion_tokens"], tr["prompt_tokens"] + tr["completion_tokens"]
+            ),
             "wall": ratio(update["wall_s"], rebuild["wall_s"]),
             "cpu": ratio(update["cpu_s"], rebuild["cpu_s"]),
         },
@@ -337,11 +400,26 @@ def scenario(server: StandInServer, workdir: Path, latency_ms: float, documents:
 
 
 def render(r: dict[str, Any], load_start: list[float], load_end: list[float]) -> str:
-    out = [header_block("bench_incremental: 50 documents + 1, update vs. full rebuild", r["command"], load_start, load_end, r["machine"])]
+    out = [
+        header_block(
+            "bench_incremental: 50 documents + 1, update vs. full rebuild",
+            r["command"],
+            load_start,
+            load_end,
+            r["machine"],
+        )
+    ]
     first = r["scenarios"][0]
     corpus = first["corpus"]
     code = r["code"]
-    out.append(f"code: commit {code['commit'][:12]}" + (f" with uncommitted changes to {', '.join(code['modified_tracked_files'])}" if code["modified_tracked_files"] else ""))
+    out.append(
+        f"code: commit {code['commit'][:12]}"
+        + (
+            f" with uncommitted changes to {', '.join(code['modified_tracked_files'])}"
+            if code["modified_tracked_files"]
+            else ""
+        )
+    )
     out.append(
         f"\ncorpus: {corpus['documents']} generated documents of {corpus['bytes_min']}-{corpus['bytes_max']} bytes "
         f"({corpus['bytes_total'] / 1000:.0f} KB), one text unit each; added document {corpus['added_document_bytes']} bytes. "
@@ -352,21 +430,71 @@ def render(r: dict[str, Any], load_start: list[float], load_end: list[float]) ->
         for label in ("initial", "update", "rebuild"):
             run = s[label]
             t = usage_totals(run["usage"])
-            rows.append([f"{s['latency_ms']:g}", label, len(run.get("repeats", {}).get("wall_s", [1])), spread(run, "wall_s"),
-                         spread(run, "cpu_s"), spread(run, "peak_rss_mb"), run["server"]["chat"],
-                         run["server"]["embeddings"], t["cached"], t["prompt_tokens"], t["completion_tokens"]])
-    out.append(markdown_table(["latency ms", "run", "times run", "wall s, median (range)", "CPU s", "peak RSS MB", "chat calls", "embedding calls",
-                               "answered from cache", "prompt+embedding tokens", "completion tokens"], rows))
+            rows.append(
+                [
+                    f"{s['latency_ms']:g}",
+                    label,
+                    len(run.get("repeats", {}).get("wall_s", [1])),
+                    spread(run, "wall_s"),
+                    spread(run, "cpu_s"),
+                    spread(run, "peak_rss_mb"),
+                    run["server"]["chat"],
+                    run["server"]["embeddings"],
+                    t["cached"],
+                    t["prompt_tokens"],
+                    t["completion_tokens"],
+                ]
+            )
+    out.append(
+        markdown_table(
+            [
+                "latency ms",
+                "run",
+                "times run",
+                "wall s, median (range)",
+                "CPU s",
+                "peak RSS MB",
+                "chat calls",
+                "embedding calls",
+                "answered from cache",
+                "prompt+embedding tokens",
+                "completion tokens",
+            ],
+            rows,
+        )
+    )
 
     out.append("\n### Headline: update / rebuild\n")
     rows = []
     for s in r["scenarios"]:
         q = s["ratios"]
-        rows.append([f"{s['latency_ms']:g}", q["chat_calls"], q["all_calls"], q["tokens"], q["wall"], q["cpu"],
-                     "yes" if s["update_equals_rebuild"] else f"NO: {', '.join(s['tables_differing'])}",
-                     "yes" if s["calls_identical_across_repeats"] else "NO"])
-    out.append(markdown_table(["latency ms", "chat calls", "all calls (chat + embedding)", "tokens", "wall time (medians)", "CPU time (medians)",
-                               "update's tables == rebuild's", "same calls in every repeat"], rows))
+        rows.append(
+            [
+                f"{s['latency_ms']:g}",
+                q["chat_calls"],
+                q["all_calls"],
+                q["tokens"],
+                q["wall"],
+                q["cpu"],
+                "yes" if s["update_equals_rebuild"] else f"NO: {', '.join(s['tables_differing'])}",
+                "yes" if s["calls_identical_across_repeats"] else "NO",
+            ]
+        )
+    out.append(
+        markdown_table(
+            [
+                "latency ms",
+                "chat calls",
+                "all calls (chat + embedding)",
+                "tokens",
+                "wall time (medians)",
+                "CPU time (medians)",
+                "update's tables == rebuild's",
+                "same calls in every repeat",
+            ],
+            rows,
+        )
+    )
 
     s = r["scenarios"][-1]
     out.append(f"\n### Where the calls went (latency {s['latency_ms']:g} ms)\n")
@@ -375,8 +503,21 @@ def render(r: dict[str, Any], load_start: list[float], load_end: list[float]) ->
     for purpose in purposes:
         u = s["update"]["usage"].get(purpose, {})
         b = s["rebuild"]["usage"].get(purpose, {})
-        rows.append([purpose, u.get("calls", 0), u.get("cached", 0), b.get("calls", 0), ratio(u.get("calls", 0), b.get("calls", 0))])
-    out.append(markdown_table(["purpose", "update: calls made", "update: answered from cache", "rebuild: calls made", "update / rebuild"], rows))
+        rows.append(
+            [
+                purpose,
+                u.get("calls", 0),
+                u.get("cached", 0),
+                b.get("calls", 0),
+                ratio(u.get("calls", 0), b.get("calls", 0)),
+            ]
+        )
+    out.append(
+        markdown_table(
+            ["purpose", "update: calls made", "update: answered from cache", "rebuild: calls made", "update / rebuild"],
+            rows,
+        )
+    )
     d = s["update_changed"]
     summaries = s["update"]["usage"].get("summarize_descriptions", {}).get("calls", 0)
     out.append(
@@ -399,16 +540,35 @@ def render(r: dict[str, Any], load_start: list[float], load_end: list[float]) ->
         for step in steps:
             cu = s["update"]["calls_by_step"].get(step, {})
             cr = s["rebuild"]["calls_by_step"].get(step, {})
-            rows.append([f"{s['latency_ms']:g}", step, s["update"]["step_seconds"].get(step, ""), cu.get("chat", 0) + cu.get("embeddings", 0),
-                         s["rebuild"]["step_seconds"].get(step, ""), cr.get("chat", 0) + cr.get("embeddings", 0)])
-        rows.append([f"{s['latency_ms']:g}", "**whole command**", s["update"]["wall_s"], s["update"]["server"]["chat"] + s["update"]["server"]["embeddings"],
-                     s["rebuild"]["wall_s"], s["rebuild"]["server"]["chat"] + s["rebuild"]["server"]["embeddings"]])
+            rows.append(
+                [
+                    f"{s['latency_ms']:g}",
+                    step,
+                    s["update"]["step_seconds"].get(step, ""),
+                    cu.get("chat", 0) + cu.get("embeddings", 0),
+                    s["rebuild"]["step_seconds"].get(step, ""),
+                    cr.get("chat", 0) + cr.get("embeddings", 0),
+                ]
+            )
+        rows.append(
+            [
+                f"{s['latency_ms']:g}",
+                "**whole command**",
+                s["update"]["wall_s"],
+                s["update"]["server"]["chat"] + s["update"]["server"]["embeddings"],
+                s["rebuild"]["wall_s"],
+                s["rebuild"]["server"]["chat"] + s["rebuild"]["server"]["embeddings"],
+            ]
+        )
     out.append(markdown_table(["latency ms", "step", "update s", "update calls", "rebuild s", "rebuild calls"], rows))
     out.append("\n### Where the wall time went (median runs)\n")
-    parts = [("before the first Dagster run (start, imports, change detection)", "before_first_run_s"),
-             ("inside runs, outside steps (Dagster run bookkeeping)", "run_bookkeeping_s"),
-             ("inside steps", "steps_s"), ("between and after runs (usage report, exit)", "between_and_after_runs_s"),
-             ("events written to the Dagster event log (count)", "dagster_events")]
+    parts = [
+        ("before the first Dagster run (start, imports, change detection)", "before_first_run_s"),
+        ("inside runs, outside steps (Dagster run bookkeeping)", "run_bookkeeping_s"),
+        ("inside steps", "steps_s"),
+        ("between and after runs (usage report, exit)", "between_and_after_runs_s"),
+        ("events written to the Dagster event log (count)", "dagster_events"),
+    ]
     headers, columns = ["part"], []
     for s in r["scenarios"]:
         for label in ("update", "rebuild"):
@@ -421,23 +581,135 @@ def render(r: dict[str, Any], load_start: list[float], load_end: list[float]) ->
 
 # --- update stability (issue 13): exact before / exact / stable ------------------------------------
 
-TOWN_FIRST = ["Ada", "Basil", "Celia", "Dorian", "Elspeth", "Felix", "Greta", "Hugo", "Irene", "Julian", "Keziah",
-              "Lionel", "Marian", "Nestor", "Olive", "Percy", "Rosalind", "Seth", "Tabitha", "Umberto", "Vesna",
-              "Walter", "Xenia", "Yorick", "Zelda", "Amos", "Beatrix", "Cyril", "Dagny", "Ezra"]
-TOWN_LAST = ["Ashdown", "Brackett", "Calloway", "Drummond", "Everard", "Fairlie", "Gorst", "Hathaway", "Inchbald",
-             "Jolliffe", "Kemble", "Lockyer", "Merriman", "Northcote", "Ormerod", "Pendry", "Quarles", "Rudd",
-             "Sallow", "Thorne", "Underhill", "Vickery", "Whitlock", "Yarrow", "Zouch", "Amberley", "Bellamy",
-             "Carstairs", "Dallow", "Esmond"]
-PLACE_STEMS = ["Ambleside", "Barrowfield", "Cragmoor", "Dunhallow", "Eastwick", "Foxmere", "Glenharrow", "Hawkridge",
-               "Ivybridge", "Juniper", "Kingsmere", "Larkspur", "Marbury", "Netherby", "Oakhurst", "Pebblecombe",
-               "Quarrydale", "Ravensholt", "Saltcote", "Thornbury", "Umberleigh", "Vantage", "Wolfsea", "Yelverton",
-               "Zennor", "Alderney", "Blackwater", "Coldharbour", "Dimchurch", "Elmstead", "Fenwick", "Greyfriars",
-               "Holloway", "Ironside", "Kettlewell", "Longstone", "Millbrook", "Northfleet", "Orchardleigh",
-               "Pilgrim", "Redcliff", "Stillwater", "Tidemouth", "Underwood", "Westerhope", "Wrenfield",
-               "Axmouth", "Brightling", "Corfe", "Dunmere", "Eskdale", "Farthing"]
+TOWN_FIRST = [
+    "Ada",
+    "Basil",
+    "Celia",
+    "Dorian",
+    "Elspeth",
+    "Felix",
+    "Greta",
+    "Hugo",
+    "Irene",
+    "Julian",
+    "Keziah",
+    "Lionel",
+    "Marian",
+    "Nestor",
+    "Olive",
+    "Percy",
+    "Rosalind",
+    "Seth",
+    "Tabitha",
+    "Umberto",
+    "Vesna",
+    "Walter",
+    "Xenia",
+    "Yorick",
+    "Zelda",
+    "Amos",
+    "Beatrix",
+    "Cyril",
+    "Dagny",
+    "Ezra",
+]
+TOWN_LAST = [
+    "Ashdown",
+    "Brackett",
+    "Calloway",
+    "Drummond",
+    "Everard",
+    "Fairlie",
+    "Gorst",
+    "Hathaway",
+    "Inchbald",
+    "Jolliffe",
+    "Kemble",
+    "Lockyer",
+    "Merriman",
+    "Northcote",
+    "Ormerod",
+    "Pendry",
+    "Quarles",
+    "Rudd",
+    "Sallow",
+    "Thorne",
+    "Underhill",
+    "Vickery",
+    "Whitlock",
+    "Yarrow",
+    "Zouch",
+    "Amberley",
+    "Bellamy",
+    "Carstairs",
+    "Dallow",
+    "Esmond",
+]
+PLACE_STEMS = [
+    "Ambleside",
+    "Barrowfield",
+    "Cragmoor",
+    "Dunhallow",
+    "Eastwick",
+    "Foxmere",
+    "Glenharrow",
+    "Hawkridge",
+    "Ivybridge",
+    "Juniper",
+    "Kingsmere",
+    "Larkspur",
+    "Marbury",
+    "Netherby",
+    "Oakhurst",
+    "Pebblecombe",
+    "Quarrydale",
+    "Ravensholt",
+    "Saltcote",
+    "Thornbury",
+    "Umberleigh",
+    "Vantage",
+    "Wolfsea",
+    "Yelverton",
+    "Zennor",
+    "Alderney",
+    "Blackwater",
+    "Coldharbour",
+    "Dimchurch",
+    "Elmstead",
+    "Fenwick",
+    "Greyfriars",
+    "Holloway",
+    "Ironside",
+    "Kettlewell",
+    "Longstone",
+    "Millbrook",
+    "Northfleet",
+    "Orchardleigh",
+    "Pilgrim",
+    "Redcliff",
+    "Stillwater",
+    "Tidemouth",
+    "Underwood",
+    "Westerhope",
+    "Wrenfield",
+    "Axmouth",
+    "Brightling",
+    "Corfe",
+    "Dunmere",
+    "Eskdale",
+    "Farthing",
+]
 PLACE_KINDS = ["Quay", "Market", "Lighthouse", "Bridge", "Green", "Mill", "Harbour", "Chapel"]
-ORG_KINDS = ["Fishing Cooperative", "Rowing Club", "Savings Bank", "Lifeboat Station", "Parish Council",
-             "Brewery", "Ferry Company", "Choir"]
+ORG_KINDS = [
+    "Fishing Cooperative",
+    "Rowing Club",
+    "Savings Bank",
+    "Lifeboat Station",
+    "Parish Council",
+    "Brewery",
+    "Ferry Company",
+    "Choir",
+]
 
 
 def make_towns(count: int) -> list[dict[str, list[str]]]:
@@ -450,14 +722,18 @@ def make_towns(count: int) -> list[dict[str, list[str]]]:
     rng.shuffle(stems)
     towns = []
     for k in range(count):
-        stem = stems[k % len(stems)] + ("" if k < len(stems) else f" {['North', 'South', 'Upper', 'Lower'][k // len(stems) % 4]}")
+        stem = stems[k % len(stems)] + (
+            "" if k < len(stems) else f" {['North', 'South', 'Upper', 'Lower'][k // len(stems) % 4]}"
+        )
         kinds = rng.sample(PLACE_KINDS, 2)
-        towns.append({
-            "people": people[5 * k: 5 * k + 5],
-            "places": [f"{stem} {kind}" for kind in kinds],
-            "orgs": [f"{stem} {kind}" for kind in rng.sample(ORG_KINDS, 1 + (k % 2))],
-            "minor": people[5 * count + 3 * k: 5 * count + 3 * k + 6],  # overlaps the next town's
-        })
+        towns.append(
+            {
+                "people": people[5 * k : 5 * k + 5],
+                "places": [f"{stem} {kind}" for kind in kinds],
+                "orgs": [f"{stem} {kind}" for kind in rng.sample(ORG_KINDS, 1 + (k % 2))],
+                "minor": people[5 * count + 3 * k : 5 * count + 3 * k + 6],  # overlaps the next town's
+            }
+        )
     return towns
 
 
@@ -481,12 +757,19 @@ def town_document(index: int, towns: list[dict[str, list[str]]], variant: int = 
             sentence = rng.choice(FILLER)
         elif roll < 0.40:
             sentence = rng.choice(MINOR_SENTENCES).format(
-                m=rng.choice(home["minor"]), p1=pick("people"), place=pick("places"), org=pick("orgs"), event=rng.choice(EVENTS))
+                m=rng.choice(home["minor"]),
+                p1=pick("people"),
+                place=pick("places"),
+                org=pick("orgs"),
+                event=rng.choice(EVENTS),
+            )
         else:
             p1, p2 = pick("people"), pick("people")
             while p2 == p1:
                 p2 = pick("people")
-            sentence = rng.choice(SENTENCES).format(p1=p1, p2=p2, place=pick("places"), org=pick("orgs"), event=rng.choice(EVENTS))
+            sentence = rng.choice(SENTENCES).format(
+                p1=p1, p2=p2, place=pick("places"), org=pick("orgs"), event=rng.choice(EVENTS)
+            )
         sentence = sentence[0].upper() + sentence[1:]
         lines.append(sentence)
         size += len(sentence) + 1
@@ -541,7 +824,11 @@ def stored_drift(root: Path) -> dict[str, float]:
     edges = relationships.filter(relationships["source"].is_in(known) & relationships["target"].is_in(known))
     kept = partition_modularity(edges, previous_assignments(communities, entities))
     fresh = partition_modularity(edges, hierarchical_leiden(edges))
-    return {"modularity": round(kept, 5), "fresh_modularity": round(fresh, 5), "drift": round(modularity_drift(fresh, kept), 5)}
+    return {
+        "modularity": round(kept, 5),
+        "fresh_modularity": round(fresh, 5),
+        "drift": round(modularity_drift(fresh, kept), 5),
+    }
 
 
 def report_count(root: Path) -> int:
@@ -596,7 +883,9 @@ def update_record(server: StandInServer, root: Path, env: dict[str, str], *extra
 
 def product_clustering(root: Path, env: dict[str, str]) -> dict[str, Any]:
     """How the product says it clustered the last run (``status --json``): strategy, reason, its drift."""
-    status = subprocess.run(cli_command("status", "--root", str(root), "--json"), env=env, capture_output=True, text=True, check=True)
+    status = subprocess.run(
+        cli_command("status", "--root", str(root), "--json"), env=env, capture_output=True, text=True, check=True
+    )
     return json.loads(status.stdout).get("communities", {}).get("last_run", {})
 
 
@@ -621,7 +910,9 @@ def before_env(env: dict[str, str], source: Path | None) -> dict[str, str]:
 def export_before(commit: str, target: Path) -> Path:
     """The repository at ``commit`` (``git archive``), for the exact-before mode."""
     target.mkdir(parents=True, exist_ok=True)
-    archive = subprocess.run(["git", "archive", commit], cwd=Path(__file__).resolve().parents[1], capture_output=True, check=True).stdout
+    archive = subprocess.run(
+        ["git", "archive", commit], cwd=Path(__file__).resolve().parents[1], capture_output=True, check=True
+    ).stdout
     subprocess.run(["tar", "-x", "-C", str(target)], input=archive, check=True)
     return target
 
@@ -636,7 +927,9 @@ class StabilityRun:
     settings_text: str | None = None  # graphrag.yaml to use instead of the init template
 
 
-def stability_scenario(server: StandInServer, workdir: Path, run: StabilityRun, modes: list[str], before_source: Path | None) -> dict[str, Any]:
+def stability_scenario(
+    server: StandInServer, workdir: Path, run: StabilityRun, modes: list[str], before_source: Path | None
+) -> dict[str, Any]:
     """Initial index per code version, then every edit indexed in turn per mode; one rebuild per code version."""
     env = product_env(server)
     envs = {"exact-before": before_env(env, before_source), "exact": env, "stable": env}
@@ -665,8 +958,11 @@ def stability_scenario(server: StandInServer, workdir: Path, run: StabilityRun, 
             if mode == "stable":
                 record["clustering"] = product_clustering(roots[mode], envs[mode])
             steps[mode].append({"edit": number, "label": label, **record})
-            print(f"  {run.name} edit {number} ({label}) {mode}: {record['reports_regenerated']}/{record['reports_total']} reports, "
-                  f"drift {record['drift']:.4f}, {record['wall_s']:.1f} s", flush=True)
+            print(
+                f"  {run.name} edit {number} ({label}) {mode}: {record['reports_regenerated']}/{record['reports_total']} reports, "
+                f"drift {record['drift']:.4f}, {record['wall_s']:.1f} s",
+                flush=True,
+            )
     rebuilds: dict[str, dict[str, Any]] = {}
     final_input = roots[modes[0]] / "data" / "input"
     for version in dict.fromkeys("before" if mode == "exact-before" else "current" for mode in modes):
@@ -678,23 +974,44 @@ def stability_scenario(server: StandInServer, workdir: Path, run: StabilityRun, 
         shutil.rmtree(root / "data" / "input")
         copy_tree(final_input, root / "data" / "input")
         built = index_run(server, root, mode_env, with_calls=False)
-        rebuilds[version] = {"tokens": run_tokens(built), "reports": report_count(root), "wall_s": built["wall_s"],
-                             "tables": table_fingerprints(root), "usage": built["usage"]}
-        print(f"  {run.name}: rebuild ({version}) {built['wall_s']:.1f} s, {rebuilds[version]['reports']} reports", flush=True)
+        rebuilds[version] = {
+            "tokens": run_tokens(built),
+            "reports": report_count(root),
+            "wall_s": built["wall_s"],
+            "tables": table_fingerprints(root),
+            "usage": built["usage"],
+        }
+        print(
+            f"  {run.name}: rebuild ({version}) {built['wall_s']:.1f} s, {rebuilds[version]['reports']} reports",
+            flush=True,
+        )
     for mode in modes:
         rebuild = rebuilds["before" if mode == "exact-before" else "current"]
         for step in steps[mode]:
             step["tokens_vs_rebuild"] = ratio(step["tokens"], rebuild["tokens"])
             step["regenerated_share"] = ratio(step["reports_regenerated"], step["reports_total"])
-    result: dict[str, Any] = {"name": run.name, "edits": [label for label, _ in run.edits], "modes": modes,
-                              "initial": {m: {"wall_s": r["wall_s"], "tokens": run_tokens(r)} for m, r in initial.items()},
-                              "steps": steps, "rebuilds": rebuilds}
+    result: dict[str, Any] = {
+        "name": run.name,
+        "edits": [label for label, _ in run.edits],
+        "modes": modes,
+        "initial": {m: {"wall_s": r["wall_s"], "tokens": run_tokens(r)} for m, r in initial.items()},
+        "steps": steps,
+        "rebuilds": rebuilds,
+    }
     if "stable" in modes and "exact" in modes:
         for mode in ("exact", "stable"):
-            result.setdefault("equals_rebuild", {})[mode] = table_fingerprints(roots[mode]) == rebuilds["current"]["tables"]
+            result.setdefault("equals_rebuild", {})[mode] = (
+                table_fingerprints(roots[mode]) == rebuilds["current"]["tables"]
+            )
         recluster = update_record(server, roots["stable"], env, "--recluster")
-        result["stable_recluster"] = {**recluster, "equals_rebuild": table_fingerprints(roots["stable"]) == rebuilds["current"]["tables"]}
-        print(f"  {run.name}: stable after --recluster equals rebuild: {result['stable_recluster']['equals_rebuild']}", flush=True)
+        result["stable_recluster"] = {
+            **recluster,
+            "equals_rebuild": table_fingerprints(roots["stable"]) == rebuilds["current"]["tables"],
+        }
+        print(
+            f"  {run.name}: stable after --recluster equals rebuild: {result['stable_recluster']['equals_rebuild']}",
+            flush=True,
+        )
     return result
 
 
@@ -725,12 +1042,23 @@ def edits_run(documents: int, towns_count: int, edits: int) -> StabilityRun:
     def edit(action: str, index: int, step: int) -> Callable[[Path], None]:
         return lambda input_dir: apply_edit(input_dir, towns, action, index, step)
 
-    plan = [(f"{action} {town_name(index)}", edit(action, index, step)) for step, (action, index) in enumerate(edit_plan(documents, edits), start=1)]
+    plan = [
+        (f"{action} {town_name(index)}", edit(action, index, step))
+        for step, (action, index) in enumerate(edit_plan(documents, edits), start=1)
+    ]
     return StabilityRun(f"edits{documents}", initial, plan)
 
 
 def render_stability(results: dict[str, Any], load_start: list[float], load_end: list[float]) -> str:
-    out = [header_block("bench_incremental: update stability (exact before / exact / stable)", results["command"], load_start, load_end, results["machine"])]
+    out = [
+        header_block(
+            "bench_incremental: update stability (exact before / exact / stable)",
+            results["command"],
+            load_start,
+            load_end,
+            results["machine"],
+        )
+    ]
     for scenario_result in results["stability"]:
         modes = scenario_result["modes"]
         out.append(f"\n### {scenario_result['name']}\n")
@@ -739,8 +1067,12 @@ def render_stability(results: dict[str, Any], load_start: list[float], load_end:
             row: list[Any] = [number, label]
             for mode in modes:
                 step = scenario_result["steps"][mode][number - 1]
-                row += [f"{step['reports_regenerated']}/{step['reports_total']} ({step['regenerated_share']:.1%})",
-                        step["touched_communities"], f"{step['tokens_vs_rebuild']:.3f}", f"{step['drift']:.2%}"]
+                row += [
+                    f"{step['reports_regenerated']}/{step['reports_total']} ({step['regenerated_share']:.1%})",
+                    step["touched_communities"],
+                    f"{step['tokens_vs_rebuild']:.3f}",
+                    f"{step['drift']:.2%}",
+                ]
             rows.append(row)
         columns = ("reports regenerated", "touched communities", "tokens / rebuild", "drift")
         headers = ["#", "edit"] + [f"{mode}: {col}" for mode in modes for col in columns]
@@ -750,25 +1082,58 @@ def render_stability(results: dict[str, Any], load_start: list[float], load_end:
             steps = scenario_result["steps"][mode]
             shares = [s["regenerated_share"] for s in steps]
             floor = [s["touched_communities"] / s["reports_total"] for s in steps]
-            summary.append([mode, f"{statistics.mean(shares):.1%}", f"{max(shares):.1%}", f"{statistics.mean(floor):.1%}",
-                            f"{statistics.mean(s['tokens_vs_rebuild'] for s in steps):.3f}", f"{steps[-1]['drift']:.2%}",
-                            f"{max(s['drift'] for s in steps):.2%}"])
+            summary.append(
+                [
+                    mode,
+                    f"{statistics.mean(shares):.1%}",
+                    f"{max(shares):.1%}",
+                    f"{statistics.mean(floor):.1%}",
+                    f"{statistics.mean(s['tokens_vs_rebuild'] for s in steps):.3f}",
+                    f"{steps[-1]['drift']:.2%}",
+                    f"{max(s['drift'] for s in steps):.2%}",
+                ]
+            )
         out.append("")
-        out.append(markdown_table(["mode", "mean regenerated share", "max", "mean touched share (floor)", "mean tokens / rebuild",
-                                   "drift after last edit", "max drift"], summary))
+        out.append(
+            markdown_table(
+                [
+                    "mode",
+                    "mean regenerated share",
+                    "max",
+                    "mean touched share (floor)",
+                    "mean tokens / rebuild",
+                    "drift after last edit",
+                    "max drift",
+                ],
+                summary,
+            )
+        )
         if "stable" in scenario_result["steps"]:
-            out.append("\nstable mode, clustering per edit (the product's own record): " + "; ".join(
-                f"{s['edit']}: {s['clustering'].get('clustering')} ({s['clustering'].get('clustering_reason')}, drift {float(s['clustering'].get('drift') or 0):.2%})"
-                for s in scenario_result["steps"]["stable"]))
+            out.append(
+                "\nstable mode, clustering per edit (the product's own record): "
+                + "; ".join(
+                    f"{s['edit']}: {s['clustering'].get('clustering')} ({s['clustering'].get('clustering_reason')}, drift {float(s['clustering'].get('drift') or 0):.2%})"
+                    for s in scenario_result["steps"]["stable"]
+                )
+            )
         reasons = scenario_result["steps"].get("stable", scenario_result["steps"].get("exact", []))
         if reasons and reasons[-1]["product_reports"]:
-            out.append("\nproduct's reasons per edit (" + ("stable" if "stable" in scenario_result["steps"] else "exact") + "): " + "; ".join(
-                f"{s['edit']}: " + ", ".join(f"{k} {v}" for k, v in s["product_reports"].get("reasons", {}).items()) for s in reasons))
+            out.append(
+                "\nproduct's reasons per edit ("
+                + ("stable" if "stable" in scenario_result["steps"] else "exact")
+                + "): "
+                + "; ".join(
+                    f"{s['edit']}: " + ", ".join(f"{k} {v}" for k, v in s["product_reports"].get("reasons", {}).items())
+                    for s in reasons
+                )
+            )
         if "stable_recluster" in scenario_result:
             r = scenario_result["stable_recluster"]
-            out.append(f"\nstable, then `index --recluster`: {r['reports_regenerated']}/{r['reports_total']} reports regenerated; tables equal the rebuild's: "
-                       f"{'yes' if r['equals_rebuild'] else 'NO'}; exact mode's final tables equal the rebuild's: "
-                       f"{'yes' if scenario_result['equals_rebuild']['exact'] else 'NO'}")
+            out.append(
+                f"\nstable, then `index --recluster`: {r['reports_regenerated']}/{r['reports_total']} reports regenerated; tables equal the rebuild's: "
+                f"{'yes' if r['equals_rebuild'] else 'NO'}; exact mode's final tables equal the rebuild's: "
+                f"{'yes' if scenario_result['equals_rebuild']['exact'] else 'NO'}"
+            )
     out.append(f"\nTotal benchmark time {results['total_seconds']} s.")
     return "\n".join(out)
 
@@ -779,7 +1144,9 @@ def stability_main(args: argparse.Namespace) -> int:
     started = time.monotonic()
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="bench_stability_"))
     workdir.mkdir(parents=True, exist_ok=True)
-    before_source = export_before(args.before_commit, workdir / "before_source") if "exact-before" in args.modes else None
+    before_source = (
+        export_before(args.before_commit, workdir / "before_source") if "exact-before" in args.modes else None
+    )
     runs = []
     if args.scenario in ("carol", "stability"):
         carol = carol_run()
@@ -789,8 +1156,14 @@ def stability_main(args: argparse.Namespace) -> int:
             runs.append(carol)
     if args.scenario in ("edits", "stability"):
         runs.append(edits_run(args.edit_documents, args.towns, args.edits))
-    results: dict[str, Any] = {"benchmark": "update_stability", "command": invocation(), "machine": machine, "code": git_state(),
-                               "before_commit": args.before_commit, "stability": []}
+    results: dict[str, Any] = {
+        "benchmark": "update_stability",
+        "command": invocation(),
+        "machine": machine,
+        "code": git_state(),
+        "before_commit": args.before_commit,
+        "stability": [],
+    }
     with served(workdir, args) as server:
         for run in runs:
             results["stability"].append(stability_scenario(server, workdir, run, args.modes, before_source))
@@ -810,7 +1183,9 @@ def served(workdir: Path, args: argparse.Namespace) -> Iterator[StandInServer]:
             shutil.rmtree(workdir, ignore_errors=True)
 
 
-def report(results: dict[str, Any], start: tuple[float, list[float]], render_results: Callable[..., str], name: str) -> int:
+def report(
+    results: dict[str, Any], start: tuple[float, list[float]], render_results: Callable[..., str], name: str
+) -> int:
     """Add the run's duration and load, print the rendering and write ``bench/results/<name>`` (unless '-')."""
     started, load_start = start
     results["total_seconds"] = round(time.monotonic() - started, 1)
@@ -827,16 +1202,35 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--latency-ms", type=float, nargs="+", default=[0.0, 200.0])
     parser.add_argument("--documents", type=int, default=50)
-    parser.add_argument("--repeat", type=int, default=3, help="updates and rebuilds measured per latency (medians reported)")
-    parser.add_argument("--workdir", type=Path, default=None, help="where the projects go (default: a new temporary folder)")
+    parser.add_argument(
+        "--repeat", type=int, default=3, help="updates and rebuilds measured per latency (medians reported)"
+    )
+    parser.add_argument(
+        "--workdir", type=Path, default=None, help="where the projects go (default: a new temporary folder)"
+    )
     parser.add_argument("--keep", action="store_true", help="keep the projects after the run")
-    parser.add_argument("--results", type=results_name, default="incremental.json", help="file name under bench/results/ ('-': print only)")
-    parser.add_argument("--scenario", choices=["latency", "carol", "edits", "stability"], default="latency",
-                        help="latency: 50 documents + 1 (above); carol / edits / stability (both): update stability per mode")
-    parser.add_argument("--modes", nargs="+", choices=["exact-before", "exact", "stable"], default=["exact-before", "exact", "stable"])
-    parser.add_argument("--before-commit", default="b7af436", help="the code measured as exact-before (default: where issue 13 started)")
+    parser.add_argument(
+        "--results",
+        type=results_name,
+        default="incremental.json",
+        help="file name under bench/results/ ('-': print only)",
+    )
+    parser.add_argument(
+        "--scenario",
+        choices=["latency", "carol", "edits", "stability"],
+        default="latency",
+        help="latency: 50 documents + 1 (above); carol / edits / stability (both): update stability per mode",
+    )
+    parser.add_argument(
+        "--modes", nargs="+", choices=["exact-before", "exact", "stable"], default=["exact-before", "exact", "stable"]
+    )
+    parser.add_argument(
+        "--before-commit", default="b7af436", help="the code measured as exact-before (default: where issue 13 started)"
+    )
     parser.add_argument("--edit-documents", type=int, default=500)
-    parser.add_argument("--towns", type=int, default=50, help="neighbourhoods of the generated corpus of the edits scenario")
+    parser.add_argument(
+        "--towns", type=int, default=50, help="neighbourhoods of the generated corpus of the edits scenario"
+    )
     parser.add_argument("--edits", type=int, default=10)
     args = parser.parse_args()
     if args.scenario != "latency":
@@ -847,8 +1241,13 @@ def main() -> int:
     started = time.monotonic()
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="bench_incremental_"))
     workdir.mkdir(parents=True, exist_ok=True)
-    results: dict[str, Any] = {"benchmark": "incremental", "command": invocation(), "machine": machine, "code": git_state(),
-                               "scenarios": []}
+    results: dict[str, Any] = {
+        "benchmark": "incremental",
+        "command": invocation(),
+        "machine": machine,
+        "code": git_state(),
+        "scenarios": [],
+    }
     with served(workdir, args) as server:
         for latency in args.latency_ms:
             results["scenarios"].append(scenario(server, workdir, latency, args.documents, args.repeat))

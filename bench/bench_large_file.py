@@ -36,15 +36,118 @@ from common import (  # noqa: E402
     write_results,
 )
 
-FIRST = ["Ada", "Bram", "Cora", "Dmitri", "Elin", "Farid", "Greta", "Hugo", "Ines", "Jonas", "Kaia", "Leon", "Mira",
-         "Nils", "Odile", "Pavel", "Quinn", "Rosa", "Soren", "Tilde", "Ulla", "Viktor", "Wren", "Xavi", "Yara", "Zeno"]
-LAST = ["Abbott", "Berg", "Castell", "Dahl", "Ekholm", "Falk", "Grau", "Hale", "Ibsen", "Jovic", "Kessler", "Lund",
-        "Marek", "Nystrom", "Orsini", "Petrov", "Quell", "Rask", "Strand", "Tamm", "Ulvaeus", "Varga", "Wolff",
-        "Yilmaz", "Zorn"]
-PLACE_ROOTS = ["Vell", "Harrow", "Kest", "Brim", "Gull", "Tarn", "Ash", "Wick", "Dun", "Mor", "Fen", "Oak", "Sal", "Thorn", "Wend", "Ys"]
-PLACE_ENDS = ["mouth", "gate", "ford", "holm", "by", "stead", "wick", "haven", "moor", "dale", "port", "field", "bridge", "ness", "vik", "ton",
-              "mere", "hollow", "reach", "cliff", "marsh", "brook", "shaw", "combe", "heath"]
-ORG_KINDS = ["Council", "Cooperative", "Institute", "Freight Lines", "Harbour Authority", "Bank", "Society", "Foundry", "Guild", "Trust"]
+FIRST = [
+    "Ada",
+    "Bram",
+    "Cora",
+    "Dmitri",
+    "Elin",
+    "Farid",
+    "Greta",
+    "Hugo",
+    "Ines",
+    "Jonas",
+    "Kaia",
+    "Leon",
+    "Mira",
+    "Nils",
+    "Odile",
+    "Pavel",
+    "Quinn",
+    "Rosa",
+    "Soren",
+    "Tilde",
+    "Ulla",
+    "Viktor",
+    "Wren",
+    "Xavi",
+    "Yara",
+    "Zeno",
+]
+LAST = [
+    "Abbott",
+    "Berg",
+    "Castell",
+    "Dahl",
+    "Ekholm",
+    "Falk",
+    "Grau",
+    "Hale",
+    "Ibsen",
+    "Jovic",
+    "Kessler",
+    "Lund",
+    "Marek",
+    "Nystrom",
+    "Orsini",
+    "Petrov",
+    "Quell",
+    "Rask",
+    "Strand",
+    "Tamm",
+    "Ulvaeus",
+    "Varga",
+    "Wolff",
+    "Yilmaz",
+    "Zorn",
+]
+PLACE_ROOTS = [
+    "Vell",
+    "Harrow",
+    "Kest",
+    "Brim",
+    "Gull",
+    "Tarn",
+    "Ash",
+    "Wick",
+    "Dun",
+    "Mor",
+    "Fen",
+    "Oak",
+    "Sal",
+    "Thorn",
+    "Wend",
+    "Ys",
+]
+PLACE_ENDS = [
+    "mouth",
+    "gate",
+    "ford",
+    "holm",
+    "by",
+    "stead",
+    "wick",
+    "haven",
+    "moor",
+    "dale",
+    "port",
+    "field",
+    "bridge",
+    "ness",
+    "vik",
+    "ton",
+    "mere",
+    "hollow",
+    "reach",
+    "cliff",
+    "marsh",
+    "brook",
+    "shaw",
+    "combe",
+    "heath",
+]
+ORG_KINDS = [
+    "Council",
+    "Cooperative",
+    "Institute",
+    "Freight Lines",
+    "Harbour Authority",
+    "Bank",
+    "Society",
+    "Foundry",
+    "Guild",
+    "Trust",
+]
 TEMPLATES = [
     "{p} met {q} in {l} to discuss the plans of the {o}.",
     "In {l}, {p} worked for the {o} for many years before moving on.",
@@ -65,21 +168,25 @@ def generate(size_bytes: int, seed: int = 7) -> str:
     things, as a chapter of a book does, and the graph has communities to find.
     """
     rng = random.Random(seed)
-    people = [f"{f} {initial}. {l}" for initial in "ABCDE" for f in FIRST for l in LAST][:3000]
+    people = [f"{f} {initial}. {last}" for initial in "ABCDE" for f in FIRST for last in LAST][:3000]
     places = [f"{r}{e}" for r in PLACE_ROOTS for e in PLACE_ENDS][:400]
     orgs = [f"{place} {kind}" for place in places[:30] for kind in ORG_KINDS][:300]
-    neighbourhoods = [(people[n * 30:(n + 1) * 30], places[n * 4:(n + 1) * 4], orgs[n * 3:(n + 1) * 3]) for n in range(100)]
+    neighbourhoods = [
+        (people[n * 30 : (n + 1) * 30], places[n * 4 : (n + 1) * 4], orgs[n * 3 : (n + 1) * 3]) for n in range(100)
+    ]
     parts: list[str] = []
     size = 0
     while size < size_bytes:
         local_people, local_places, local_orgs = rng.choice(neighbourhoods)
 
-        def person() -> str:
+        def person(local_people: list[str] = local_people) -> str:
             return rng.choice(people) if rng.random() < 0.05 else rng.choice(local_people)
 
         for _ in range(20):
             sentences = [
-                rng.choice(TEMPLATES).format(p=person(), q=person(), l=rng.choice(local_places), o=rng.choice(local_orgs))
+                rng.choice(TEMPLATES).format(
+                    p=person(), q=person(), l=rng.choice(local_places), o=rng.choice(local_orgs)
+                )
                 for _ in range(rng.randint(3, 7))
             ]
             paragraph = " ".join(sentences) + "\n\n"
@@ -109,15 +216,35 @@ def main() -> None:
     load_end = load_average()
     print(header_block("one large file, offline index", invocation(), load_start, load_end, machine))
     print()
-    print(markdown_table(
-        ["input MB", "wall s", "CPU s", "peak RSS MB", "RSS / input", "text units", "entities", "relationships"],
-        [[r["megabytes"], r["wall_s"], r["cpu_s"], r["peak_rss_mb"], round(r["peak_rss_mb"] / r["megabytes"], 1),
-          r["counts"]["text_units"], r["counts"]["entities"], r["counts"]["relationships"]] for r in runs],
-    ))
-    path = write_results("large_file.json", {
-        "machine": machine, "git": git_state(), "command": invocation(),
-        "load_average_start": load_start, "load_average_end": load_end, "runs": runs,
-    })
+    print(
+        markdown_table(
+            ["input MB", "wall s", "CPU s", "peak RSS MB", "RSS / input", "text units", "entities", "relationships"],
+            [
+                [
+                    r["megabytes"],
+                    r["wall_s"],
+                    r["cpu_s"],
+                    r["peak_rss_mb"],
+                    round(r["peak_rss_mb"] / r["megabytes"], 1),
+                    r["counts"]["text_units"],
+                    r["counts"]["entities"],
+                    r["counts"]["relationships"],
+                ]
+                for r in runs
+            ],
+        )
+    )
+    path = write_results(
+        "large_file.json",
+        {
+            "machine": machine,
+            "git": git_state(),
+            "command": invocation(),
+            "load_average_start": load_start,
+            "load_average_end": load_end,
+            "runs": runs,
+        },
+    )
     print(f"\nwritten to {path}")
 
 

@@ -53,10 +53,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_nlp import DEFAULT_WORKDIR, LIHUA_QA, LIHUA_ZIP, index_corpus, offline_env, percentile  # noqa: E402
 from common import REPO_ROOT, header_block, invocation, load_average, machine_info, markdown_table, write_results  # noqa: E402
 
-from graphrag_assets.llm.factory import build_embedding_model  # noqa: E402
-from graphrag_assets.llm.usage import UsageMeter  # noqa: E402
 from graphrag_assets.core.settings import QuerySettings, load_settings  # noqa: E402
 from graphrag_assets.core.tokens import token_counter  # noqa: E402
+from graphrag_assets.llm.factory import build_embedding_model  # noqa: E402
+from graphrag_assets.llm.usage import UsageMeter  # noqa: E402
 from graphrag_assets.project.query_data import load_query_data  # noqa: E402
 from graphrag_assets.query.basic_search import build_basic_context  # noqa: E402
 from graphrag_assets.query.engine import run_query  # noqa: E402
@@ -105,7 +105,9 @@ def gold_files(evidence: str, by_timestamp: dict[str, str]) -> list[str] | None:
     return list(dict.fromkeys(files))
 
 
-def scored_questions(qa: dict[str, dict[str, str]], by_timestamp: dict[str, str]) -> tuple[list[dict[str, Any]], list[dict[str, str]]]:
+def scored_questions(
+    qa: dict[str, dict[str, str]], by_timestamp: dict[str, str]
+) -> tuple[list[dict[str, Any]], list[dict[str, str]]]:
     """(questions with gold files, excluded questions with the reason)."""
     kept, excluded = [], []
     for key in sorted(qa, key=int):
@@ -144,7 +146,9 @@ def variant_settings(base: QuerySettings, variant: str) -> QuerySettings:
     return QuerySettings.model_validate(merged)
 
 
-async def context_sources(method: str, question: str, data: QueryData, embedder, settings: QuerySettings, encoding: str) -> list[str]:
+async def context_sources(
+    method: str, question: str, data: QueryData, embedder, settings: QuerySettings, encoding: str
+) -> list[str]:
     """The source ids of the context the method builds (everything before the model call)."""
     request = SearchRequest(question, data, settings, embedder=embedder, count=token_counter(encoding))
     calls = request.model_calls()
@@ -156,7 +160,12 @@ async def context_sources(method: str, question: str, data: QueryData, embedder,
 
 
 async def run_variants(
-    variants: Sequence[str], questions: list[dict[str, Any]], data: QueryData, embedder, settings, unit_document: dict[str, str]
+    variants: Sequence[str],
+    questions: list[dict[str, Any]],
+    data: QueryData,
+    embedder,
+    settings,
+    unit_document: dict[str, str],
 ) -> dict[str, list[dict[str, Any]]]:
     """Per variant, one row per question: timings and the rank of each gold file."""
     configured = {v: variant_settings(settings.query, v) for v in variants}
@@ -169,18 +178,27 @@ async def run_variants(
             await context_sources(method, q["question"], data, embedder, query_settings, encoding)
             context_seconds = time.perf_counter() - started
             started = time.perf_counter()
-            request = SearchRequest(q["question"], data, query_settings, embedder=embedder, options=QueryOptions(method=method), count=token_counter(encoding))
+            request = SearchRequest(
+                q["question"],
+                data,
+                query_settings,
+                embedder=embedder,
+                options=QueryOptions(method=method),
+                count=token_counter(encoding),
+            )
             result = await run_query(request)
             seconds = time.perf_counter() - started
             documents = retrieved_documents(result.context_records.ids("sources"), unit_document)
-            rows[variant].append({
-                "id": q["id"],
-                "context_seconds": context_seconds,
-                "seconds": seconds,
-                "sources": len(result.context_records.sources),
-                "documents": len(documents),
-                "gold_ranks": gold_ranks(documents, q["gold"]),
-            })
+            rows[variant].append(
+                {
+                    "id": q["id"],
+                    "context_seconds": context_seconds,
+                    "seconds": seconds,
+                    "sources": len(result.context_records.sources),
+                    "documents": len(documents),
+                    "gold_ranks": gold_ranks(documents, q["gold"]),
+                }
+            )
     return rows
 
 
@@ -233,8 +251,13 @@ def by_type(rows: list[dict[str, Any]], questions: list[dict[str, Any]]) -> dict
 def either(per_method: dict[str, list[dict[str, Any]]], questions: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Per question, each gold file's best rank over the methods (found by one of them)."""
     return [
-        {"id": q["id"], "gold_ranks": [min((r for r in ranks if r is not None), default=None)
-                                       for ranks in zip(*(rows[i]["gold_ranks"] for rows in per_method.values()))]}
+        {
+            "id": q["id"],
+            "gold_ranks": [
+                min((r for r in ranks if r is not None), default=None)
+                for ranks in zip(*(rows[i]["gold_ranks"] for rows in per_method.values()))
+            ],
+        }
         for i, q in enumerate(questions)
     ]
 
@@ -253,29 +276,70 @@ def percent(value: float | None) -> str:
 
 def print_report(r: dict[str, Any]) -> None:
     index, questions, summary = r["index"], r["questions"], r["summary"]
-    print(header_block("LiHua-World retrieval (nlp index, no LLM)", r["command"], r["load_average_start"],
-                       r["load_average_end"], r))
+    print(
+        header_block(
+            "LiHua-World retrieval (nlp index, no LLM)", r["command"], r["load_average_start"], r["load_average_end"], r
+        )
+    )
     print()
     listed = "; ".join(f"{e['id']} ({e['type']}): {e['reason']}" for e in r["excluded"] if "N/A" not in e["reason"])
-    print(f"index: `{r['project']}` — {index['documents']} documents, {index['text_units']} text units, "
-          f"{index['entities']} entities; loaded in {index['load_seconds']:.2f} s. Questions scored: {questions['scored']} "
-          f"({', '.join(f'{k} {v}' for k, v in questions['by_type'].items())}); excluded: {len(r['excluded'])} — "
-          f"{questions['without_evidence']} without evidence (N/A); {listed}.\n")
+    print(
+        f"index: `{r['project']}` — {index['documents']} documents, {index['text_units']} text units, "
+        f"{index['entities']} entities; loaded in {index['load_seconds']:.2f} s. Questions scored: {questions['scored']} "
+        f"({', '.join(f'{k} {v}' for k, v in questions['by_type'].items())}); excluded: {len(r['excluded'])} — "
+        f"{questions['without_evidence']} without evidence (N/A); {listed}.\n"
+    )
     rows = []
     for method, parts in summary.items():
         for kind, s in parts.items():
             if kind == "timing":
                 continue
-            rows.append([method, kind, s["questions"], percent(s[f"hit@{TOP}_any"]), percent(s[f"hit@{TOP}_all"]),
-                         percent(s["hit@1_any"]), percent(s["hit@5_any"]), s.get("mean_documents", ""),
-                         s.get("mean_documents_uncapped", "")])
-    print(markdown_table(["method", "questions", "n", "hit@10 any", "hit@10 all", "hit@1 any", "hit@5 any",
-                          "docs in top 10 (mean)", "docs returned (mean)"], rows))
+            rows.append(
+                [
+                    method,
+                    kind,
+                    s["questions"],
+                    percent(s[f"hit@{TOP}_any"]),
+                    percent(s[f"hit@{TOP}_all"]),
+                    percent(s["hit@1_any"]),
+                    percent(s["hit@5_any"]),
+                    s.get("mean_documents", ""),
+                    s.get("mean_documents_uncapped", ""),
+                ]
+            )
+    print(
+        markdown_table(
+            [
+                "method",
+                "questions",
+                "n",
+                "hit@10 any",
+                "hit@10 all",
+                "hit@1 any",
+                "hit@5 any",
+                "docs in top 10 (mean)",
+                "docs returned (mean)",
+            ],
+            rows,
+        )
+    )
     print("\n(either = a gold file counts as found when one of the variants has it in its top 10)\n")
     keys = ("context_first_ms", "context_median_ms", "context_p95_ms", "first_ms", "median_ms", "p95_ms", "total_s")
-    print(markdown_table(["variant", "context: first question ms", "context: median ms", "context: p95 ms",
-                          "no-LLM query: first ms", "no-LLM query: median ms", "no-LLM query: p95 ms", "total s"],
-                         [[m, *(parts["timing"][k] for k in keys)] for m, parts in summary.items() if "timing" in parts]))
+    print(
+        markdown_table(
+            [
+                "variant",
+                "context: first question ms",
+                "context: median ms",
+                "context: p95 ms",
+                "no-LLM query: first ms",
+                "no-LLM query: median ms",
+                "no-LLM query: p95 ms",
+                "total s",
+            ],
+            [[m, *(parts["timing"][k] for k in keys)] for m, parts in summary.items() if "timing" in parts],
+        )
+    )
 
 
 def main() -> None:
@@ -302,8 +366,11 @@ def main() -> None:
     paths = dict(data.documents.select("id", "path").iter_rows())
     unit_document = {u: paths[d] for u, d in data.text_units.select("id", "document_id").iter_rows() if d in paths}
     if data.text_unit_lexical is None:
-        print(f"warning: {args.project} has no full-text index (indexed by an older version); hybrid variants fall "
-              f"back to vectors. Run 'graphrag-assets index --root {args.project}' first.", file=sys.stderr)
+        print(
+            f"warning: {args.project} has no full-text index (indexed by an older version); hybrid variants fall "
+            f"back to vectors. Run 'graphrag-assets index --root {args.project}' first.",
+            file=sys.stderr,
+        )
     embedder = build_embedding_model(settings.llm, settings.embeddings, settings.database_path, UsageMeter())
 
     print(f"{', '.join(args.variants)} over {len(questions)} questions ...", file=sys.stderr, flush=True)
@@ -313,18 +380,36 @@ def main() -> None:
         summary["either"] = by_type(either(per_method, questions), questions)
 
     results = {
-        **info, "command": command, "load_average_start": load_start, "load_average_end": load_average(),
+        **info,
+        "command": command,
+        "load_average_start": load_start,
+        "load_average_end": load_average(),
         "project": str(args.project),
-        "index": {"documents": data.documents.height, "text_units": data.text_units.height,
-                  "full_text_index": data.text_unit_lexical is not None,
-                  "entities": data.entities.height, "load_seconds": round(load_seconds, 2)},
-        "questions": {"scored": len(questions), "by_type": dict(sorted(Counter(q["type"] for q in questions).items())),
-                      "without_evidence": sum("N/A" in e["reason"] for e in excluded)},
-        "top": TOP, "summary": summary, "excluded": excluded,
+        "index": {
+            "documents": data.documents.height,
+            "text_units": data.text_units.height,
+            "full_text_index": data.text_unit_lexical is not None,
+            "entities": data.entities.height,
+            "load_seconds": round(load_seconds, 2),
+        },
+        "questions": {
+            "scored": len(questions),
+            "by_type": dict(sorted(Counter(q["type"] for q in questions).items())),
+            "without_evidence": sum("N/A" in e["reason"] for e in excluded),
+        },
+        "top": TOP,
+        "summary": summary,
+        "excluded": excluded,
         # One line per question: id, ms, sources, distinct documents, rank of each gold file (None: not returned).
-        "per_question": {m: [f"{r['id']} context={r['context_seconds'] * 1000:.1f}ms query={r['seconds'] * 1000:.1f}ms "
-                             f"sources={r['sources']} documents={r['documents']} "
-                             f"gold_ranks={r['gold_ranks']}" for r in rows] for m, rows in per_method.items()},
+        "per_question": {
+            m: [
+                f"{r['id']} context={r['context_seconds'] * 1000:.1f}ms query={r['seconds'] * 1000:.1f}ms "
+                f"sources={r['sources']} documents={r['documents']} "
+                f"gold_ranks={r['gold_ranks']}"
+                for r in rows
+            ]
+            for m, rows in per_method.items()
+        },
     }
     print_report(results)
     path = write_results("lihua_retrieval.json", results)

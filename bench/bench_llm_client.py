@@ -32,10 +32,10 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
+from graphrag_assets.core.settings import LLMSettings  # noqa: E402
 from graphrag_assets.llm.cache import CHAT_TABLE, CHAT_TABLE_DDL, LLMCache, chat_cache_key  # noqa: E402
 from graphrag_assets.llm.factory import build_chat_model  # noqa: E402
 from graphrag_assets.llm.usage import UsageMeter  # noqa: E402
-from graphrag_assets.core.settings import LLMSettings  # noqa: E402
 from graphrag_assets.storage.database import connect  # noqa: E402
 from graphrag_assets_tests.openai_fixtures import ScriptedOpenAIServer  # noqa: E402
 
@@ -47,13 +47,31 @@ def ms(seconds: float) -> str:
 def fill_cache(db: Path, rows: int) -> list[str]:
     import pyarrow as pa
 
-    keys = [chat_cache_key(model="m", messages=[{"role": "user", "content": f"prompt {i}"}], temperature=0.0,
-                           max_tokens=None, json_mode=False, prompt_version="") for i in range(rows)]
+    keys = [
+        chat_cache_key(
+            model="m",
+            messages=[{"role": "user", "content": f"prompt {i}"}],
+            temperature=0.0,
+            max_tokens=None,
+            json_mode=False,
+            prompt_version="",
+        )
+        for i in range(rows)
+    ]
     response = json.dumps({"text": "x" * 2000})
     with connect(db) as conn:
         conn.execute(CHAT_TABLE_DDL)
-        table = pa.table({"key": keys, "kind": ["chat"] * rows, "model": ["m"] * rows, "purpose": ["p"] * rows,
-                          "response": [response] * rows, "prompt_tokens": [100] * rows, "completion_tokens": [50] * rows})
+        table = pa.table(
+            {
+                "key": keys,
+                "kind": ["chat"] * rows,
+                "model": ["m"] * rows,
+                "purpose": ["p"] * rows,
+                "response": [response] * rows,
+                "prompt_tokens": [100] * rows,
+                "completion_tokens": [50] * rows,
+            }
+        )
         conn.register("rows", table)
         conn.execute(f"insert into {CHAT_TABLE} by name select *, now()::timestamp as created_at from rows")
     return keys
@@ -99,8 +117,9 @@ def bench_storage(workdir: Path, cache_rows: int) -> None:
             cache.flush()
             started = time.perf_counter()
             for i in range(size):
-                cache.put_chat(f"w{size}-{rep}-{i}", model="m", purpose="p", text="y" * 2000,
-                               prompt_tokens=1, completion_tokens=1)
+                cache.put_chat(
+                    f"w{size}-{rep}-{i}", model="m", purpose="p", text="y" * 2000, prompt_tokens=1, completion_tokens=1
+                )
             cache.flush()
             elapsed += time.perf_counter() - started
         print(f"  write {size:3d} answers at once            {ms(elapsed / 5)}  (mean of 5)")
@@ -119,6 +138,7 @@ def bench_overhead(server: ScriptedOpenAIServer, workdir: Path, n: int) -> None:
     async def bare() -> None:
         semaphore = asyncio.Semaphore(25)
         async with openai.AsyncOpenAI(base_url=server.base_url, api_key="x", max_retries=0) as client:
+
             async def one(text: str) -> None:
                 async with semaphore:
                     await client.chat.completions.create(model="m", messages=[{"role": "user", "content": text}])
@@ -153,7 +173,9 @@ def bench_overhead(server: ScriptedOpenAIServer, workdir: Path, n: int) -> None:
     model.close()
     warm = time.perf_counter() - started
     assert server.stats()["counts"] == {}, "a re-run must not call the server"
-    print(f"  our client, re-run from the cache    {ms(warm / n)} per call  ({model.cache.stats.lookup_queries} lookup query)")
+    print(
+        f"  our client, re-run from the cache    {ms(warm / n)} per call  ({model.cache.stats.lookup_queries} lookup query)"
+    )
 
     nocache = build_chat_model(settings.model_copy(update={"cache": False}), None, UsageMeter())
     started = time.perf_counter()
@@ -167,7 +189,9 @@ def bench_concurrency(server: ScriptedOpenAIServer, workdir: Path) -> None:
     print(f"\n[3] concurrency at {latency} ms latency: {n} calls, concurrency {concurrency}")
     server.reset()
     server.set_latency(latency)
-    model = build_chat_model(LLMSettings(base_url=server.base_url, concurrency=concurrency, cache=False), None, UsageMeter())
+    model = build_chat_model(
+        LLMSettings(base_url=server.base_url, concurrency=concurrency, cache=False), None, UsageMeter()
+    )
 
     async def run() -> None:
         await asyncio.gather(*(model.chat([{"role": "user", "content": t}], purpose="bench") for t in calls(n)))
@@ -177,6 +201,7 @@ def bench_concurrency(server: ScriptedOpenAIServer, workdir: Path) -> None:
 
         semaphore = asyncio.Semaphore(concurrency)
         async with openai.AsyncOpenAI(base_url=server.base_url, api_key="x", max_retries=0) as client:
+
             async def one(text: str) -> None:
                 async with semaphore:
                     await client.chat.completions.create(model="m", messages=[{"role": "user", "content": text}])
@@ -191,14 +216,20 @@ def bench_concurrency(server: ScriptedOpenAIServer, workdir: Path) -> None:
         asyncio.run(job())
         elapsed = time.perf_counter() - started
         stats = server.stats()
-        print(f"  {name:20s} {elapsed:.2f} s, ideal {ideal:.2f} s, efficiency {ideal / elapsed:.0%}, "
-              f"max in flight at the server {stats['max_in_flight']}")
+        print(
+            f"  {name:20s} {elapsed:.2f} s, ideal {ideal:.2f} s, efficiency {ideal / elapsed:.0%}, "
+            f"max in flight at the server {stats['max_in_flight']}"
+        )
     server.set_latency(0)
 
 
-EXTRACTION_SIZED_ANSWER = "\n".join(
-    f'("entity"<|>NAME {i}<|>PERSON<|>A description of name {i} and what the passage says about them)##' for i in range(14)
-) + "<|COMPLETE|>"  # ~1.4 KB, like the stand-in's extraction answers
+EXTRACTION_SIZED_ANSWER = (
+    "\n".join(
+        f'("entity"<|>NAME {i}<|>PERSON<|>A description of name {i} and what the passage says about them)##'
+        for i in range(14)
+    )
+    + "<|COMPLETE|>"
+)  # ~1.4 KB, like the stand-in's extraction answers
 
 
 def bench_chat_parsing(server: ScriptedOpenAIServer, n: int, rounds: int = 7) -> None:
@@ -206,8 +237,10 @@ def bench_chat_parsing(server: ScriptedOpenAIServer, n: int, rounds: int = 7) ->
     import openai
     import orjson
 
-    print(f"\n[4] reading chat answers at 0 ms latency: {n} calls, concurrency 25, {len(EXTRACTION_SIZED_ANSWER)}-char answers, "
-          f"median of {rounds} alternating rounds")
+    print(
+        f"\n[4] reading chat answers at 0 ms latency: {n} calls, concurrency 25, {len(EXTRACTION_SIZED_ANSWER)}-char answers, "
+        f"median of {rounds} alternating rounds"
+    )
     server.reset()
     server.add_rule(".", EXTRACTION_SIZED_ANSWER)
     semaphore_size = 25
@@ -217,20 +250,29 @@ def bench_chat_parsing(server: ScriptedOpenAIServer, n: int, rounds: int = 7) ->
         return response.choices[0].message.content or "" if response.usage.prompt_tokens else ""
 
     async def raw(client: openai.AsyncOpenAI, text: str) -> str:
-        response = await client.chat.completions.with_raw_response.create(model="m", messages=[{"role": "user", "content": text}])
+        response = await client.chat.completions.with_raw_response.create(
+            model="m", messages=[{"role": "user", "content": text}]
+        )
         body = orjson.loads(response.content)
         return body["choices"][0]["message"]["content"] if body["usage"]["prompt_tokens"] else ""
 
     async def bare(client: httpx.AsyncClient, text: str) -> str:
-        response = await client.post("/chat/completions", content=orjson.dumps({"model": "m", "messages": [{"role": "user", "content": text}]}),
-                                     headers={"Authorization": "Bearer x", "Content-Type": "application/json"})
+        response = await client.post(
+            "/chat/completions",
+            content=orjson.dumps({"model": "m", "messages": [{"role": "user", "content": text}]}),
+            headers={"Authorization": "Bearer x", "Content-Type": "application/json"},
+        )
         response.raise_for_status()
         body = orjson.loads(response.content)
         return body["choices"][0]["message"]["content"] if body["usage"]["prompt_tokens"] else ""
 
     async def posted(client: openai.AsyncOpenAI, text: str) -> str:
-        response = await client.post("/chat/completions", body={"model": "m", "messages": [{"role": "user", "content": text}]},
-                                     cast_to=object, options={"headers": {"X-Stainless-Raw-Response": "true"}})
+        response = await client.post(
+            "/chat/completions",
+            body={"model": "m", "messages": [{"role": "user", "content": text}]},
+            cast_to=object,
+            options={"headers": {"X-Stainless-Raw-Response": "true"}},
+        )
         body = orjson.loads(response.content)
         return body["choices"][0]["message"]["content"] if body["usage"]["prompt_tokens"] else ""
 
@@ -239,13 +281,18 @@ def bench_chat_parsing(server: ScriptedOpenAIServer, n: int, rounds: int = 7) ->
             return httpx.AsyncClient(base_url=server.base_url, timeout=60)
         return openai.AsyncOpenAI(base_url=server.base_url, api_key="x", max_retries=0)
 
-    kinds = {"create (parsed models)": parsed, "with_raw_response + orjson": raw, "client.post + orjson (ours)": posted,
-             "bare httpx2 + orjson": bare}
+    kinds = {
+        "create (parsed models)": parsed,
+        "with_raw_response + orjson": raw,
+        "client.post + orjson (ours)": posted,
+        "bare httpx2 + orjson": bare,
+    }
 
     def one_round(kind: str) -> tuple[float, float]:
         async def go() -> None:
             semaphore = asyncio.Semaphore(semaphore_size)
             async with client_for(kind) as client:  # type: ignore[attr-defined]
+
                 async def one(text: str) -> None:
                     async with semaphore:
                         assert await kinds[kind](client, text) == EXTRACTION_SIZED_ANSWER

@@ -47,13 +47,22 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_lihua_retrieval import VARIANTS, context_sources, percent, variant_settings  # noqa: E402
 from bench_nlp import DEFAULT_WORKDIR, offline_env, percentile  # noqa: E402
-from common import REPO_ROOT, cli_command, header_block, invocation, load_average, machine_info, markdown_table, write_results  # noqa: E402
+from common import (  # noqa: E402
+    REPO_ROOT,
+    cli_command,
+    header_block,
+    invocation,
+    load_average,
+    machine_info,
+    markdown_table,
+    write_results,
+)
 
+from graphrag_assets.core.settings import load_settings  # noqa: E402
 from graphrag_assets.core.words import function_words  # noqa: E402
 from graphrag_assets.llm.factory import build_embedding_model  # noqa: E402
 from graphrag_assets.llm.local_embedder import words_of  # noqa: E402
 from graphrag_assets.llm.usage import UsageMeter  # noqa: E402
-from graphrag_assets.core.settings import load_settings  # noqa: E402
 from graphrag_assets.project.query_data import load_query_data  # noqa: E402
 from graphrag_assets_tests.shared_data import SHARED_DATA  # noqa: E402
 
@@ -92,7 +101,9 @@ def pseudo_evidence(answer_words: set[str], unit_words: dict[str, set[str]]) -> 
     return {unit for unit, covered in coverage.items() if covered == best}
 
 
-def score(sources: list[str], answer_words: set[str], evidence: set[str], unit_words: dict[str, set[str]]) -> dict[str, Any]:
+def score(
+    sources: list[str], answer_words: set[str], evidence: set[str], unit_words: dict[str, set[str]]
+) -> dict[str, Any]:
     row: dict[str, Any] = {}
     for k in CUTOFFS:
         found = set().union(*(unit_words.get(u, set()) for u in sources[:k]))
@@ -101,7 +112,9 @@ def score(sources: list[str], answer_words: set[str], evidence: set[str], unit_w
     return row
 
 
-async def run(variants: list[str], questions: list[dict[str, Any]], data, embedder, settings) -> dict[str, list[dict[str, Any]]]:
+async def run(
+    variants: list[str], questions: list[dict[str, Any]], data, embedder, settings
+) -> dict[str, list[dict[str, Any]]]:
     unit_words = {u: content_words(t) for u, t in data.text_units.select("id", "text").iter_rows()}
     configured = {v: variant_settings(settings.query, v) for v in variants}
     rows: dict[str, list[dict[str, Any]]] = {v: [] for v in variants}
@@ -110,11 +123,18 @@ async def run(variants: list[str], questions: list[dict[str, Any]], data, embedd
         evidence = pseudo_evidence(answer_words, unit_words)
         for variant in variants:
             started = time.perf_counter()
-            sources = await context_sources(VARIANTS[variant][0], q["question"], data, embedder, configured[variant],
-                                            settings.chunking.encoding)
+            sources = await context_sources(
+                VARIANTS[variant][0], q["question"], data, embedder, configured[variant], settings.chunking.encoding
+            )
             seconds = time.perf_counter() - started
-            rows[variant].append({"type": q["question_type"], "seconds": seconds, "sources": len(sources),
-                                  **score(sources, answer_words, evidence, unit_words)})
+            rows[variant].append(
+                {
+                    "type": q["question_type"],
+                    "seconds": seconds,
+                    "sources": len(sources),
+                    **score(sources, answer_words, evidence, unit_words),
+                }
+            )
     return rows
 
 
@@ -133,28 +153,72 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
 def timing(rows: list[dict[str, Any]]) -> dict[str, float]:
     seconds = [r["seconds"] for r in rows]
     rest = seconds[1:] or seconds
-    return {"first_ms": round(seconds[0] * 1000, 1), "median_ms": round(statistics.median(rest) * 1000, 1),
-            "p95_ms": round(percentile(rest, 95) * 1000, 1)}
+    return {
+        "first_ms": round(seconds[0] * 1000, 1),
+        "median_ms": round(statistics.median(rest) * 1000, 1),
+        "p95_ms": round(percentile(rest, 95) * 1000, 1),
+    }
 
 
 def print_report(r: dict[str, Any]) -> None:
-    print(header_block("GraphRAG-Bench medical retrieval (nlp index, no LLM; proxy scores)", r["command"],
-                       r["load_average_start"], r["load_average_end"], r))
+    print(
+        header_block(
+            "GraphRAG-Bench medical retrieval (nlp index, no LLM; proxy scores)",
+            r["command"],
+            r["load_average_start"],
+            r["load_average_end"],
+            r,
+        )
+    )
     index = r["index"]
-    print(f"\nindex: `{r['project']}` — {index['text_units']} text units, {index['entities']} entities, "
-          f"{index['relationships']} relationships; questions: {r['questions']}.\n")
+    print(
+        f"\nindex: `{r['project']}` — {index['text_units']} text units, {index['entities']} entities, "
+        f"{index['relationships']} relationships; questions: {r['questions']}.\n"
+    )
     rows = []
     for variant, parts in r["summary"].items():
         for kind, s in parts.items():
             if kind == "timing":
                 continue
-            rows.append([variant, kind, s["questions"], percent(s["answer_recall@5"]), percent(s["evidence_hit@5"]),
-                         percent(s["answer_recall@10"]), percent(s["evidence_hit@10"]), s["evidence_scored"], s["mean_sources"]])
-    print(markdown_table(["variant", "questions", "n", "answer-term recall@5", "pseudo-evidence hit@5",
-                          "answer-term recall@10", "pseudo-evidence hit@10", "n with pseudo-evidence", "sources (mean)"], rows))
+            rows.append(
+                [
+                    variant,
+                    kind,
+                    s["questions"],
+                    percent(s["answer_recall@5"]),
+                    percent(s["evidence_hit@5"]),
+                    percent(s["answer_recall@10"]),
+                    percent(s["evidence_hit@10"]),
+                    s["evidence_scored"],
+                    s["mean_sources"],
+                ]
+            )
+    print(
+        markdown_table(
+            [
+                "variant",
+                "questions",
+                "n",
+                "answer-term recall@5",
+                "pseudo-evidence hit@5",
+                "answer-term recall@10",
+                "pseudo-evidence hit@10",
+                "n with pseudo-evidence",
+                "sources (mean)",
+            ],
+            rows,
+        )
+    )
     print()
-    print(markdown_table(["variant", "context: first question ms", "context: median ms", "context: p95 ms"],
-                         [[v, p["timing"]["first_ms"], p["timing"]["median_ms"], p["timing"]["p95_ms"]] for v, p in r["summary"].items()]))
+    print(
+        markdown_table(
+            ["variant", "context: first question ms", "context: median ms", "context: p95 ms"],
+            [
+                [v, p["timing"]["first_ms"], p["timing"]["median_ms"], p["timing"]["p95_ms"]]
+                for v, p in r["summary"].items()
+            ],
+        )
+    )
 
 
 def main() -> None:
@@ -176,15 +240,26 @@ def main() -> None:
     rows = asyncio.run(run(args.variants, questions, data, embedder, settings))
     kinds = sorted(Counter(q["question_type"] for q in questions))
     summary = {
-        variant: {"all": summarize(r), **{kind: summarize([x for x in r if x["type"] == kind]) for kind in kinds},
-                  "timing": timing(r)}
+        variant: {
+            "all": summarize(r),
+            **{kind: summarize([x for x in r if x["type"] == kind]) for kind in kinds},
+            "timing": timing(r),
+        }
         for variant, r in rows.items()
     }
     results = {
-        **info, "command": command, "load_average_start": load_start, "load_average_end": load_average(),
-        "project": str(args.project), "questions": len(questions),
-        "index": {"text_units": data.text_units.height, "entities": data.entities.height,
-                  "relationships": data.relationships.height, "full_text_index": data.text_unit_lexical is not None},
+        **info,
+        "command": command,
+        "load_average_start": load_start,
+        "load_average_end": load_average(),
+        "project": str(args.project),
+        "questions": len(questions),
+        "index": {
+            "text_units": data.text_units.height,
+            "entities": data.entities.height,
+            "relationships": data.relationships.height,
+            "full_text_index": data.text_unit_lexical is not None,
+        },
         "summary": summary,
     }
     print_report(results)

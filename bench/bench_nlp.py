@@ -126,7 +126,10 @@ def prepare_project(root: Path, base: Path, files: Sequence[Path]) -> None:
 def index_counts(root: Path) -> dict[str, int]:
     done = subprocess.run(
         cli_command("sql", COUNT_QUERY, "--root", str(root), "--json"),
-        env=offline_env(), capture_output=True, text=True, check=True,
+        env=offline_env(),
+        capture_output=True,
+        text=True,
+        check=True,
     )
     return json.loads(done.stdout)[0]
 
@@ -161,15 +164,40 @@ def print_report(results: list[dict[str, Any]]) -> None:
     for r in results:
         for run in ("first_index", "no_change_reindex"):
             m = r[run]
-            rows.append([r["corpus"], run.replace("_", " "), r["files"], r["input_mb"], m["wall_s"], m["cpu_s"],
-                         m["user_s"], m["system_s"], m["peak_rss_mb"]])
-    print(markdown_table(["corpus", "run", "files", "input MB", "wall s", "CPU s", "user s", "sys s", "peak RSS MB"], rows))
+            rows.append(
+                [
+                    r["corpus"],
+                    run.replace("_", " "),
+                    r["files"],
+                    r["input_mb"],
+                    m["wall_s"],
+                    m["cpu_s"],
+                    m["user_s"],
+                    m["system_s"],
+                    m["peak_rss_mb"],
+                ]
+            )
+    print(
+        markdown_table(
+            ["corpus", "run", "files", "input MB", "wall s", "CPU s", "user s", "sys s", "peak RSS MB"], rows
+        )
+    )
     print()
-    count_columns = ("documents", "text_units", "entities", "relationships", "communities", "community_reports", "levels")
-    print(markdown_table(
-        ["corpus", "documents", "text units", "entities", "relationships", "communities", "reports", "levels"],
-        [[r["corpus"], *(r["counts"][k] for k in count_columns)] for r in results],
-    ))
+    count_columns = (
+        "documents",
+        "text_units",
+        "entities",
+        "relationships",
+        "communities",
+        "community_reports",
+        "levels",
+    )
+    print(
+        markdown_table(
+            ["corpus", "documents", "text units", "entities", "relationships", "communities", "reports", "levels"],
+            [[r["corpus"], *(r["counts"][k] for k in count_columns)] for r in results],
+        )
+    )
 
 
 def main() -> None:
@@ -198,10 +226,17 @@ def main() -> None:
     print_report(results)
     for message in skipped:
         print(f"\n{message}")
-    path = write_results("nlp.json", {
-        **info, "command": command, "load_average_start": load_start, "load_average_end": load_end,
-        "results": results, "skipped": skipped,
-    })
+    path = write_results(
+        "nlp.json",
+        {
+            **info,
+            "command": command,
+            "load_average_start": load_start,
+            "load_average_end": load_end,
+            "results": results,
+            "skipped": skipped,
+        },
+    )
     print(f"\nwritten to {path.relative_to(REPO_ROOT)}")
 
 

@@ -63,17 +63,21 @@ from common import invocation, load_average, machine_info, markdown_table, write
 from graphrag_assets.core import schemas  # noqa: E402
 from graphrag_assets.core.settings import CommunitySettings, ResolutionSettings, load_settings  # noqa: E402
 from graphrag_assets.core.tokens import count_tokens  # noqa: E402
+from graphrag_assets.index.chunking import chunk_documents  # noqa: E402
 from graphrag_assets.index.communities import build_communities_from_settings  # noqa: E402
 from graphrag_assets.index.entity_resolution import (  # noqa: E402
     ResolutionOptions,
     embedding_texts,
     merged_profiles,
+    noun_phrase_profiles,  # noqa: E402
     resolution_options,
     resolve_with_model,
     resolve_with_rules,
 )
 from graphrag_assets.index.extraction_parser import parse_graph_answer  # noqa: E402
 from graphrag_assets.index.graph_merge import finalize_graph, merge_graph  # noqa: E402
+from graphrag_assets.index.nlp_graph import NOUN_PHRASE_TYPE  # noqa: E402
+from graphrag_assets.index.noun_phrases import noun_phrase_records  # noqa: E402
 from graphrag_assets.index.resolution_candidates import (  # noqa: E402
     candidate_groups,
     merge_candidates,
@@ -88,14 +92,19 @@ from graphrag_assets.llm.factory import ModelSet  # noqa: E402
 from graphrag_assets.llm.local_embedder import LocalEmbedder  # noqa: E402
 from graphrag_assets.llm.usage import UsageMeter  # noqa: E402
 from graphrag_assets.prompts.templates import load_prompt  # noqa: E402
-from graphrag_assets.index.chunking import chunk_documents  # noqa: E402
-from graphrag_assets.index.entity_resolution import noun_phrase_profiles  # noqa: E402
-from graphrag_assets.index.nlp_graph import NOUN_PHRASE_TYPE  # noqa: E402
-from graphrag_assets.index.noun_phrases import noun_phrase_records  # noqa: E402
 from graphrag_assets_tests.shared_data import CHRISTMAS_CAROL, NANO_MOCK_CACHE  # noqa: E402
 
 LABELS = Path(__file__).resolve().parent / "resolution_labels.csv"
-SENSITIVITY = [(0, 0.3, 12), (5, 0.3, 12), (8, 0.3, 8), (8, 0.3, 12), (8, 0.3, 16), (8, 0.2, 12), (10, 0.3, 12), (20, 0.0, 12)]
+SENSITIVITY = [
+    (0, 0.3, 12),
+    (5, 0.3, 12),
+    (8, 0.3, 8),
+    (8, 0.3, 12),
+    (8, 0.3, 16),
+    (8, 0.2, 12),
+    (10, 0.3, 12),
+    (20, 0.0, 12),
+]
 
 
 def carol_extractions() -> pl.DataFrame:
@@ -107,10 +116,28 @@ def carol_extractions() -> pl.DataFrame:
             continue  # a report answer, not an extraction
         parsed = parse_graph_answer(entry["return"])
         for e in parsed.entities:
-            rows.append({"text_unit_id": key, "record_index": e.index, "record_type": "entity", "title": e.title, "type": e.type, "description": e.description})
+            rows.append(
+                {
+                    "text_unit_id": key,
+                    "record_index": e.index,
+                    "record_type": "entity",
+                    "title": e.title,
+                    "type": e.type,
+                    "description": e.description,
+                }
+            )
         for r in parsed.relationships:
-            rows.append({"text_unit_id": key, "record_index": r.index, "record_type": "relationship", "source": r.source,
-                         "target": r.target, "description": r.description, "weight": r.weight})
+            rows.append(
+                {
+                    "text_unit_id": key,
+                    "record_index": r.index,
+                    "record_type": "relationship",
+                    "source": r.source,
+                    "target": r.target,
+                    "description": r.description,
+                    "weight": r.weight,
+                }
+            )
     frame = pl.DataFrame(rows).with_columns(pl.lit("carol").alias("document_key"))
     return schemas.conform(frame, schemas.GRAPH_EXTRACTIONS)
 
@@ -127,7 +154,9 @@ def pair_key(a: str, b: str) -> tuple[str, str]:
     return (a, b) if a < b else (b, a)
 
 
-def scores(labels: pl.DataFrame, canonical: dict[str, str], subset: set[tuple[str, str]] | None = None) -> dict[str, Any]:
+def scores(
+    labels: pl.DataFrame, canonical: dict[str, str], subset: set[tuple[str, str]] | None = None
+) -> dict[str, Any]:
     """Precision and recall of merges on the labelled pairs (a pair is merged when both ends share a canonical)."""
     tp = fp = fn = 0
     false_merges = []
@@ -144,7 +173,10 @@ def scores(labels: pl.DataFrame, canonical: dict[str, str], subset: set[tuple[st
     return {
         "precision": round(tp / (tp + fp), 4) if tp + fp else None,
         "recall": round(tp / (tp + fn), 4) if tp + fn else None,
-        "true_merges": tp, "false_merges": fp, "missed": fn, "false_merge_pairs": false_merges,
+        "true_merges": tp,
+        "false_merges": fp,
+        "missed": fn,
+        "false_merge_pairs": false_merges,
     }
 
 
@@ -164,8 +196,12 @@ def blocking(profiles: pl.DataFrame, vectors: np.ndarray, neighbours: int, min_s
     return merge_candidates(by_name, neighbour_candidates(titles, vectors, neighbours, min_similarity))
 
 
-def candidate_figures(profiles: pl.DataFrame, labels: pl.DataFrame, vectors: np.ndarray, settings: ResolutionSettings) -> dict[str, Any]:
-    positives = {pair_key(a, b) for a, b in labels.filter(pl.col("label") == "same").select("left", "right").iter_rows()}
+def candidate_figures(
+    profiles: pl.DataFrame, labels: pl.DataFrame, vectors: np.ndarray, settings: ResolutionSettings
+) -> dict[str, Any]:
+    positives = {
+        pair_key(a, b) for a, b in labels.filter(pl.col("label") == "same").select("left", "right").iter_rows()
+    }
     candidates = blocking(profiles, vectors, settings.neighbours, settings.min_similarity)
     groups = candidate_groups(candidates, settings.max_group_size)
     asked = co_grouped(groups)
@@ -174,10 +210,16 @@ def candidate_figures(profiles: pl.DataFrame, labels: pl.DataFrame, vectors: np.
     ceiling = scores(labels, canonical_of(build_clusters(profiles, oracle)))["recall"]
     template = load_prompt("resolve_entities")
     members = {t: Member(t, k, tuple(d)) for t, k, d in profiles.select("title", "type", "descriptions").iter_rows()}
-    tokens = sum(count_tokens(template.format(entity_list=entity_list([members[t] for t in group]))) for group in groups)
+    tokens = sum(
+        count_tokens(template.format(entity_list=entity_list([members[t] for t in group]))) for group in groups
+    )
     return {
-        "neighbours": settings.neighbours, "min_similarity": settings.min_similarity, "max_group_size": settings.max_group_size,
-        "candidate_pairs": candidates.height, "groups": len(groups), "prompt_tokens": tokens,
+        "neighbours": settings.neighbours,
+        "min_similarity": settings.min_similarity,
+        "max_group_size": settings.max_group_size,
+        "candidate_pairs": candidates.height,
+        "groups": len(groups),
+        "prompt_tokens": tokens,
         "candidate_recall": round(len(positives & asked) / len(positives), 4),
         "pair_recall": round(len(positives & pairs) / len(positives), 4),
         "perfect_judge_recall": ceiling,
@@ -190,7 +232,9 @@ def group_prompts(profiles: pl.DataFrame, vectors: np.ndarray, settings: Resolut
     """The verdict prompts of the candidate groups (what the response cache is keyed on)."""
     template = load_prompt("resolve_entities")
     members = {t: Member(t, k, tuple(d)) for t, k, d in profiles.select("title", "type", "descriptions").iter_rows()}
-    groups = candidate_groups(blocking(profiles, vectors, settings.neighbours, settings.min_similarity), settings.max_group_size)
+    groups = candidate_groups(
+        blocking(profiles, vectors, settings.neighbours, settings.min_similarity), settings.max_group_size
+    )
     return {template.format(entity_list=entity_list([members[t] for t in group])) for group in groups}
 
 
@@ -215,12 +259,19 @@ def update_costs(extractions: pl.DataFrame, settings: ResolutionSettings, sample
 def noun_phrase_figures() -> dict[str, Any]:
     """The offline rules on the noun phrases the nlp method extracts from the book (default chunking)."""
     text = CHRISTMAS_CAROL.read_text(encoding="utf-8")
-    documents = schemas.conform(pl.DataFrame({"id": ["carol"], "text": [text], "document_key": ["carol"], "title": ["carol"], "human_readable_id": [0]}), schemas.DOCUMENTS)
+    documents = schemas.conform(
+        pl.DataFrame(
+            {"id": ["carol"], "text": [text], "document_key": ["carol"], "title": ["carol"], "human_readable_id": [0]}
+        ),
+        schemas.DOCUMENTS,
+    )
     units = chunk_documents(documents, 1200, 100, "cl100k_base")
     profiles = noun_phrase_profiles(noun_phrase_records(units), NOUN_PHRASE_TYPE)
     resolution = resolve_with_rules(profiles, NameEvidence.from_texts(units["text"].to_list()), ResolutionOptions())
     return {
-        "phrases": profiles.height, "candidate_pairs": resolution.candidate_pairs, "merges": resolution.aliases.height,
+        "phrases": profiles.height,
+        "candidate_pairs": resolution.candidate_pairs,
+        "merges": resolution.aliases.height,
         "aliases": [f"{a} → {c}" for a, c in resolution.aliases.select("alias", "canonical_title").iter_rows()],
     }
 
@@ -231,7 +282,11 @@ def graph_figures(extractions: pl.DataFrame, aliases: pl.DataFrame, labels: pl.D
     communities = build_communities_from_settings(entities, relationships, CommunitySettings(), "2026-01-01")
     canonical = canonical_of(aliases)
     id_of = dict(entities.select("title", "id").iter_rows())
-    level0 = {eid: c for c, ids in communities.filter(pl.col("level") == 0).select("community", "entity_ids").iter_rows() for eid in ids}
+    level0 = {
+        eid: c
+        for c, ids in communities.filter(pl.col("level") == 0).select("community", "entity_ids").iter_rows()
+        for eid in ids
+    }
     split = 0
     for left, right in labels.filter(pl.col("label") == "same").select("left", "right").iter_rows():
         a, b = (level0.get(id_of[canonical.get(t, t)]) for t in (left, right))
@@ -250,11 +305,16 @@ def graph_figures(extractions: pl.DataFrame, aliases: pl.DataFrame, labels: pl.D
 
 def labelled_groups_as_aliases(profiles: pl.DataFrame, labels: pl.DataFrame) -> pl.DataFrame:
     """What a perfect judge would merge among the labelled names: each labelled group around its centre."""
-    rows = [(a, b, "oracle", 1.0, f"labelled group {g}") for a, b, g in labels.filter(pl.col("label") == "same").select("left", "right", "group").iter_rows()]
+    rows = [
+        (a, b, "oracle", 1.0, f"labelled group {g}")
+        for a, b, g in labels.filter(pl.col("label") == "same").select("left", "right", "group").iter_rows()
+    ]
     return build_clusters(profiles, verdict_frame(rows))
 
 
-def model_figures(profiles: pl.DataFrame, labels: pl.DataFrame, workdir: Path, chat_model: str | None) -> dict[str, Any]:
+def model_figures(
+    profiles: pl.DataFrame, labels: pl.DataFrame, workdir: Path, chat_model: str | None
+) -> dict[str, Any]:
     """The model's verdicts on the candidate groups (endpoint from the environment), scored on the labels."""
     workdir.mkdir(parents=True, exist_ok=True)
     overrides: dict[str, Any] = {"method": "standard", "resolution": {"enabled": True}}
@@ -264,22 +324,37 @@ def model_figures(profiles: pl.DataFrame, labels: pl.DataFrame, workdir: Path, c
     meter = UsageMeter()
     started = time.perf_counter()
     with ModelSet(settings, meter) as models:
-        resolution = asyncio.run(resolve_with_model(models.chat, models.embedder, profiles, resolution_options(settings)))
+        resolution = asyncio.run(
+            resolve_with_model(models.chat, models.embedder, profiles, resolution_options(settings))
+        )
     seconds = time.perf_counter() - started
     totals = meter.totals()
     return {
-        "chat_model": settings.llm.chat_model, "embedding_model": "local" if settings.llm.use_local_embedder else settings.llm.embedding_model,
-        "groups": resolution.groups, "unusable_answers": resolution.unusable_answers, "merges": resolution.aliases.height,
-        "calls": totals.requests, "cache_hits": totals.cache_hits, "prompt_tokens": totals.prompt_tokens, "seconds": round(seconds, 2),
+        "chat_model": settings.llm.chat_model,
+        "embedding_model": "local" if settings.llm.use_local_embedder else settings.llm.embedding_model,
+        "groups": resolution.groups,
+        "unusable_answers": resolution.unusable_answers,
+        "merges": resolution.aliases.height,
+        "calls": totals.requests,
+        "cache_hits": totals.cache_hits,
+        "prompt_tokens": totals.prompt_tokens,
+        "seconds": round(seconds, 2),
         "scores": scores(labels, canonical_of(resolution.aliases)),
     }
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--model", action="store_true", help="also score the verdicts of the model configured in the environment")
+    parser.add_argument(
+        "--model", action="store_true", help="also score the verdicts of the model configured in the environment"
+    )
     parser.add_argument("--chat-model", default=None, help="chat model for --model (default: llm.chat_model's default)")
-    parser.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "graphrag-bench" / "resolution", help="response cache for --model")
+    parser.add_argument(
+        "--workdir",
+        type=Path,
+        default=Path(tempfile.gettempdir()) / "graphrag-bench" / "resolution",
+        help="response cache for --model",
+    )
     args = parser.parse_args()
     if not NANO_MOCK_CACHE.exists():
         print(f"skipped: reference data not available: {NANO_MOCK_CACHE}")
@@ -301,15 +376,25 @@ def main() -> int:
     rules_seconds = time.perf_counter() - started
 
     started = time.perf_counter()
-    vectors = np.asarray(asyncio.run(LocalEmbedder().embed(embedding_texts(profiles), purpose="bench")), dtype=np.float32)
+    vectors = np.asarray(
+        asyncio.run(LocalEmbedder().embed(embedding_texts(profiles), purpose="bench")), dtype=np.float32
+    )
     embed_seconds = time.perf_counter() - started
     defaults = ResolutionSettings(enabled=True)
     started = time.perf_counter()
     candidates = candidate_figures(profiles, labels, vectors, defaults)
     blocking_seconds = time.perf_counter() - started
     sensitivity = [
-        {k: v for k, v in candidate_figures(profiles, labels, vectors, ResolutionSettings(enabled=True, neighbours=n, min_similarity=m, max_group_size=g)).items()
-         if k not in ("not_proposed", "evidence")}
+        {
+            k: v
+            for k, v in candidate_figures(
+                profiles,
+                labels,
+                vectors,
+                ResolutionSettings(enabled=True, neighbours=n, min_similarity=m, max_group_size=g),
+            ).items()
+            if k not in ("not_proposed", "evidence")
+        }
         for n, m, g in SENSITIVITY
     ]
 
@@ -331,72 +416,210 @@ def main() -> int:
 
     print("## Entity resolution on the gpt-4o extractions of A Christmas Carol\n")
     print(f"command: `{invocation()}`; load average {load_start} at start, {load_end} at end; {machine['date']}\n")
-    print(f"labelled pairs: {labels.height} ({positives.height} same, {labels.height - positives.height} different) over "
-          f"{len(set(labels['left']) | set(labels['right']))} of {len(titles)} entities; "
-          f"{len(name_positive)} of the same pairs are linked by their names alone\n")
+    print(
+        f"labelled pairs: {labels.height} ({positives.height} same, {labels.height - positives.height} different) over "
+        f"{len(set(labels['left']) | set(labels['right']))} of {len(titles)} entities; "
+        f"{len(name_positive)} of the same pairs are linked by their names alone\n"
+    )
     print("### Candidate recall (standard method's blocking, default settings, offline hashing embedder)\n")
-    print(markdown_table(
-        ["candidate recall (target ≥ 0.95)", "candidate pairs' own recall", "perfect-judge recall", "pairs", "groups = model calls", "prompt tokens"],
-        [[candidates["candidate_recall"], candidates["pair_recall"], candidates["perfect_judge_recall"], candidates["candidate_pairs"],
-          candidates["groups"], f"{candidates['prompt_tokens']:,}"]],
-    ))
+    print(
+        markdown_table(
+            [
+                "candidate recall (target ≥ 0.95)",
+                "candidate pairs' own recall",
+                "perfect-judge recall",
+                "pairs",
+                "groups = model calls",
+                "prompt tokens",
+            ],
+            [
+                [
+                    candidates["candidate_recall"],
+                    candidates["pair_recall"],
+                    candidates["perfect_judge_recall"],
+                    candidates["candidate_pairs"],
+                    candidates["groups"],
+                    f"{candidates['prompt_tokens']:,}",
+                ]
+            ],
+        )
+    )
     print(f"\nnot proposed: {candidates['not_proposed']}\n")
-    print(markdown_table(
-        ["neighbours", "min_similarity", "max_group_size", "candidate recall", "pair recall", "pairs", "groups", "prompt tokens"],
-        [[s["neighbours"], s["min_similarity"], s["max_group_size"], s["candidate_recall"], s["pair_recall"], s["candidate_pairs"],
-          s["groups"], f"{s['prompt_tokens']:,}"] for s in sensitivity],
-    ))
+    print(
+        markdown_table(
+            [
+                "neighbours",
+                "min_similarity",
+                "max_group_size",
+                "candidate recall",
+                "pair recall",
+                "pairs",
+                "groups",
+                "prompt tokens",
+            ],
+            [
+                [
+                    s["neighbours"],
+                    s["min_similarity"],
+                    s["max_group_size"],
+                    s["candidate_recall"],
+                    s["pair_recall"],
+                    s["candidate_pairs"],
+                    s["groups"],
+                    f"{s['prompt_tokens']:,}",
+                ]
+                for s in sensitivity
+            ],
+        )
+    )
     print("\n### Offline rules\n")
-    print(markdown_table(
-        ["pairs", "precision (target ≥ 0.98)", "recall (target ≥ 0.60)", "true merges", "false merges", "missed"],
-        [["all labelled", rule_scores["precision"], rule_scores["recall"], rule_scores["true_merges"], rule_scores["false_merges"], rule_scores["missed"]],
-         ["same pairs linked by names", rule_scores_names["precision"], rule_scores_names["recall"], rule_scores_names["true_merges"],
-          rule_scores_names["false_merges"], rule_scores_names["missed"]]],
-    ))
-    print(f"\nfalse merges: {rule_scores['false_merge_pairs'] or 'none'}; merges made on the whole graph: {rules.aliases.height}\n")
+    print(
+        markdown_table(
+            ["pairs", "precision (target ≥ 0.98)", "recall (target ≥ 0.60)", "true merges", "false merges", "missed"],
+            [
+                [
+                    "all labelled",
+                    rule_scores["precision"],
+                    rule_scores["recall"],
+                    rule_scores["true_merges"],
+                    rule_scores["false_merges"],
+                    rule_scores["missed"],
+                ],
+                [
+                    "same pairs linked by names",
+                    rule_scores_names["precision"],
+                    rule_scores_names["recall"],
+                    rule_scores_names["true_merges"],
+                    rule_scores_names["false_merges"],
+                    rule_scores_names["missed"],
+                ],
+            ],
+        )
+    )
+    print(
+        f"\nfalse merges: {rule_scores['false_merge_pairs'] or 'none'}; merges made on the whole graph: {rules.aliases.height}\n"
+    )
     if model is not None:
         m = model["scores"]
         print(f"### Model verdicts ({model['chat_model']}, embeddings {model['embedding_model']})\n")
-        print(markdown_table(
-            ["precision", "recall", "false merges", "groups", "unusable answers", "calls made", "cache hits", "prompt tokens", "seconds"],
-            [[m["precision"], m["recall"], m["false_merges"], model["groups"], model["unusable_answers"], model["calls"], model["cache_hits"],
-              f"{model['prompt_tokens']:,}", model["seconds"]]],
-        ))
+        print(
+            markdown_table(
+                [
+                    "precision",
+                    "recall",
+                    "false merges",
+                    "groups",
+                    "unusable answers",
+                    "calls made",
+                    "cache hits",
+                    "prompt tokens",
+                    "seconds",
+                ],
+                [
+                    [
+                        m["precision"],
+                        m["recall"],
+                        m["false_merges"],
+                        model["groups"],
+                        model["unusable_answers"],
+                        model["calls"],
+                        model["cache_hits"],
+                        f"{model['prompt_tokens']:,}",
+                        model["seconds"],
+                    ]
+                ],
+            )
+        )
         print(f"\nfalse merges: {m['false_merge_pairs'] or 'none'}\n")
     print("### Graph shrink and communities\n")
-    print(markdown_table(
-        ["merges", "entities", "relationships", "communities (per level)", "largest level-0", "labelled same pairs split across level-0 communities"],
-        [[name, g["entities"], g["relationships"], f"{g['communities']} ({' / '.join(str(v) for v in g['communities_per_level'].values())})",
-          g["largest_level0_community"], g["labelled_same_pairs_split_across_level0_communities"]] for name, g in graph.items()],
-    ))
-    print(f"\n### Offline rules on the nlp method's noun phrases of the book\n\n{phrases['phrases']} phrases, "
-          f"{phrases['candidate_pairs']} candidate pairs, {phrases['merges']} merges: {'; '.join(phrases['aliases'])}")
+    print(
+        markdown_table(
+            [
+                "merges",
+                "entities",
+                "relationships",
+                "communities (per level)",
+                "largest level-0",
+                "labelled same pairs split across level-0 communities",
+            ],
+            [
+                [
+                    name,
+                    g["entities"],
+                    g["relationships"],
+                    f"{g['communities']} ({' / '.join(str(v) for v in g['communities_per_level'].values())})",
+                    g["largest_level0_community"],
+                    g["labelled_same_pairs_split_across_level0_communities"],
+                ]
+                for name, g in graph.items()
+            ],
+        )
+    )
+    print(
+        f"\n### Offline rules on the nlp method's noun phrases of the book\n\n{phrases['phrases']} phrases, "
+        f"{phrases['candidate_pairs']} candidate pairs, {phrases['merges']} merges: {'; '.join(phrases['aliases'])}"
+    )
     new = sorted(u["new_prompts"] for u in updates)
     print("\n### Update cost of the model path (one text unit deleted, 10 samples)\n")
-    print(markdown_table(
-        ["groups after", "new prompts (calls): median", "min", "max", "full build's calls"],
-        [[updates[0]["groups"], new[len(new) // 2], new[0], new[-1], candidates["groups"]]],
-    ))
+    print(
+        markdown_table(
+            ["groups after", "new prompts (calls): median", "min", "max", "full build's calls"],
+            [[updates[0]["groups"], new[len(new) // 2], new[0], new[-1], candidates["groups"]]],
+        )
+    )
     print("\n### Time\n")
-    print(markdown_table(
-        ["merge records (anchor)", "offline rules", "embed entities (local)", "model-path blocking + groups", "rules / anchor"],
-        [[f"{merge_seconds:.3f} s", f"{rules_seconds:.3f} s", f"{embed_seconds:.3f} s", f"{blocking_seconds:.3f} s", f"{rules_seconds / merge_seconds:.1f}×"]],
-    ))
+    print(
+        markdown_table(
+            [
+                "merge records (anchor)",
+                "offline rules",
+                "embed entities (local)",
+                "model-path blocking + groups",
+                "rules / anchor",
+            ],
+            [
+                [
+                    f"{merge_seconds:.3f} s",
+                    f"{rules_seconds:.3f} s",
+                    f"{embed_seconds:.3f} s",
+                    f"{blocking_seconds:.3f} s",
+                    f"{rules_seconds / merge_seconds:.1f}×",
+                ]
+            ],
+        )
+    )
     if model is None:
-        print("\nThe model's verdicts are not measured (no model is reachable); their plumbing is tested against scripted verdicts.")
-    write_results("resolution.json", {
-        "benchmark": "entity resolution", "command": invocation(), "machine": machine,
-        "load_average": {"start": load_start, "end": load_end},
-        "labels": {"pairs": labels.height, "same": positives.height, "name_linked_same": len(name_positive)},
-        "candidates": candidates, "sensitivity": sensitivity,
-        "rules": {"all": rule_scores, "name_linked": rule_scores_names, "merges": rules.aliases.height,
-                  "aliases": rules.aliases.select("alias", "canonical_title", "score", "reason").to_dicts()},
-        "model": model,
-        "update_costs": updates,
-        "noun_phrases": phrases,
-        "graph": graph,
-        "seconds": {"merge_anchor": merge_seconds, "rules": rules_seconds, "embed_local": embed_seconds, "model_blocking": blocking_seconds},
-    })
+        print(
+            "\nThe model's verdicts are not measured (no model is reachable); their plumbing is tested against scripted verdicts."
+        )
+    write_results(
+        "resolution.json",
+        {
+            "benchmark": "entity resolution",
+            "command": invocation(),
+            "machine": machine,
+            "load_average": {"start": load_start, "end": load_end},
+            "labels": {"pairs": labels.height, "same": positives.height, "name_linked_same": len(name_positive)},
+            "candidates": candidates,
+            "sensitivity": sensitivity,
+            "rules": {
+                "all": rule_scores,
+                "name_linked": rule_scores_names,
+                "merges": rules.aliases.height,
+                "aliases": rules.aliases.select("alias", "canonical_title", "score", "reason").to_dicts(),
+            },
+            "model": model,
+            "update_costs": updates,
+            "noun_phrases": phrases,
+            "graph": graph,
+            "seconds": {
+                "merge_anchor": merge_seconds,
+                "rules": rules_seconds,
+                "embed_local": embed_seconds,
+                "model_blocking": blocking_seconds,
+            },
+        },
+    )
     return 0
 
 

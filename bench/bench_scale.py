@@ -74,9 +74,13 @@ def size_on_disk(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) if path.exists() else 0
 
 
-def index_corpus(root: Path, documents: int, env: dict[str, str], jsonl: bool = False, init_args: tuple[str, ...] = ()) -> dict[str, Any]:
+def index_corpus(
+    root: Path, documents: int, env: dict[str, str], jsonl: bool = False, init_args: tuple[str, ...] = ()
+) -> dict[str, Any]:
     """Create the project (``graphrag-assets init INIT_ARGS``), write the corpus, index it once and measure everything."""
-    subprocess.run(cli_command("init", "--root", str(root), *init_args), env=env, check=True, capture_output=True, text=True)
+    subprocess.run(
+        cli_command("init", "--root", str(root), *init_args), env=env, check=True, capture_output=True, text=True
+    )
     inputs = root / "data" / "input"
     corpus_bytes = write_jsonl_corpus(inputs, documents) if jsonl else write_text_corpus(inputs, documents)
     command = cli_command("index", "--root", str(root), "--json")
@@ -126,9 +130,14 @@ def leiden_limit(nodes: int, edges: int) -> dict[str, Any]:
     assignments = hierarchical_leiden(frame, LeidenOptions(backend="igraph"))
     done = time.perf_counter()
     return {
-        "nodes": nodes, "edges": frame.height, "generate_s": round(generated - started, 1), "leiden_s": round(done - generated, 1),
-        "levels": int(assignments["level"].max()) + 1, "communities": int(assignments["community"].n_unique()),
-        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1), "load_average": load_average(),
+        "nodes": nodes,
+        "edges": frame.height,
+        "generate_s": round(generated - started, 1),
+        "leiden_s": round(done - generated, 1),
+        "levels": int(assignments["level"].max()) + 1,
+        "communities": int(assignments["community"].n_unique()),
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "load_average": load_average(),
     }
 
 
@@ -139,53 +148,151 @@ def growth_exponents(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
         runs = sorted((r for r in results if r["kind"] == kind), key=lambda r: r["documents"])
         for small, large in zip(runs, runs[1:]):
             exponent = math.log(large["wall_s"] / small["wall_s"]) / math.log(large["documents"] / small["documents"])
-            growth.append({"kind": kind, "from": small["documents"], "to": large["documents"], "exponent": round(exponent, 2)})
+            growth.append(
+                {"kind": kind, "from": small["documents"], "to": large["documents"], "exponent": round(exponent, 2)}
+            )
     return growth
 
 
 def render(results: dict[str, Any]) -> str:
-    out = [header_block("bench_scale: generated corpora", results["command"], results["load_start"], results["load_end"], results["machine"])]
+    out = [
+        header_block(
+            "bench_scale: generated corpora",
+            results["command"],
+            results["load_start"],
+            results["load_end"],
+            results["machine"],
+        )
+    ]
     rows = [
-        [r["kind"], r["documents"], r["input"], r["wall_s"], r["cpu_s"], r["peak_rss_mb"], r["duckdb_mb"], r["lancedb_mb"],
-         r["wall_breakdown"]["steps_s"], r["orchestration_s"], r["wall_breakdown"]["dagster_events"], f"{100 * r['orchestration_share']:.1f}%",
-         r["ms_per_document"]["steps"], r["ms_per_document"]["orchestration"],
-         " / ".join(f"{x:.2f}" for x in r["load_average_start"])]
+        [
+            r["kind"],
+            r["documents"],
+            r["input"],
+            r["wall_s"],
+            r["cpu_s"],
+            r["peak_rss_mb"],
+            r["duckdb_mb"],
+            r["lancedb_mb"],
+            r["wall_breakdown"]["steps_s"],
+            r["orchestration_s"],
+            r["wall_breakdown"]["dagster_events"],
+            f"{100 * r['orchestration_share']:.1f}%",
+            r["ms_per_document"]["steps"],
+            r["ms_per_document"]["orchestration"],
+            " / ".join(f"{x:.2f}" for x in r["load_average_start"]),
+        ]
         for r in results["runs"]
     ]
-    out += ["", markdown_table(
-        ["method", "documents", "input", "wall s", "CPU s", "peak RSS MB", "DuckDB MB", "LanceDB MB", "steps s",
-         "orchestration s", "Dagster events", "orchestration share", "steps ms/doc", "orchestration ms/doc", "load avg at start"], rows)]
+    out += [
+        "",
+        markdown_table(
+            [
+                "method",
+                "documents",
+                "input",
+                "wall s",
+                "CPU s",
+                "peak RSS MB",
+                "DuckDB MB",
+                "LanceDB MB",
+                "steps s",
+                "orchestration s",
+                "Dagster events",
+                "orchestration share",
+                "steps ms/doc",
+                "orchestration ms/doc",
+                "load avg at start",
+            ],
+            rows,
+        ),
+    ]
     if results["growth"]:
-        out += ["", markdown_table(["method", "from", "to", "growth exponent"],
-                                   [[g["kind"], g["from"], g["to"], g["exponent"]] for g in results["growth"]])]
+        out += [
+            "",
+            markdown_table(
+                ["method", "from", "to", "growth exponent"],
+                [[g["kind"], g["from"], g["to"], g["exponent"]] for g in results["growth"]],
+            ),
+        ]
     if "leiden" in results:
         leiden = results["leiden"]
-        out += ["", markdown_table(["Leiden alone: nodes", "edges", "seconds", "levels", "communities", "peak RSS MB", "load avg"],
-                                   [[leiden["nodes"], leiden["edges"], leiden["leiden_s"], leiden["levels"], leiden["communities"],
-                                     leiden["peak_rss_mb"], " / ".join(f"{x:.2f}" for x in leiden["load_average"])]])]
+        out += [
+            "",
+            markdown_table(
+                ["Leiden alone: nodes", "edges", "seconds", "levels", "communities", "peak RSS MB", "load avg"],
+                [
+                    [
+                        leiden["nodes"],
+                        leiden["edges"],
+                        leiden["leiden_s"],
+                        leiden["levels"],
+                        leiden["communities"],
+                        leiden["peak_rss_mb"],
+                        " / ".join(f"{x:.2f}" for x in leiden["load_average"]),
+                    ]
+                ],
+            ),
+        ]
     return "\n".join(out)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sizes", type=int, nargs="*", default=[1_000, 10_000], help="offline corpora, one file per document")
-    parser.add_argument("--standin-sizes", type=int, nargs="*", default=[1_000], help="standard method against the stand-in server at 0 ms")
-    parser.add_argument("--jsonl", type=int, nargs="*", default=[], help="offline corpora as one JSONL file (one document per row)")
-    parser.add_argument("--postgres-sizes", type=int, nargs="*", default=[1_000], help="offline corpora with Dagster's state in PostgreSQL")
-    parser.add_argument("--leiden", type=int, nargs=2, metavar=("NODES", "EDGES"), default=None, help="also time Leiden alone on a graph this large")
-    parser.add_argument("--workdir", type=Path, default=None, help="where the projects go (default: a new temporary folder)")
+    parser.add_argument(
+        "--sizes", type=int, nargs="*", default=[1_000, 10_000], help="offline corpora, one file per document"
+    )
+    parser.add_argument(
+        "--standin-sizes",
+        type=int,
+        nargs="*",
+        default=[1_000],
+        help="standard method against the stand-in server at 0 ms",
+    )
+    parser.add_argument(
+        "--jsonl", type=int, nargs="*", default=[], help="offline corpora as one JSONL file (one document per row)"
+    )
+    parser.add_argument(
+        "--postgres-sizes",
+        type=int,
+        nargs="*",
+        default=[1_000],
+        help="offline corpora with Dagster's state in PostgreSQL",
+    )
+    parser.add_argument(
+        "--leiden",
+        type=int,
+        nargs=2,
+        metavar=("NODES", "EDGES"),
+        default=None,
+        help="also time Leiden alone on a graph this large",
+    )
+    parser.add_argument(
+        "--workdir", type=Path, default=None, help="where the projects go (default: a new temporary folder)"
+    )
     parser.add_argument("--keep", action="store_true", help="keep the projects after the run")
-    parser.add_argument("--results", type=results_name, default="scale.json", help="file name under bench/results/ ('-': print only)")
+    parser.add_argument(
+        "--results", type=results_name, default="scale.json", help="file name under bench/results/ ('-': print only)"
+    )
     args = parser.parse_args()
 
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="bench_scale_"))
     workdir.mkdir(parents=True, exist_ok=True)
-    results: dict[str, Any] = {"command": invocation(), "machine": machine_info(), "git": git_state(), "load_start": load_average(), "runs": []}
+    results: dict[str, Any] = {
+        "command": invocation(),
+        "machine": machine_info(),
+        "git": git_state(),
+        "load_start": load_average(),
+        "runs": [],
+    }
     try:
         for documents in args.sizes:
             run = index_corpus(workdir / f"offline_{documents}", documents, offline_env())
             results["runs"].append({"kind": "offline", **run})
-            print(f"  offline {documents}: {run['wall_s']:.1f} s wall, {100 * run['orchestration_share']:.1f}% orchestration", flush=True)
+            print(
+                f"  offline {documents}: {run['wall_s']:.1f} s wall, {100 * run['orchestration_share']:.1f}% orchestration",
+                flush=True,
+            )
         for documents in args.jsonl:
             run = index_corpus(workdir / f"jsonl_{documents}", documents, offline_env(), jsonl=True)
             results["runs"].append({"kind": "offline jsonl", **run})
@@ -197,7 +304,12 @@ def main() -> int:
             try:
                 for documents in args.postgres_sizes:
                     url = postgres.create_database(f"scale_{documents}")
-                    run = index_corpus(workdir / f"postgres_{documents}", documents, offline_env(), init_args=("--instance", "postgres", "--postgres-url", url))
+                    run = index_corpus(
+                        workdir / f"postgres_{documents}",
+                        documents,
+                        offline_env(),
+                        init_args=("--instance", "postgres", "--postgres-url", url),
+                    )
                     results["runs"].append({"kind": "offline, Dagster in PostgreSQL", **run})
                     print(f"  offline {documents} (PostgreSQL): {run['wall_s']:.1f} s wall", flush=True)
             finally:
@@ -206,7 +318,9 @@ def main() -> int:
             with StandInServer(workdir, latency_ms=0.0) as server:
                 for documents in args.standin_sizes:
                     run = index_corpus(workdir / f"standin_{documents}", documents, product_env(server))
-                    results["runs"].append({"kind": "stand-in 0 ms", **run, "server_cpu_s": round(server.cpu_seconds(), 1)})
+                    results["runs"].append(
+                        {"kind": "stand-in 0 ms", **run, "server_cpu_s": round(server.cpu_seconds(), 1)}
+                    )
                     print(f"  stand-in {documents}: {run['wall_s']:.1f} s wall", flush=True)
     finally:
         if not args.keep and args.workdir is None:

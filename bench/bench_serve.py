@@ -91,7 +91,12 @@ def build_index(root: Path) -> None:
 def start_server(root: Path) -> tuple[subprocess.Popen, int, Path]:
     log = root.parent / "serve-bench.log"
     out = open(log, "wb")
-    process = subprocess.Popen(cli_command("serve", "--root", str(root), "--port", "0"), env=offline_env(), stdout=out, stderr=subprocess.STDOUT)
+    process = subprocess.Popen(
+        cli_command("serve", "--root", str(root), "--port", "0"),
+        env=offline_env(),
+        stdout=out,
+        stderr=subprocess.STDOUT,
+    )
     out.close()
     deadline = time.monotonic() + START_TIMEOUT_SECONDS
     while True:
@@ -129,8 +134,13 @@ def timed(conn: http.client.HTTPConnection, method: str, path: str, body: bytes 
 
 
 def summary(values: list[float]) -> dict[str, float]:
-    return {"n": len(values), "median_ms": round(statistics.median(values), 2), "p95_ms": round(percentile(values, 95), 2),
-            "mean_ms": round(statistics.fmean(values), 2), "min_ms": round(min(values), 2)}
+    return {
+        "n": len(values),
+        "median_ms": round(statistics.median(values), 2),
+        "p95_ms": round(percentile(values, 95), 2),
+        "mean_ms": round(statistics.fmean(values), 2),
+        "min_ms": round(min(values), 2),
+    }
 
 
 def sequential(port: int, rounds: int) -> dict[str, Any]:
@@ -173,8 +183,14 @@ def in_process(root: Path, rounds: int) -> dict[str, dict[str, float]]:
                 for _ in range(1 if warm == 0 else rounds):
                     for question in QUESTIONS:
                         for method in METHODS:
-                            request = SearchRequest(question, data, settings.query, embedder=models.embedder,
-                                                    options=QueryOptions(method=method, context_only=True), count=count)
+                            request = SearchRequest(
+                                question,
+                                data,
+                                settings.query,
+                                embedder=models.embedder,
+                                options=QueryOptions(method=method, context_only=True),
+                                count=count,
+                            )
                             started = time.perf_counter()
                             await run_query(request)
                             if warm:
@@ -201,8 +217,14 @@ def load(port: int, requests: int, concurrency: int) -> dict[str, Any]:
         results = list(pool.map(one, range(requests)))
     wall = time.perf_counter() - started
     ok = [ms for ms, good, _ in results if good]
-    return {"requests": requests, "concurrency": concurrency, "errors": sum(1 for _, good, _ in results if not good),
-            "wall_s": round(wall, 2), "requests_per_s": round(requests / wall, 1), **summary(ok)}
+    return {
+        "requests": requests,
+        "concurrency": concurrency,
+        "errors": sum(1 for _, good, _ in results if not good),
+        "wall_s": round(wall, 2),
+        "requests_per_s": round(requests / wall, 1),
+        **summary(ok),
+    }
 
 
 def main() -> None:
@@ -228,28 +250,80 @@ def main() -> None:
     load_end = load_average()
 
     routes = seq["by_route"]
-    rows = [[f"context_only {m} (HTTP)", *(routes[m][k] for k in ("n", "median_ms", "p95_ms", "mean_ms")),
-             round(routes[m]["median_ms"] / engine[m]["median_ms"], 2)] for m in METHODS]
-    rows += [[f"context_only {m} (in process, no HTTP)", *(engine[m][k] for k in ("n", "median_ms", "p95_ms", "mean_ms")), 1.0] for m in METHODS]
-    rows.append(["GET /api/status (HTTP round trip alone)", *(routes["status"][k] for k in ("n", "median_ms", "p95_ms", "mean_ms")), ""])
+    rows = [
+        [
+            f"context_only {m} (HTTP)",
+            *(routes[m][k] for k in ("n", "median_ms", "p95_ms", "mean_ms")),
+            round(routes[m]["median_ms"] / engine[m]["median_ms"], 2),
+        ]
+        for m in METHODS
+    ]
+    rows += [
+        [
+            f"context_only {m} (in process, no HTTP)",
+            *(engine[m][k] for k in ("n", "median_ms", "p95_ms", "mean_ms")),
+            1.0,
+        ]
+        for m in METHODS
+    ]
+    rows.append(
+        [
+            "GET /api/status (HTTP round trip alone)",
+            *(routes["status"][k] for k in ("n", "median_ms", "p95_ms", "mean_ms")),
+            "",
+        ]
+    )
     met = {m: routes[m]["median_ms"] <= TARGET_MEDIAN_MS for m in METHODS}
-    print(header_block("graphrag-assets serve on A Christmas Carol (nlp index)", invocation(), load_start, load_end, machine))
+    print(
+        header_block(
+            "graphrag-assets serve on A Christmas Carol (nlp index)", invocation(), load_start, load_end, machine
+        )
+    )
     print()
     print(markdown_table(["what is timed", "n", "median ms", "p95 ms", "mean ms", "× in-process"], rows))
     print()
-    print(markdown_table(["load", "requests", "concurrency", "errors", "wall s", "req/s", "median ms", "p95 ms"],
-                         [["context_only local + basic", under_load["requests"], under_load["concurrency"], under_load["errors"],
-                           under_load["wall_s"], under_load["requests_per_s"], under_load["median_ms"], under_load["p95_ms"]]]))
+    print(
+        markdown_table(
+            ["load", "requests", "concurrency", "errors", "wall s", "req/s", "median ms", "p95 ms"],
+            [
+                [
+                    "context_only local + basic",
+                    under_load["requests"],
+                    under_load["concurrency"],
+                    under_load["errors"],
+                    under_load["wall_s"],
+                    under_load["requests_per_s"],
+                    under_load["median_ms"],
+                    under_load["p95_ms"],
+                ]
+            ],
+        )
+    )
     print()
     for m in METHODS:
-        print(f"target median ≤ {TARGET_MEDIAN_MS:.0f} ms, {m}: {'met' if met[m] else 'MISSED'} ({routes[m]['median_ms']:.1f} ms)")
-    print(f"target 0 errors under load: {'met' if under_load['errors'] == 0 and seq['failures'] == 0 else 'MISSED'} "
-          f"({under_load['errors']} of {under_load['requests']}; sequential failures {seq['failures']})")
-    path = write_results("serve.json", {
-        "machine": machine, "git": git_state(), "command": invocation(), "load_average_start": load_start,
-        "load_average_end": load_end, "project": str(root), "sequential": seq, "in_process": engine, "load": under_load,
-        "target_median_ms": TARGET_MEDIAN_MS, "targets_met": {**met, "zero_errors": under_load["errors"] == 0 and seq["failures"] == 0},
-    })
+        print(
+            f"target median ≤ {TARGET_MEDIAN_MS:.0f} ms, {m}: {'met' if met[m] else 'MISSED'} ({routes[m]['median_ms']:.1f} ms)"
+        )
+    print(
+        f"target 0 errors under load: {'met' if under_load['errors'] == 0 and seq['failures'] == 0 else 'MISSED'} "
+        f"({under_load['errors']} of {under_load['requests']}; sequential failures {seq['failures']})"
+    )
+    path = write_results(
+        "serve.json",
+        {
+            "machine": machine,
+            "git": git_state(),
+            "command": invocation(),
+            "load_average_start": load_start,
+            "load_average_end": load_end,
+            "project": str(root),
+            "sequential": seq,
+            "in_process": engine,
+            "load": under_load,
+            "target_median_ms": TARGET_MEDIAN_MS,
+            "targets_met": {**met, "zero_errors": under_load["errors"] == 0 and seq["failures"] == 0},
+        },
+    )
     print(f"\nwritten to {path}")
 
 

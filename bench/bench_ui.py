@@ -52,7 +52,9 @@ def free_port() -> int:
 
 def graphql(port: int, query: str) -> tuple[float, dict[str, Any]]:
     request = urllib.request.Request(
-        f"http://127.0.0.1:{port}/graphql", data=json.dumps({"query": query}).encode(), headers={"Content-Type": "application/json"}
+        f"http://127.0.0.1:{port}/graphql",
+        data=json.dumps({"query": query}).encode(),
+        headers={"Content-Type": "application/json"},
     )
     started = time.perf_counter()
     with urllib.request.urlopen(request, timeout=300) as response:
@@ -70,18 +72,25 @@ def measure_project(root: Path) -> dict[str, Any]:
     started = time.perf_counter()
     process = subprocess.Popen(
         [sys.executable, "-m", "dagster_webserver", "-w", "workspace.yaml", "-h", "127.0.0.1", "-p", str(port)],
-        cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT,
+        cwd=root,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
     )
     try:
         while True:
             try:
                 with urllib.request.urlopen(f"http://127.0.0.1:{port}/server_info", timeout=5):
                     break
-            except OSError:
+            except OSError as error:
                 if process.poll() is not None or time.perf_counter() - started > START_SECONDS:
-                    raise RuntimeError(f"the webserver did not start; see {log.name}")
+                    raise RuntimeError(f"the webserver did not start; see {log.name}") from error
                 time.sleep(0.5)
-        result: dict[str, Any] = {"project": str(root), "start_s": round(time.perf_counter() - started, 1), "queries": {}}
+        result: dict[str, Any] = {
+            "project": str(root),
+            "start_s": round(time.perf_counter() - started, 1),
+            "queries": {},
+        }
         for name, query in QUERIES.items():
             cold, data = graphql(port, query)
             warm = statistics.median(graphql(port, query)[0] for _ in range(5))
@@ -103,17 +112,29 @@ def measure_project(root: Path) -> dict[str, Any]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("projects", type=Path, nargs="+")
-    parser.add_argument("--results", type=results_name, default="scale_ui.json", help="file name under bench/results/ ('-': print only)")
+    parser.add_argument(
+        "--results", type=results_name, default="scale_ui.json", help="file name under bench/results/ ('-': print only)"
+    )
     args = parser.parse_args()
     results = {"command": invocation(), "machine": machine_info(), "git": git_state(), "projects": []}
     for root in args.projects:
         results["projects"].append(measure_project(root.resolve()))
     rows = [
-        [Path(p["project"]).name, p["partitions"], p["start_s"], *[f"{q['cold_s']:.2f} / {q['warm_s']:.2f}" for q in p["queries"].values()],
-         " / ".join(f"{x:.2f}" for x in p["load_average"])]
+        [
+            Path(p["project"]).name,
+            p["partitions"],
+            p["start_s"],
+            *[f"{q['cold_s']:.2f} / {q['warm_s']:.2f}" for q in p["queries"].values()],
+            " / ".join(f"{x:.2f}" for x in p["load_average"]),
+        ]
         for p in results["projects"]
     ]
-    print(markdown_table(["project", "partitions", "webserver start s", *[f"{name}: cold / warm s" for name in QUERIES], "load avg"], rows))
+    print(
+        markdown_table(
+            ["project", "partitions", "webserver start s", *[f"{name}: cold / warm s" for name in QUERIES], "load avg"],
+            rows,
+        )
+    )
     if args.results != "-":
         path = write_results(args.results, results)
         print(f"\nwritten: {path.relative_to(Path(__file__).resolve().parents[1])}")

@@ -39,7 +39,9 @@ from typing import Any
 REPO_ROOT = Path(__file__).resolve().parents[1]
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 RESPONDER = "graphrag_assets_tests.graphrag_responder:respond"
-STANDIN_API_KEY = "sk-local-stand-in"  # the stand-in ignores it; the product needs some value to pick the standard method
+STANDIN_API_KEY = (
+    "sk-local-stand-in"  # the stand-in ignores it; the product needs some value to pick the standard method
+)
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
@@ -58,6 +60,7 @@ def machine_info() -> dict[str, Any]:
 
 def git_state() -> dict[str, Any]:
     """The commit measured and the files that differed from it (other work may be in progress)."""
+
     def git(*args: str) -> str:
         try:
             return subprocess.run(["git", *args], cwd=REPO_ROOT, capture_output=True, text=True, timeout=10).stdout
@@ -83,15 +86,25 @@ def markdown_table(headers: list[str], rows: list[list[Any]]) -> str:
     return "\n".join(lines)
 
 
-def header_block(title: str, command: str, load_start: list[float], load_end: list[float], machine: dict[str, Any]) -> str:
+def header_block(
+    title: str, command: str, load_start: list[float], load_end: list[float], machine: dict[str, Any]
+) -> str:
     return "\n".join(
         [
             f"## {title}",
             "",
             markdown_table(
                 ["date", "machine", "CPUs", "python", "load avg at start", "load avg at end"],
-                [[machine["date"], f"{machine['machine']} ({machine['system']})", machine["cpus"], machine["python"],
-                  " / ".join(f"{x:.2f}" for x in load_start), " / ".join(f"{x:.2f}" for x in load_end)]],
+                [
+                    [
+                        machine["date"],
+                        f"{machine['machine']} ({machine['system']})",
+                        machine["cpus"],
+                        machine["python"],
+                        " / ".join(f"{x:.2f}" for x in load_start),
+                        " / ".join(f"{x:.2f}" for x in load_end),
+                    ]
+                ],
             ),
             "",
             f"command: `{command}`",
@@ -102,7 +115,9 @@ def header_block(title: str, command: str, load_start: list[float], load_end: li
 def results_name(value: str) -> str:
     """argparse type of ``--results``: a file name under bench/results/ or '-' (checked before a long run)."""
     if value != "-" and (Path(value).name != value or value in (".", "..")):
-        raise argparse.ArgumentTypeError(f"{value!r} is not a file name: results are written under bench/results/; give a name such as scale.json")
+        raise argparse.ArgumentTypeError(
+            f"{value!r} is not a file name: results are written under bench/results/; give a name such as scale.json"
+        )
     return value
 
 
@@ -135,8 +150,19 @@ class StandInServer:
         self.log_path = workdir / "stand_in.log"
         self._log = self.log_path.open("w")
         self.command = [
-            sys.executable, "-m", "graphrag_assets_tests.openai_server", "--port", "0", "--port-file", str(port_file),
-            "--latency-ms", str(latency_ms), "--responder", RESPONDER, "--embedding-dim", str(embedding_dim),
+            sys.executable,
+            "-m",
+            "graphrag_assets_tests.openai_server",
+            "--port",
+            "0",
+            "--port-file",
+            str(port_file),
+            "--latency-ms",
+            str(latency_ms),
+            "--responder",
+            RESPONDER,
+            "--embedding-dim",
+            str(embedding_dim),
         ]
         self.process = subprocess.Popen(self.command, cwd=REPO_ROOT, stdout=self._log, stderr=subprocess.STDOUT)
         self.pid = self.process.pid
@@ -189,7 +215,7 @@ class StandInServer:
                 self.process.wait()
         self._log.close()
 
-    def __enter__(self) -> "StandInServer":
+    def __enter__(self) -> StandInServer:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -223,7 +249,9 @@ class Measurement:
         return data
 
 
-def measure(command: list[str], *, env: dict[str, str] | None = None, cwd: Path | None = None, check: bool = True) -> Measurement:
+def measure(
+    command: list[str], *, env: dict[str, str] | None = None, cwd: Path | None = None, check: bool = True
+) -> Measurement:
     """Run ``command`` in a fresh process tree under the measuring wrapper."""
     with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as handle:
         report = Path(handle.name)
@@ -235,8 +263,17 @@ def measure(command: list[str], *, env: dict[str, str] | None = None, cwd: Path 
         figures = json.loads(report.read_text())
     finally:
         report.unlink(missing_ok=True)
-    result = Measurement(command, figures["returncode"], figures["wall_s"], figures["user_s"], figures["system_s"],
-                         figures["peak_rss_mb"], figures["started_at"], done.stdout, done.stderr)
+    result = Measurement(
+        command,
+        figures["returncode"],
+        figures["wall_s"],
+        figures["user_s"],
+        figures["system_s"],
+        figures["peak_rss_mb"],
+        figures["started_at"],
+        done.stdout,
+        done.stderr,
+    )
     if check and result.returncode != 0:
         raise RuntimeError(f"command failed ({result.returncode}): {' '.join(command)}\n{result.stderr[-3000:]}")
     return result
@@ -249,14 +286,18 @@ def _exec_measured(report: Path, command: list[str]) -> int:
     returncode = subprocess.call(command)
     wall = time.perf_counter() - started
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    report.write_text(json.dumps({
-        "returncode": returncode,
-        "started_at": started_at,
-        "wall_s": round(wall, 3),
-        "user_s": round(usage.ru_utime, 3),
-        "system_s": round(usage.ru_stime, 3),
-        "peak_rss_mb": round(usage.ru_maxrss / 1024, 1),  # Linux reports KiB
-    }))
+    report.write_text(
+        json.dumps(
+            {
+                "returncode": returncode,
+                "started_at": started_at,
+                "wall_s": round(wall, 3),
+                "user_s": round(usage.ru_utime, 3),
+                "system_s": round(usage.ru_stime, 3),
+                "peak_rss_mb": round(usage.ru_maxrss / 1024, 1),  # Linux reports KiB
+            }
+        )
+    )
     return returncode
 
 
@@ -309,14 +350,21 @@ def usage_by_step(root: Path, run_ids: list[str]) -> list[dict[str, Any]]:
 def dagster_timeline(root: Path, run_ids: list[str]) -> dict[str, list[dict[str, Any]]]:
     """Start and end (unix time) of every run and every step of the given runs, from the project's
     Dagster instance (its event log)."""
-    from graphrag_assets.pipeline.instance import open_instance
     from graphrag_assets.core.settings import load_settings
+    from graphrag_assets.pipeline.instance import open_instance
 
     instance = open_instance(load_settings(root, environ={}))
     runs, steps = [], []
     for run_id in run_ids:
         stats = instance.get_run_stats(run_id)
-        runs.append({"run_id": run_id, "start": stats.start_time, "end": stats.end_time, "events": len(instance.all_logs(run_id))})
+        runs.append(
+            {
+                "run_id": run_id,
+                "start": stats.start_time,
+                "end": stats.end_time,
+                "events": len(instance.all_logs(run_id)),
+            }
+        )
         for step in instance.get_run_step_stats(run_id):
             if step.start_time and step.end_time:
                 steps.append({"run_id": run_id, "step": step.step_key, "start": step.start_time, "end": step.end_time})
@@ -330,8 +378,13 @@ def wall_breakdown(started_at: float, wall_s: float, timeline: dict[str, list[di
     inside steps, and after the last run (usage report, exit)."""
     runs = [r for r in timeline["runs"] if r["start"] and r["end"]]
     if not runs:
-        return {"before_first_run_s": round(wall_s, 3), "run_bookkeeping_s": 0.0, "steps_s": 0.0, "between_and_after_runs_s": 0.0,
-                "dagster_events": 0}
+        return {
+            "before_first_run_s": round(wall_s, 3),
+            "run_bookkeeping_s": 0.0,
+            "steps_s": 0.0,
+            "between_and_after_runs_s": 0.0,
+            "dagster_events": 0,
+        }
     steps_s = sum(w["end"] - w["start"] for w in timeline["steps"])
     runs_s = sum(r["end"] - r["start"] for r in runs)
     before = min(r["start"] for r in runs) - started_at
@@ -372,7 +425,9 @@ def calls_by_step(calls: list[dict[str, Any]], windows: list[dict[str, Any]]) ->
     }
 
 
-def index_run(server: StandInServer, root: Path, env: dict[str, str], *extra: str, with_calls: bool = True) -> dict[str, Any]:
+def index_run(
+    server: StandInServer, root: Path, env: dict[str, str], *extra: str, with_calls: bool = True
+) -> dict[str, Any]:
     """One measured ``graphrag-assets index --root ROOT --json`` and everything it did: model usage
     (the product's report and ``llm_usage``), what the stand-in saw, Dagster step times."""
     server.reset()
@@ -394,8 +449,12 @@ def index_run(server: StandInServer, root: Path, env: dict[str, str], *extra: st
         "usage": report["usage"],
         "reports": report.get("reports", {}),
         "usage_by_step": usage_by_step(root, run_ids) if run_ids else [],
-        "server": {"chat": stats["counts"].get("chat", 0), "embeddings": stats["counts"].get("embeddings", 0),
-                   "max_in_flight": stats["max_in_flight"], "cpu_s": round(server_cpu, 2)},
+        "server": {
+            "chat": stats["counts"].get("chat", 0),
+            "embeddings": stats["counts"].get("embeddings", 0),
+            "max_in_flight": stats["max_in_flight"],
+            "cpu_s": round(server_cpu, 2),
+        },
         "step_seconds": step_seconds(timeline["steps"]),
         "wall_breakdown": wall_breakdown(measured.started_at, measured.wall_s, timeline),
     }
@@ -455,9 +514,7 @@ def median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
     wall time, CPU time and peak RSS replaced by their medians, every repetition's under ``repeats``."""
     ordered = sorted(runs, key=lambda run: run["wall_s"])
     chosen = dict(ordered[(len(ordered) - 1) // 2])
-    chosen["repeats"] = {
-        key: [run[key] for run in runs] for key in ("wall_s", "cpu_s", "peak_rss_mb")
-    }
+    chosen["repeats"] = {key: [run[key] for run in runs] for key in ("wall_s", "cpu_s", "peak_rss_mb")}
     chosen["repeats"]["calls"] = [run["server"]["chat"] + run["server"]["embeddings"] for run in runs]
     for key in ("wall_s", "cpu_s", "peak_rss_mb"):
         chosen[key] = round(statistics.median(chosen["repeats"][key]), 3)

@@ -177,7 +177,9 @@ def _ms_installed_version() -> str | None:
         return None
     result = subprocess.run(
         [str(ms_python()), "-c", "import importlib.metadata as m; print(m.version('graphrag'))"],
-        capture_output=True, text=True, check=False,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     return result.stdout.strip() if result.returncode == 0 else None
 
@@ -196,8 +198,15 @@ def seed_tiktoken_cache(cache_dir: Path, pythons: list[Path]) -> None:
         shutil.copyfile(bundled[0], target)
     for python in pythons:
         check = subprocess.run(
-            [str(python), "-c", "import tiktoken; print(len(tiktoken.get_encoding('cl100k_base').encode('Marley was dead')))"],
-            capture_output=True, text=True, check=False, env={**os.environ, **tiktoken_env(cache_dir)},
+            [
+                str(python),
+                "-c",
+                "import tiktoken; print(len(tiktoken.get_encoding('cl100k_base').encode('Marley was dead')))",
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
+            env={**os.environ, **tiktoken_env(cache_dir)},
         )
         if check.returncode != 0:
             raise SystemExit(f"{python} cannot load cl100k_base from the seeded cache {cache_dir}:\n{check.stderr}")
@@ -225,12 +234,29 @@ class StandinServer:
     def __init__(self, workdir: Path) -> None:
         port_file = workdir / "server.port"
         port_file.unlink(missing_ok=True)
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(BENCH), str(REPO_ROOT), os.environ.get("PYTHONPATH", "")])}
+        env = {
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join([str(BENCH), str(REPO_ROOT), os.environ.get("PYTHONPATH", "")]),
+        }
         self.log = (workdir / "server.log").open("w")
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "graphrag_assets_tests.openai_server", "--port", "0", "--port-file", str(port_file),
-             "--responder", "standin_responder:respond", "--embedding-dim", str(EMBEDDING_DIM)],
-            cwd=REPO_ROOT, env=env, stdout=self.log, stderr=subprocess.STDOUT,
+            [
+                sys.executable,
+                "-m",
+                "graphrag_assets_tests.openai_server",
+                "--port",
+                "0",
+                "--port-file",
+                str(port_file),
+                "--responder",
+                "standin_responder:respond",
+                "--embedding-dim",
+                str(EMBEDDING_DIM),
+            ],
+            cwd=REPO_ROOT,
+            env=env,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
         )
         deadline = time.monotonic() + 30
         while not port_file.exists():
@@ -241,7 +267,9 @@ class StandinServer:
 
     def control(self, action: str, payload: dict[str, Any] | None = None) -> Any:
         data = None if payload is None else json.dumps(payload).encode()
-        request = urllib.request.Request(f"{self.url}/_control/{action}", data=data, method="GET" if data is None else "POST")
+        request = urllib.request.Request(
+            f"{self.url}/_control/{action}", data=data, method="GET" if data is None else "POST"
+        )
         with urllib.request.urlopen(request, timeout=120) as response:
             return json.loads(response.read())
 
@@ -263,7 +291,9 @@ class StandinServer:
         for c in chat:
             kind = standin_responder.request_kind(c["body"])
             kinds[kind] += 1
-            kind_tokens[kind] += c.get("usage", {}).get("prompt_tokens", 0) + c.get("usage", {}).get("completion_tokens", 0)
+            kind_tokens[kind] += c.get("usage", {}).get("prompt_tokens", 0) + c.get("usage", {}).get(
+                "completion_tokens", 0
+            )
         inputs = sum(len(c["body"]["input"]) if isinstance(c["body"].get("input"), list) else 1 for c in embeddings)
         return {
             "chat_calls": len(chat),
@@ -346,14 +376,17 @@ def _rss_bytes(pid: int) -> int:
         return 0
 
 
-def measure(command: list[str], env: dict[str, str], cwd: Path, log: Path, server: StandinServer,
-            latency_ms: float) -> Measured:
+def measure(
+    command: list[str], env: dict[str, str], cwd: Path, log: Path, server: StandinServer, latency_ms: float
+) -> Measured:
     """Run one command as a child (its own process group), sampling its process tree's RSS."""
     server.reset(latency_ms)
     server_cpu = server.cpu_seconds()
     with log.open("w") as out:
         started = time.perf_counter()
-        process = subprocess.Popen(command, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        process = subprocess.Popen(
+            command, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
         peak = {"rss": 0, "processes": 0}
         done = threading.Event()
 
@@ -399,8 +432,12 @@ class OurSide:
     def __init__(self, root: Path, server: StandinServer, tiktoken_cache: Path) -> None:
         self.root = root
         self.cli = our_cli()
-        self.env = {**os.environ, "OPENAI_BASE_URL": f"{server.url}/v1", "OPENAI_API_KEY": "dummy",
-                    **tiktoken_env(tiktoken_cache)}
+        self.env = {
+            **os.environ,
+            "OPENAI_BASE_URL": f"{server.url}/v1",
+            "OPENAI_API_KEY": "dummy",
+            **tiktoken_env(tiktoken_cache),
+        }
         self.env.pop("GRAPHRAG_ROOT", None)
 
     def create(self, corpus: Path) -> None:
@@ -444,9 +481,14 @@ class MSSide:
     def __init__(self, root: Path, server: StandinServer, tiktoken_cache: Path) -> None:
         self.root = root
         self.cli = str(MS_VENV / "bin" / "graphrag")
-        self.env = {**os.environ, "GRAPHRAG_API_BASE": f"{server.url}/v1", "GRAPHRAG_API_KEY": "dummy",
-                    "GRAPHRAG_VECTOR_SIZE": str(EMBEDDING_DIM), "LITELLM_LOCAL_MODEL_COST_MAP": "True",
-                    **tiktoken_env(tiktoken_cache)}
+        self.env = {
+            **os.environ,
+            "GRAPHRAG_API_BASE": f"{server.url}/v1",
+            "GRAPHRAG_API_KEY": "dummy",
+            "GRAPHRAG_VECTOR_SIZE": str(EMBEDDING_DIM),
+            "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+            **tiktoken_env(tiktoken_cache),
+        }
 
     def create(self, corpus: Path) -> None:
         (self.root / "input").mkdir(parents=True)
@@ -473,8 +515,10 @@ class MSSide:
             return {}
         path = found[-1]
         stats = json.loads(path.read_text(encoding="utf-8"))
-        return {"total_runtime": round(stats.get("total_runtime", 0.0), 2),
-                **{name: round(w.get("overall", 0.0), 2) for name, w in stats.get("workflows", {}).items()}}
+        return {
+            "total_runtime": round(stats.get("total_runtime", 0.0), 2),
+            **{name: round(w.get("overall", 0.0), 2) for name, w in stats.get("workflows", {}).items()},
+        }
 
     def outputs(self) -> dict[str, int]:
         import pyarrow.parquet as pq
@@ -592,7 +636,7 @@ def markdown(records: list[dict[str, Any]], header: dict[str, Any], command: str
         ("Each cell is ours / MS GraphRAG (ratio ours ÷ MS). " if with_ms else "Our side only. ")
         + "Corpus: *A Christmas Carol* "
         f"({header['corpus_bytes']:,} bytes); the update adds one {len(UPDATE_DOCUMENT.split())}-word document; "
-        f"queries ask \"{QUESTION}\". Calls and tokens are counted by the stand-in server for both sides "
+        f'queries ask "{QUESTION}". Calls and tokens are counted by the stand-in server for both sides '
         "(tokens = prompt + completion + embedding input).",
         "",
         "| run | " + " | ".join(label for _, label in METRICS) + " |",
@@ -611,35 +655,59 @@ def markdown(records: list[dict[str, Any]], header: dict[str, Any], command: str
         lines.append(f"| {record['run']} | " + " | ".join(cells) + " |")
     noprof = [r for r in records if r.get("ms_noprof")]
     if noprof:
-        lines += ["", "MS GraphRAG wraps every indexing workflow in tracemalloc memory profiling, always (no setting "
-                  "turns it off). The same runs with tracemalloc's start/stop made no-ops in MS's processes "
-                  "(a sitecustomize module; nothing else changed), ours / MS without profiling (ratio):", "",
-                  "| run | " + " | ".join(label for key, label in METRICS if key in PROCESS_METRICS) + " |",
-                  "|---|" + "---|" * len(PROCESS_METRICS)]
+        lines += [
+            "",
+            "MS GraphRAG wraps every indexing workflow in tracemalloc memory profiling, always (no setting "
+            "turns it off). The same runs with tracemalloc's start/stop made no-ops in MS's processes "
+            "(a sitecustomize module; nothing else changed), ours / MS without profiling (ratio):",
+            "",
+            "| run | " + " | ".join(label for key, label in METRICS if key in PROCESS_METRICS) + " |",
+            "|---|" + "---|" * len(PROCESS_METRICS),
+        ]
         for record in noprof:
             ours_fig, other = record["ours"]["figures"], record["ms_noprof"]["figures"]
-            cells = [f"{_cell(ours_fig[key])} / {_cell(other[key])} ({record['ratio_ours_over_ms_noprof'][key]:.2f})"
-                     for key, _ in METRICS if key in PROCESS_METRICS]
+            cells = [
+                f"{_cell(ours_fig[key])} / {_cell(other[key])} ({record['ratio_ours_over_ms_noprof'][key]:.2f})"
+                for key, _ in METRICS
+                if key in PROCESS_METRICS
+            ]
             lines.append(f"| {record['run']} | " + " | ".join(cells) + " |")
-    lines += ["", "Model calls per purpose, with their prompt + completion tokens (embeddings: calls, texts and "
-              "input tokens):", "", "| run | purpose | ours |" + (" MS |" if with_ms else ""),
-              "|---|---|---|" + ("---|" if with_ms else "")]
+    lines += [
+        "",
+        "Model calls per purpose, with their prompt + completion tokens (embeddings: calls, texts and input tokens):",
+        "",
+        "| run | purpose | ours |" + (" MS |" if with_ms else ""),
+        "|---|---|---|" + ("---|" if with_ms else ""),
+    ]
     for record in records:
         sides = [record["ours"]["server"]] + ([record["ms"]["server"]] if record["ms"] else [])
         for kind in sorted(set().union(*(side["chat_calls_by_purpose"] for side in sides))):
-            cells = [f"{side['chat_calls_by_purpose'].get(kind, 0):,} ({side['chat_tokens_by_purpose'].get(kind, 0):,} tok)"
-                     for side in sides]
+            cells = [
+                f"{side['chat_calls_by_purpose'].get(kind, 0):,} ({side['chat_tokens_by_purpose'].get(kind, 0):,} tok)"
+                for side in sides
+            ]
             lines.append(f"| {record['run']} | {kind} | " + " | ".join(cells) + " |")
-        cells = [f"{side['embedding_calls']:,} ({side['embedded_texts']:,} texts, {side['embedding_tokens']:,} tok)" for side in sides]
+        cells = [
+            f"{side['embedding_calls']:,} ({side['embedded_texts']:,} texts, {side['embedding_tokens']:,} tok)"
+            for side in sides
+        ]
         lines.append(f"| {record['run']} | embeddings | " + " | ".join(cells) + " |")
     index_records = [r for r in records if r["ours"]["outputs"]]
     if index_records:
-        lines += ["", "Rows produced" + (" (ours / MS / MS without profiling):" if with_ms else ":"), "", "| run | " + " | ".join(OUTPUT_TABLES) + " |",
-                  "|---|" + "---|" * len(OUTPUT_TABLES)]
+        lines += [
+            "",
+            "Rows produced" + (" (ours / MS / MS without profiling):" if with_ms else ":"),
+            "",
+            "| run | " + " | ".join(OUTPUT_TABLES) + " |",
+            "|---|" + "---|" * len(OUTPUT_TABLES),
+        ]
         for record in index_records:
             outs = [record[name]["outputs"] for name in ("ours", "ms", "ms_noprof") if record.get(name)]
-            lines.append(f"| {record['run']} | " + " | ".join(" / ".join(str(o.get(t, 0)) for o in outs)
-                                                             for t in OUTPUT_TABLES) + " |")
+            lines.append(
+                f"| {record['run']} | "
+                + " | ".join(" / ".join(str(o.get(t, 0)) for o in outs) for t in OUTPUT_TABLES)
+                + " |"
+            )
     lines += ["", "Notes:", ""] + [f"- {note}" for note in notes] + [""]
     return "\n".join(lines)
 
@@ -688,16 +756,25 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--latency", default="0,500", help="comma-separated server latencies in ms (default 0,500)")
     parser.add_argument("--skip-ms", action="store_true", help="measure our side only")
-    parser.add_argument("--corpus", type=Path, default=None, help="the book to index (default: A Christmas Carol from ../shared)")
-    parser.add_argument("--table-only", action="store_true",
-                        help="only rewrite bench/RESULTS_msgraphrag.md from the saved bench/results/msgraphrag_*.json")
+    parser.add_argument(
+        "--corpus", type=Path, default=None, help="the book to index (default: A Christmas Carol from ../shared)"
+    )
+    parser.add_argument(
+        "--table-only",
+        action="store_true",
+        help="only rewrite bench/RESULTS_msgraphrag.md from the saved bench/results/msgraphrag_*.json",
+    )
     args = parser.parse_args(argv)
     if args.table_only:
         rewrite_table()
         return
     latencies = [float(x) for x in args.latency.split(",") if x.strip()]
-    command = "python bench/msgraphrag_compare.py" + (f" --latency {args.latency}" if args.latency != "0,500" else "") \
-        + (" --skip-ms" if args.skip_ms else "") + (f" --corpus {args.corpus}" if args.corpus else "")
+    command = (
+        "python bench/msgraphrag_compare.py"
+        + (f" --latency {args.latency}" if args.latency != "0,500" else "")
+        + (" --skip-ms" if args.skip_ms else "")
+        + (f" --corpus {args.corpus}" if args.corpus else "")
+    )
 
     corpus = args.corpus
     if corpus is None:
@@ -745,7 +822,9 @@ def main(argv: list[str] | None = None) -> None:
                 side = side_class(WORK / run / side_class.name, server, tiktoken_cache)
                 side.create(corpus)
                 print(f"[{run}] {side.name}: indexing ...", flush=True)
-                result = measure(side.index_command(), side.env, side.root, WORK / f"{run}_{side.name}.log", server, latency)
+                result = measure(
+                    side.index_command(), side.env, side.root, WORK / f"{run}_{side.name}.log", server, latency
+                )
                 _check(result, run, side.name)
                 result.outputs = side.outputs()
                 result.product_timings = side.timings(WORK / f"{run}_{side.name}.log")
@@ -790,8 +869,10 @@ def main(argv: list[str] | None = None) -> None:
         path = RESULTS / f"msgraphrag_{record['run']}.json"
         path.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
     TABLE.write_text(markdown(records, header, command, NOTES), encoding="utf-8")
-    print(f"\nwrote {len(records)} result files to {RESULTS.relative_to(REPO_ROOT)}/msgraphrag_*.json and "
-          f"{TABLE.relative_to(REPO_ROOT)}; total {header['total_s']} s; load average {header['load_start']} -> {header['load_end']}")
+    print(
+        f"\nwrote {len(records)} result files to {RESULTS.relative_to(REPO_ROOT)}/msgraphrag_*.json and "
+        f"{TABLE.relative_to(REPO_ROOT)}; total {header['total_s']} s; load average {header['load_start']} -> {header['load_end']}"
+    )
 
 
 def rewrite_table() -> None:
@@ -801,7 +882,9 @@ def rewrite_table() -> None:
     if not records:
         raise SystemExit(f"no msgraphrag_*.json in {RESULTS}: run the benchmark first")
     records.sort(key=lambda r: (order.get(r["run"].split("_")[0], order.get(r["run"], 99)), r["latency_ms"]))
-    header = {key: records[0][key] for key in ("date", "machine", "load_start", "load_end", "corpus_bytes", "ms_version")}
+    header = {
+        key: records[0][key] for key in ("date", "machine", "load_start", "load_end", "corpus_bytes", "ms_version")
+    }
     TABLE.write_text(markdown(records, header, records[0]["command"], NOTES), encoding="utf-8")
     print(f"wrote {TABLE.relative_to(REPO_ROOT)} from {len(records)} result files")
 
@@ -824,9 +907,15 @@ def _print_record(record: dict[str, Any]) -> None:
     print(f"  {record['run']}: " + "; ".join(parts), flush=True)
     if record.get("ms_noprof"):
         other = record["ms_noprof"]["figures"]
-        print(f"  {record['run']} vs MS without tracemalloc: " + "; ".join(
-            f"{label} {_cell(ours[key])} vs {_cell(other[key])} ({record['ratio_ours_over_ms_noprof'][key]:.2f}x)"
-            for key, label in METRICS if key in PROCESS_METRICS), flush=True)
+        print(
+            f"  {record['run']} vs MS without tracemalloc: "
+            + "; ".join(
+                f"{label} {_cell(ours[key])} vs {_cell(other[key])} ({record['ratio_ours_over_ms_noprof'][key]:.2f}x)"
+                for key, label in METRICS
+                if key in PROCESS_METRICS
+            ),
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

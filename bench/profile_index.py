@@ -46,7 +46,10 @@ RATE = 200
 PARTS = [
     ("LanceDB calls", r"lancedb|storage/vectors"),
     ("openai response models", r"openai/_models\.py|openai/_response|_legacy_response"),
-    ("HTTP client (openai + httpx, per call)", r"httpx|httpcore|h11|anyio|openai/_base_client|openai/_client|openai/resources"),
+    (
+        "HTTP client (openai + httpx, per call)",
+        r"httpx|httpcore|h11|anyio|openai/_base_client|openai/_client|openai/resources",
+    ),
     ("embedding body parsing", r"_post_embeddings|decode_vector|orjson"),  # ours only: json elsewhere is not it
     ("tokenization / chunking", r"tiktoken|core/tokens|index/chunking"),
     ("Leiden / communities", r"igraph|leidenalg|index/(communities|stable_communities)"),
@@ -54,7 +57,10 @@ PARTS = [
     ("report contexts (local work)", r"index/(report_context|community_reports|report_reuse)"),
     ("extraction parsing", r"index/(extraction_parser|graph_extraction)"),
     ("LLM response cache", r"llm/cache"),
-    ("DuckDB (connections, reads, writes)", r"duckdb|storage/(database|tables|corpus|documents)|llm/usage|llm/capabilities"),
+    (
+        "DuckDB (connections, reads, writes)",
+        r"duckdb|storage/(database|tables|corpus|documents)|llm/usage|llm/capabilities",
+    ),
     ("Dagster SQLite storage", r"sqlalchemy|sqlite3|event_log"),
     ("Dagster step / run machinery", r"dagster"),
     ("polars", r"polars"),
@@ -69,8 +75,21 @@ def load_average() -> list[float]:
 def run_index(side: mc.OurSide, py_spy: str | None, out: Path) -> dict:
     command = side.index_command()
     if py_spy:
-        command = [py_spy, "record", "--subprocesses", "--threads", "--idle", "-r", str(RATE), "--format", "raw",
-                   "-o", str(out / "py-spy.txt"), "--", *command]
+        command = [
+            py_spy,
+            "record",
+            "--subprocesses",
+            "--threads",
+            "--idle",
+            "-r",
+            str(RATE),
+            "--format",
+            "raw",
+            "-o",
+            str(out / "py-spy.txt"),
+            "--",
+            *command,
+        ]
     samples: list[tuple[float, int]] = []
     load_start = load_average()
     started = time.time()
@@ -91,9 +110,15 @@ def run_index(side: mc.OurSide, py_spy: str | None, out: Path) -> dict:
         sampler.join()
     if os.waitstatus_to_exitcode(status) != 0:
         raise SystemExit(f"the index failed; see {out / 'index.log'}")
-    return {"wall_s": round(wall, 2), "cpu_s": round(usage.ru_utime + usage.ru_stime, 2),
-            "peak_tree_rss_mb": round(max(rss for _, rss in samples) / 2**20, 1), "load_start": load_start,
-            "load_end": load_average(), "started": started, "rss": samples}
+    return {
+        "wall_s": round(wall, 2),
+        "cpu_s": round(usage.ru_utime + usage.ru_stime, 2),
+        "peak_tree_rss_mb": round(max(rss for _, rss in samples) / 2**20, 1),
+        "load_start": load_start,
+        "load_end": load_average(),
+        "started": started,
+        "rss": samples,
+    }
 
 
 def steps(root: Path, started: float, rss: list[tuple[float, int]]) -> list[dict]:
@@ -102,8 +127,10 @@ def steps(root: Path, started: float, rss: list[tuple[float, int]]) -> list[dict
     for db in glob.glob(str(root / "data" / "dagster" / "**" / "*.db"), recursive=True):
         conn = sqlite3.connect(db)
         try:
-            rows = conn.execute("select event from event_logs where dagster_event_type in "
-                                "('STEP_START', 'STEP_SUCCESS', 'STEP_FAILURE', 'PIPELINE_START', 'PIPELINE_SUCCESS', 'PIPELINE_FAILURE')").fetchall()
+            rows = conn.execute(
+                "select event from event_logs where dagster_event_type in "
+                "('STEP_START', 'STEP_SUCCESS', 'STEP_FAILURE', 'PIPELINE_START', 'PIPELINE_SUCCESS', 'PIPELINE_FAILURE')"
+            ).fetchall()
         except sqlite3.OperationalError:
             rows = []
         finally:
@@ -111,7 +138,13 @@ def steps(root: Path, started: float, rss: list[tuple[float, int]]) -> list[dict
         for (text,) in rows:
             event = json.loads(text)
             dagster_event = event.get("dagster_event") or {}
-            events.add((event["timestamp"] - started, dagster_event.get("event_type_value"), dagster_event.get("step_key") or event.get("job_name") or event.get("pipeline_name") or ""))
+            events.add(
+                (
+                    event["timestamp"] - started,
+                    dagster_event.get("event_type_value"),
+                    dagster_event.get("step_key") or event.get("job_name") or event.get("pipeline_name") or "",
+                )
+            )
     found, begun = [], {}
     for at, kind, key in sorted(events):
         if kind.endswith("_START"):
@@ -119,8 +152,16 @@ def steps(root: Path, started: float, rss: list[tuple[float, int]]) -> list[dict
             continue
         start = begun.get(key, at)
         peak = max((value for t, value in rss if start <= t <= at), default=0)
-        found.append({"step": key, "kind": "run" if kind.startswith("PIPELINE") else "step", "start_s": round(start, 2),
-                      "end_s": round(at, 2), "seconds": round(at - start, 2), "peak_tree_rss_mb": round(peak / 2**20, 1)})
+        found.append(
+            {
+                "step": key,
+                "kind": "run" if kind.startswith("PIPELINE") else "step",
+                "start_s": round(start, 2),
+                "end_s": round(at, 2),
+                "seconds": round(at - start, 2),
+                "peak_tree_rss_mb": round(peak / 2**20, 1),
+            }
+        )
     return found
 
 
@@ -129,7 +170,9 @@ def _is_main_thread(frames: list[str], cli_pid: str) -> bool:
 
     py-spy does not always read the process's command line or the thread's name (samples come as
     ``process 123:""`` and ``thread (123)``), so the ids decide."""
-    return len(frames) >= 2 and frames[0].startswith(f"process {cli_pid}:") and frames[1].startswith(f"thread ({cli_pid})")
+    return (
+        len(frames) >= 2 and frames[0].startswith(f"process {cli_pid}:") and frames[1].startswith(f"thread ({cli_pid})")
+    )
 
 
 def parts(py_spy_file: Path) -> dict[str, float]:
@@ -163,7 +206,9 @@ def _part(frames: list[str]) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--corpus", type=Path, default=None, help="the book (default: A Christmas Carol from ../shared)")
+    parser.add_argument(
+        "--corpus", type=Path, default=None, help="the book (default: A Christmas Carol from ../shared)"
+    )
     parser.add_argument("--py-spy", default=None, help="path to a py-spy executable: also sample the main thread")
     args = parser.parse_args()
     corpus = args.corpus
@@ -189,11 +234,15 @@ def main() -> None:
     result = {**measured, "model_calls": calls, "steps": steps(side.root, measured.pop("started"), rss)}
     if args.py_spy:
         result["main_thread_parts_s"] = parts(WORK / "py-spy.txt")
-    print(f"cold index of {corpus.name}: wall {result['wall_s']} s, CPU {result['cpu_s']} s, peak tree RSS "
-          f"{result['peak_tree_rss_mb']} MB, {calls} model calls; load {result['load_start']} -> {result['load_end']}")
+    print(
+        f"cold index of {corpus.name}: wall {result['wall_s']} s, CPU {result['cpu_s']} s, peak tree RSS "
+        f"{result['peak_tree_rss_mb']} MB, {calls} model calls; load {result['load_start']} -> {result['load_end']}"
+    )
     for step in result["steps"]:
-        print(f"  {step['kind']:4s} {step['step']:30s} {step['start_s']:7.2f} -> {step['end_s']:7.2f}  {step['seconds']:6.2f} s  "
-              f"peak tree RSS {step['peak_tree_rss_mb']:6.0f} MB")
+        print(
+            f"  {step['kind']:4s} {step['step']:30s} {step['start_s']:7.2f} -> {step['end_s']:7.2f}  {step['seconds']:6.2f} s  "
+            f"peak tree RSS {step['peak_tree_rss_mb']:6.0f} MB"
+        )
     if args.py_spy:
         total = sum(result["main_thread_parts_s"].values()) or 1
         print("main thread (py-spy):")

@@ -42,12 +42,30 @@ PLACE_STEMS = (
 PLACE_ENDS = ("haven", "mouth", "combe", "ford", "wick", "stow", "bury", "holm", "by", "ton", "field", "moor")
 PLACE_KINDS = ("Harbour", "Market Hall", "Lighthouse", "Bridge", "Quay", "Mill", "Chapel", "Green", "Point", "Street")
 ORG_KINDS = (
-    "Fishing Cooperative", "Harbour Council", "Savings Bank", "Rescue Service", "Shipping Company", "Parish Council",
-    "Growers Association", "Lifeboat Society", "Ropemakers Guild", "Reading Room", "Water Board", "Chronicle",
+    "Fishing Cooperative",
+    "Harbour Council",
+    "Savings Bank",
+    "Rescue Service",
+    "Shipping Company",
+    "Parish Council",
+    "Growers Association",
+    "Lifeboat Society",
+    "Ropemakers Guild",
+    "Reading Room",
+    "Water Board",
+    "Chronicle",
 )
 EVENTS = (
-    "the Winter Storm", "the Lantern Festival", "the Spring Fair", "the Harbour Meeting", "the Great Flood",
-    "the Midsummer Regatta", "the Harvest Supper", "the Bridge Inquiry", "the Long Strike", "the Census",
+    "the Winter Storm",
+    "the Lantern Festival",
+    "the Spring Fair",
+    "the Harbour Meeting",
+    "the Great Flood",
+    "the Midsummer Regatta",
+    "the Harvest Supper",
+    "the Bridge Inquiry",
+    "the Long Strike",
+    "the Census",
 )
 ADJECTIVES = (
     "old new wet cold dark bright narrow wide quiet busy broken empty heavy long short small large grey green white "
@@ -62,8 +80,26 @@ NOUNS = (
     "map chart compass clock newspaper notice petition vote election budget repair ferry pier jetty warehouse"
 ).split()
 VERBS = (
-    "mended", "counted", "carried", "painted", "checked", "sold", "bought", "repaired", "opened", "closed", "moved",
-    "measured", "watched", "cleaned", "loaded", "signed", "read", "copied", "guarded", "inspected",
+    "mended",
+    "counted",
+    "carried",
+    "painted",
+    "checked",
+    "sold",
+    "bought",
+    "repaired",
+    "opened",
+    "closed",
+    "moved",
+    "measured",
+    "watched",
+    "cleaned",
+    "loaded",
+    "signed",
+    "read",
+    "copied",
+    "guarded",
+    "inspected",
 )
 NAME_SENTENCES = (
     "{p1} met {p2} at {place} to talk about {event}.",
@@ -151,10 +187,19 @@ class World:
 
         np = f"the {rng.choice(ADJECTIVES)} {rng.choice(NOUNS)}"
         values = {
-            "p1": pick("people"), "p2": pick("people"), "place": pick("places"), "org": pick("orgs"), "town": home.name,
-            "event": rng.choice(EVENTS), "time": rng.choice(TIMES), "verb": rng.choice(VERBS), "np": np,
-            "np2": f"the {rng.choice(NOUNS)} {rng.choice(NOUNS)}", "np_cap": np[0].upper() + np[1:],
-            "noun": rng.choice(NOUNS), "verb2": rng.choice(VERBS_BARE),
+            "p1": pick("people"),
+            "p2": pick("people"),
+            "place": pick("places"),
+            "org": pick("orgs"),
+            "town": home.name,
+            "event": rng.choice(EVENTS),
+            "time": rng.choice(TIMES),
+            "verb": rng.choice(VERBS),
+            "np": np,
+            "np2": f"the {rng.choice(NOUNS)} {rng.choice(NOUNS)}",
+            "np_cap": np[0].upper() + np[1:],
+            "noun": rng.choice(NOUNS),
+            "verb2": rng.choice(VERBS_BARE),
         }
         template = rng.choice(NAME_SENTENCES) if rng.random() < 0.7 else rng.choice(PLAIN_SENTENCES)
         text = template.format(**values)

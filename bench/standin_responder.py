@@ -147,11 +147,13 @@ def _glean(body: dict[str, Any]) -> str:
 
 def _primer(body: dict[str, Any]) -> str:
     everything, user = ours._messages_text(body), ours._last_user(body)
-    return json.dumps({
-        "intermediate_answer": ours.cited_answer(everything, user),
-        "score": 60,
-        "follow_up_queries": [f"Who is involved in {w}?" for w in ours._names(everything)[:3]],
-    })
+    return json.dumps(
+        {
+            "intermediate_answer": ours.cited_answer(everything, user),
+            "score": 60,
+            "follow_up_queries": [f"Who is involved in {w}?" for w in ours._names(everything)[:3]],
+        }
+    )
 
 
 def _drift_local(body: dict[str, Any]) -> str:
@@ -177,7 +179,9 @@ MS_ANSWERS: dict[str, Any] = {
     "drift_hyde": lambda body: f"# Hypothetical report\n\n{ours._last_user(body)[:200]}",
     "drift_primer": _primer,
     "drift_local": _drift_local,
-    "global_map": lambda body: ours.map_answer(_with_section(ours._messages_text(body), "Reports"), ours._last_user(body)),
+    "global_map": lambda body: ours.map_answer(
+        _with_section(ours._messages_text(body), "Reports"), ours._last_user(body)
+    ),
     "global_reduce": _cited(),
     "drift_reduce": _cited(),
     "basic_search": _cited("Sources"),

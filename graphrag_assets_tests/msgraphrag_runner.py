@@ -29,22 +29,26 @@ from typing import Any
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no network fetch at import
 
 
-def build_config(data_dir: Path, base_url: str, api_key: str, chat_model: str, embedding_model: str, vector_size: int, work_dir: Path):
+def build_config(
+    data_dir: Path, base_url: str, api_key: str, chat_model: str, embedding_model: str, vector_size: int, work_dir: Path
+):
     from graphrag.config.models.graph_rag_config import GraphRagConfig
 
     def model(name: str) -> dict[str, Any]:
         return {"model_provider": "openai", "model": name, "api_base": base_url, "api_key": api_key}
 
-    return GraphRagConfig.model_validate({
-        "completion_models": {"default_completion_model": model(chat_model)},
-        "embedding_models": {"default_embedding_model": model(embedding_model)},
-        "input_storage": {"type": "file", "base_dir": str(work_dir / "input")},
-        "output_storage": {"type": "file", "base_dir": str(data_dir)},
-        "update_output_storage": {"type": "file", "base_dir": str(work_dir / "update_output")},
-        "reporting": {"type": "file", "base_dir": str(work_dir / "logs")},
-        "cache": {"type": "none"},
-        "vector_store": {"type": "lancedb", "db_uri": str(data_dir / "lancedb"), "vector_size": vector_size},
-    })
+    return GraphRagConfig.model_validate(
+        {
+            "completion_models": {"default_completion_model": model(chat_model)},
+            "embedding_models": {"default_embedding_model": model(embedding_model)},
+            "input_storage": {"type": "file", "base_dir": str(work_dir / "input")},
+            "output_storage": {"type": "file", "base_dir": str(data_dir)},
+            "update_output_storage": {"type": "file", "base_dir": str(work_dir / "update_output")},
+            "reporting": {"type": "file", "base_dir": str(work_dir / "logs")},
+            "cache": {"type": "none"},
+            "vector_store": {"type": "lancedb", "db_uri": str(data_dir / "lancedb"), "vector_size": vector_size},
+        }
+    )
 
 
 async def load_tables(config) -> dict[str, Any]:
@@ -84,30 +88,51 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         for method in args.method:
             if method == "local":
                 answer, context = await api.local_search(
-                    config=config, entities=tables["entities"], communities=tables["communities"],
-                    community_reports=tables["community_reports"], text_units=tables["text_units"],
-                    relationships=tables["relationships"], covariates=tables["covariates"],
-                    community_level=args.community_level, response_type="Multiple Paragraphs", query=args.query,
+                    config=config,
+                    entities=tables["entities"],
+                    communities=tables["communities"],
+                    community_reports=tables["community_reports"],
+                    text_units=tables["text_units"],
+                    relationships=tables["relationships"],
+                    covariates=tables["covariates"],
+                    community_level=args.community_level,
+                    response_type="Multiple Paragraphs",
+                    query=args.query,
                 )
             elif method == "global":
                 answer, context = await api.global_search(
-                    config=config, entities=tables["entities"], communities=tables["communities"],
-                    community_reports=tables["community_reports"], community_level=args.community_level,
-                    dynamic_community_selection=False, response_type="Multiple Paragraphs", query=args.query,
+                    config=config,
+                    entities=tables["entities"],
+                    communities=tables["communities"],
+                    community_reports=tables["community_reports"],
+                    community_level=args.community_level,
+                    dynamic_community_selection=False,
+                    response_type="Multiple Paragraphs",
+                    query=args.query,
                 )
             elif method == "basic":
                 answer, context = await api.basic_search(
-                    config=config, text_units=tables["text_units"], response_type="Multiple Paragraphs", query=args.query,
+                    config=config,
+                    text_units=tables["text_units"],
+                    response_type="Multiple Paragraphs",
+                    query=args.query,
                 )
             else:
                 raise SystemExit(f"unsupported method {method!r}")
-            answers[method] = {"answer": answer if isinstance(answer, str) else json.dumps(answer), "context": summarize_context(context)}
+            answers[method] = {
+                "answer": answer if isinstance(answer, str) else json.dumps(answer),
+                "context": summarize_context(context),
+            }
     version = getattr(graphrag, "__version__", None)
     if version is None:
         from importlib.metadata import version as dist_version
 
         version = dist_version("graphrag")
-    return {"graphrag_version": version, "rows": {k: (0 if v is None else len(v)) for k, v in tables.items()}, "answers": answers}
+    return {
+        "graphrag_version": version,
+        "rows": {k: (0 if v is None else len(v)) for k, v in tables.items()},
+        "answers": answers,
+    }
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -59,14 +59,24 @@ class ScriptedOpenAIServer:
         host: str = "127.0.0.1",
         timeout: float = START_TIMEOUT_SECONDS,
         profile: ProfileSpec | None = None,
-    ) -> "ScriptedOpenAIServer":
+    ) -> ScriptedOpenAIServer:
         workdir = Path(tempfile.mkdtemp(prefix="scripted-openai-"))
         port_file = workdir / "port"
         log_path = workdir / "server.log"
         cmd = [
-            sys.executable, "-m", "graphrag_assets_tests.openai_server",
-            "--host", host, "--port", "0", "--port-file", str(port_file),
-            "--latency-ms", str(latency_ms), "--embedding-dim", str(embedding_dim),
+            sys.executable,
+            "-m",
+            "graphrag_assets_tests.openai_server",
+            "--host",
+            host,
+            "--port",
+            "0",
+            "--port-file",
+            str(port_file),
+            "--latency-ms",
+            str(latency_ms),
+            "--embedding-dim",
+            str(embedding_dim),
         ]
         if responder:
             cmd += ["--responder", responder]
@@ -139,9 +149,17 @@ class ScriptedOpenAIServer:
         ``malformed`` (invalid JSON, status 200), ``truncate`` (the answer's first ``keep_chars``
         characters with ``finish_reason: length``) or ``drop`` (connection closed without a response)."""
         spec = {
-            "kind": kind, "status": status, "message": message, "body": body,
-            "retry_after": retry_after, "retry_after_ms": retry_after_ms, "seconds": seconds,
-            "times": times, "match": match, "endpoint": endpoint, "keep_chars": keep_chars,
+            "kind": kind,
+            "status": status,
+            "message": message,
+            "body": body,
+            "retry_after": retry_after,
+            "retry_after_ms": retry_after_ms,
+            "seconds": seconds,
+            "times": times,
+            "match": match,
+            "endpoint": endpoint,
+            "keep_chars": keep_chars,
         }
         self._request("POST", "/_control/fault", {k: v for k, v in spec.items() if v is not None})
 
@@ -199,7 +217,10 @@ def openai_server_factory() -> Iterator[Callable[..., ScriptedOpenAIServer]]:
     started: list[ScriptedOpenAIServer] = []
 
     def start(
-        responder: str | None = None, latency_ms: float = 0.0, embedding_dim: int = 64, profile: ProfileSpec | None = None
+        responder: str | None = None,
+        latency_ms: float = 0.0,
+        embedding_dim: int = 64,
+        profile: ProfileSpec | None = None,
     ) -> ScriptedOpenAIServer:
         server = ScriptedOpenAIServer.start(
             responder=responder, latency_ms=latency_ms, embedding_dim=embedding_dim, profile=profile

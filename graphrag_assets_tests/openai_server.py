@@ -258,7 +258,7 @@ def _parse_fault(spec: dict[str, Any]) -> Fault:
 
 class ScriptedHandler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
-    server: "ScriptedServer"
+    server: ScriptedServer
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
         if self.server.verbose:
@@ -284,7 +284,9 @@ class ScriptedHandler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
     def _error(self, status: int, message: str) -> None:
-        self._send_json(status, {"error": {"message": message, "type": "invalid_request_error", "param": None, "code": None}})
+        self._send_json(
+            status, {"error": {"message": message, "type": "invalid_request_error", "param": None, "code": None}}
+        )
 
     # -- routing --------------------------------------------------------------------------------
     def do_GET(self) -> None:  # noqa: N802 - stdlib naming
@@ -339,7 +341,9 @@ class ScriptedHandler(BaseHTTPRequestHandler):
                 state.reset()
             elif action == "rule":
                 times = body.get("times")
-                rule = Rule(re.compile(body["pattern"], re.S), str(body["reply"]), None if times is None else int(times))
+                rule = Rule(
+                    re.compile(body["pattern"], re.S), str(body["reply"]), None if times is None else int(times)
+                )
                 with state.lock:
                     state.rules.append(rule)
             elif action == "fault":
@@ -364,8 +368,16 @@ class ScriptedHandler(BaseHTTPRequestHandler):
         state = self.server.state
         with state.lock:
             state.counts[endpoint] = state.counts.get(endpoint, 0) + 1
-            state.calls.append({"endpoint": endpoint, "path": self.path, "time": time.time(), "body": {},
-                                "headers": {}, "outcome": "answered"})
+            state.calls.append(
+                {
+                    "endpoint": endpoint,
+                    "path": self.path,
+                    "time": time.time(),
+                    "body": {},
+                    "headers": {},
+                    "outcome": "answered",
+                }
+            )
 
     def _reply(self, reply: Reply) -> None:
         self._send_json(reply.status, reply.body, reply.headers)
@@ -468,11 +480,14 @@ class ScriptedHandler(BaseHTTPRequestHandler):
         messages = body.get("messages") or []
         prompt_tokens = sum(server.count_tokens(message_text(m)) + 4 for m in messages) + 3
         completion_tokens = server.count_tokens(content)
-        usage = profile.usage(body, {
-            "prompt_tokens": prompt_tokens,
-            "completion_tokens": completion_tokens,
-            "total_tokens": prompt_tokens + completion_tokens,
-        })
+        usage = profile.usage(
+            body,
+            {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": completion_tokens,
+                "total_tokens": prompt_tokens + completion_tokens,
+            },
+        )
         ident = "chatcmpl-" + hashlib.sha256(f"{time.time_ns()}{threading.get_ident()}".encode()).hexdigest()[:24]
         created = int(time.time())
         record["usage"] = usage
@@ -480,20 +495,27 @@ class ScriptedHandler(BaseHTTPRequestHandler):
         if body.get("stream"):
             self._stream_chat(ident, created, model, content, usage if profile.stream_usage(body) else None)
             return
-        self._send_json(200, profile.decorate({
-            "id": ident,
-            "object": "chat.completion",
-            "created": created,
-            "model": model,
-            "choices": [{
-                "index": 0,
-                "message": {"role": "assistant", "content": content, "refusal": None},
-                "logprobs": None,
-                "finish_reason": finish_reason,
-            }],
-            "usage": usage,
-            "system_fingerprint": "scripted",
-        }))
+        self._send_json(
+            200,
+            profile.decorate(
+                {
+                    "id": ident,
+                    "object": "chat.completion",
+                    "created": created,
+                    "model": model,
+                    "choices": [
+                        {
+                            "index": 0,
+                            "message": {"role": "assistant", "content": content, "refusal": None},
+                            "logprobs": None,
+                            "finish_reason": finish_reason,
+                        }
+                    ],
+                    "usage": usage,
+                    "system_fingerprint": "scripted",
+                }
+            ),
+        )
 
     def _stream_chat(self, ident: str, created: int, model: str, answer: str, usage: dict[str, Any] | None) -> None:
         self.send_response(200)
@@ -503,9 +525,14 @@ class ScriptedHandler(BaseHTTPRequestHandler):
         self.end_headers()
         self.close_connection = True
 
-        def chunk(delta: dict[str, Any], finish: str | None, with_usage: dict[str, int] | None = None, choices: bool = True) -> None:
+        def chunk(
+            delta: dict[str, Any], finish: str | None, with_usage: dict[str, int] | None = None, choices: bool = True
+        ) -> None:
             payload: dict[str, Any] = {
-                "id": ident, "object": "chat.completion.chunk", "created": created, "model": model,
+                "id": ident,
+                "object": "chat.completion.chunk",
+                "created": created,
+                "model": model,
                 "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}] if choices else [],
             }
             if usage is not None:
@@ -527,7 +554,11 @@ class ScriptedHandler(BaseHTTPRequestHandler):
     def _embeddings(self, body: dict[str, Any], record: dict[str, Any]) -> None:
         server = self.server
         raw = body.get("input")
-        inputs: list[Any] = [raw] if isinstance(raw, str) or (isinstance(raw, list) and raw and isinstance(raw[0], int)) else list(raw or [])
+        inputs: list[Any] = (
+            [raw]
+            if isinstance(raw, str) or (isinstance(raw, list) and raw and isinstance(raw[0], int))
+            else list(raw or [])
+        )
         dim = server.state.profile.embedding_dim(body, server.state.embedding_dim)
         as_base64 = server.state.profile.base64(body)
         data = []
@@ -540,18 +571,19 @@ class ScriptedHandler(BaseHTTPRequestHandler):
                 text = str(item)
                 tokens += server.count_tokens(text)
             vector = embedding_vector(text, dim)
-            embedding: Any = (
-                base64.b64encode(struct.pack(f"<{dim}f", *vector)).decode("ascii") if as_base64 else vector
-            )
+            embedding: Any = base64.b64encode(struct.pack(f"<{dim}f", *vector)).decode("ascii") if as_base64 else vector
             data.append({"object": "embedding", "index": index, "embedding": embedding})
         usage = {"prompt_tokens": tokens, "total_tokens": tokens}
         record["usage"] = usage
-        self._send_json(200, {
-            "object": "list",
-            "data": data,
-            "model": body.get("model", "unknown"),
-            "usage": usage,
-        })
+        self._send_json(
+            200,
+            {
+                "object": "list",
+                "data": data,
+                "model": body.get("model", "unknown"),
+                "usage": usage,
+            },
+        )
 
 
 class ScriptedServer(ThreadingHTTPServer):
@@ -577,16 +609,29 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--responder", default=None, help="package.module:function(body) -> str")
     parser.add_argument("--embedding-dim", type=int, default=64)
     parser.add_argument("--profile", default="openai", help="the kind of server to behave like (see server_profiles)")
-    parser.add_argument("--api-key", default=None, help="refuse requests without this key, the way the profile's server does")
-    parser.add_argument("--load-seconds", type=float, default=0.0, help="delay of the first request per model (model loading)")
-    parser.add_argument("--profile-option", action="append", default=[], metavar="NAME=JSON",
-                        help="a profile option, e.g. max_model_len=4096 or refuse=true")
+    parser.add_argument(
+        "--api-key", default=None, help="refuse requests without this key, the way the profile's server does"
+    )
+    parser.add_argument(
+        "--load-seconds", type=float, default=0.0, help="delay of the first request per model (model loading)"
+    )
+    parser.add_argument(
+        "--profile-option",
+        action="append",
+        default=[],
+        metavar="NAME=JSON",
+        help="a profile option, e.g. max_model_len=4096 or refuse=true",
+    )
     parser.add_argument("--verbose", action="store_true")
     args = parser.parse_args(argv)
 
     options = {name: json.loads(value) for name, _, value in (o.partition("=") for o in args.profile_option)}
-    state = ServerState(responder=load_responder(args.responder), embedding_dim=args.embedding_dim,
-                        latency_ms=args.latency_ms, profile=make_profile(args.profile, args.api_key, args.load_seconds, options))
+    state = ServerState(
+        responder=load_responder(args.responder),
+        embedding_dim=args.embedding_dim,
+        latency_ms=args.latency_ms,
+        profile=make_profile(args.profile, args.api_key, args.load_seconds, options),
+    )
     server = ScriptedServer((args.host, args.port), state, verbose=args.verbose)
     port = server.server_address[1]
     if args.port_file:

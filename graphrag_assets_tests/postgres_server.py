@@ -101,14 +101,35 @@ def start_postgres() -> PostgresServer:
     env = {"PATH": os.environ.get("PATH", ""), "HOME": str(folder), "LC_ALL": "C"}
     subprocess.run(
         [str(binaries / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-locale"],
-        check=True, capture_output=True, env=env, cwd=folder, **user,
+        check=True,
+        capture_output=True,
+        env=env,
+        cwd=folder,
+        **user,
     )
     port = free_port()
     with log.open("w") as handle:
         process = subprocess.Popen(
-            [str(binaries / "postgres"), "-D", str(data), "-p", str(port), "-h", "127.0.0.1", "-k", str(folder),
-             "-c", "fsync=off", "-c", "max_connections=200"],
-            stdout=handle, stderr=subprocess.STDOUT, env=env, cwd=folder, **user,
+            [
+                str(binaries / "postgres"),
+                "-D",
+                str(data),
+                "-p",
+                str(port),
+                "-h",
+                "127.0.0.1",
+                "-k",
+                str(folder),
+                "-c",
+                "fsync=off",
+                "-c",
+                "max_connections=200",
+            ],
+            stdout=handle,
+            stderr=subprocess.STDOUT,
+            env=env,
+            cwd=folder,
+            **user,
         )
     server = PostgresServer(process, port, folder)
     deadline = time.monotonic() + START_SECONDS

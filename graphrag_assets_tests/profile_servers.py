@@ -61,8 +61,13 @@ def _merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
 
 def environment(server: ScriptedOpenAIServer) -> dict[str, str]:
     """What the snippets' ``${VARS}`` (and the OpenAI ones' default base URL) come from."""
-    return {"OPENAI_API_KEY": OPENAI_KEY, "OPENAI_BASE_URL": server.base_url, "AZURE_OPENAI_API_KEY": AZURE_KEY,
-            "VLLM_API_KEY": VLLM_KEY, "LITELLM_API_KEY": OPENAI_KEY}
+    return {
+        "OPENAI_API_KEY": OPENAI_KEY,
+        "OPENAI_BASE_URL": server.base_url,
+        "AZURE_OPENAI_API_KEY": AZURE_KEY,
+        "VLLM_API_KEY": VLLM_KEY,
+        "LITELLM_API_KEY": OPENAI_KEY,
+    }
 
 
 def write_settings(root: Path, profile: str, server: ScriptedOpenAIServer, extra: dict[str, Any] | None = None) -> None:

@@ -16,5 +16,7 @@ def tick(root: Path):
     defs = build_definitions(root)
     instance = open_instance(settings)
     sensor = defs.resolve_sensor_def("input_files_sensor")
-    with build_sensor_context(instance=instance, resources={"project": GraphRAGProject(root=str(root))}, definitions=defs) as context:
+    with build_sensor_context(
+        instance=instance, resources={"project": GraphRAGProject(root=str(root))}, definitions=defs
+    ) as context:
         return sensor(context), instance, defs

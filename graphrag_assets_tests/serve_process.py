@@ -24,7 +24,7 @@ class ServeProcess:
         self.url = f"http://127.0.0.1:{port}"
 
     @classmethod
-    def start(cls, *args: str, env: dict[str, str] | None = None) -> "ServeProcess":
+    def start(cls, *args: str, env: dict[str, str] | None = None) -> ServeProcess:
         port = free_port()
         log = Path(tempfile.mkdtemp(prefix="serve-")) / "serve.log"
         cmd = [sys.executable, "-m", "graphrag_assets.cli.main", "serve", "--port", str(port), *args]

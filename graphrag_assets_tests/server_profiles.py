@@ -43,8 +43,9 @@ class Route:
     api_version: str = ""
 
 
-def openai_error(status: int, message: str, kind: str = "invalid_request_error", param: str | None = None,
-                 code: str | None = None) -> Reply:
+def openai_error(
+    status: int, message: str, kind: str = "invalid_request_error", param: str | None = None, code: str | None = None
+) -> Reply:
     return Reply(status, {"error": {"message": message, "type": kind, "param": param, "code": code}})
 
 
@@ -103,22 +104,32 @@ class Profile:
     # -- routing and authentication ---------------------------------------------------------------
     def route(self, path: str, query: dict[str, list[str]], headers: Any) -> Route:
         endpoint = path_route(path)
-        if self.api_key is not None and endpoint is not None and headers.get("authorization") != f"Bearer {self.api_key}":
+        if (
+            self.api_key is not None
+            and endpoint is not None
+            and headers.get("authorization") != f"Bearer {self.api_key}"
+        ):
             return Route(endpoint, error=self.unauthorized(headers.get("authorization") or ""))
         return Route(endpoint)
 
     def unauthorized(self, presented: str) -> Reply:
         shown = presented.removeprefix("Bearer ")
         masked = f"{shown[:3]}***{shown[-4:]}" if len(shown) > 8 else "***"
-        return openai_error(401, f"Incorrect API key provided: {masked}. You can find your API key at "
-                            "https://platform.openai.com/account/api-keys.", code="invalid_api_key")
+        return openai_error(
+            401,
+            f"Incorrect API key provided: {masked}. You can find your API key at "
+            "https://platform.openai.com/account/api-keys.",
+            code="invalid_api_key",
+        )
 
     def model_list(self) -> list[dict[str, Any]]:
         models = list(self.chat_models + self.embedding_models) or WELL_BEHAVED_MODELS
         return [{"id": m, "object": "model", "created": 0, "owned_by": self.name} for m in models]
 
     def unknown_model(self, model: str) -> Reply:
-        return openai_error(404, f"The model `{model}` does not exist or you do not have access to it.", code="model_not_found")
+        return openai_error(
+            404, f"The model `{model}` does not exist or you do not have access to it.", code="model_not_found"
+        )
 
     def check_model(self, endpoint: str, model: str) -> Reply | None:
         known = self.chat_models if endpoint == "chat" else self.embedding_models
@@ -178,25 +189,44 @@ class ReasoningProfile(Profile):
 
     def check_chat(self, body: dict[str, Any], text: str, route: Route) -> Reply | None:
         if "max_tokens" in body:
-            return openai_error(400, "Unsupported parameter: 'max_tokens' is not supported with this model. "
-                                "Use 'max_completion_tokens' instead.", param="max_tokens", code="unsupported_parameter")
+            return openai_error(
+                400,
+                "Unsupported parameter: 'max_tokens' is not supported with this model. "
+                "Use 'max_completion_tokens' instead.",
+                param="max_tokens",
+                code="unsupported_parameter",
+            )
         if "temperature" in body:
-            return openai_error(400, "Unsupported parameter: 'temperature' is not supported with this model.",
-                                param="temperature", code="unsupported_parameter")
+            return openai_error(
+                400,
+                "Unsupported parameter: 'temperature' is not supported with this model.",
+                param="temperature",
+                code="unsupported_parameter",
+            )
         return None
 
     def usage(self, body: dict[str, Any], usage: dict[str, Any]) -> dict[str, Any]:
         completion = usage["completion_tokens"] + self.REASONING_TOKENS
-        return {**usage, "completion_tokens": completion, "total_tokens": usage["prompt_tokens"] + completion,
-                "completion_tokens_details": {"reasoning_tokens": self.REASONING_TOKENS}}
+        return {
+            **usage,
+            "completion_tokens": completion,
+            "total_tokens": usage["prompt_tokens"] + completion,
+            "completion_tokens_details": {"reasoning_tokens": self.REASONING_TOKENS},
+        }
 
 
-AZURE_UNAUTHORIZED = ("Access denied due to invalid subscription key or wrong API endpoint. Make sure to provide a valid "
-                      "key for an active subscription and use a correct regional API endpoint for your resource.")
-AZURE_NO_DEPLOYMENT = ("The API deployment for this resource does not exist. If you created the deployment within the "
-                       "last 5 minutes, please wait a moment and try again.")
-AZURE_PROMPT_FILTERED = ("The response was filtered due to the prompt triggering Azure OpenAI's content management policy. "
-                         "Please modify your prompt and retry.")
+AZURE_UNAUTHORIZED = (
+    "Access denied due to invalid subscription key or wrong API endpoint. Make sure to provide a valid "
+    "key for an active subscription and use a correct regional API endpoint for your resource."
+)
+AZURE_NO_DEPLOYMENT = (
+    "The API deployment for this resource does not exist. If you created the deployment within the "
+    "last 5 minutes, please wait a moment and try again."
+)
+AZURE_PROMPT_FILTERED = (
+    "The response was filtered due to the prompt triggering Azure OpenAI's content management policy. "
+    "Please modify your prompt and retry."
+)
 _DEPLOYMENT_PATH = re.compile(r"^/openai/deployments/([^/]+)/(chat/completions|embeddings)$")
 _SAFE = {"filtered": False, "severity": "safe"}
 
@@ -230,16 +260,36 @@ class AzureProfile(Profile):
 
     def check_chat(self, body: dict[str, Any], text: str, route: Route) -> Reply | None:
         if self.PROMPT_TRIGGER.search(text):
-            return Reply(400, {"error": {
-                "message": AZURE_PROMPT_FILTERED, "type": None, "param": "prompt", "code": "content_filter", "status": 400,
-                "innererror": {"code": "ResponsibleAIPolicyViolation", "content_filter_result": {
-                    "hate": {"filtered": True, "severity": "medium"}, "self_harm": _SAFE, "sexual": _SAFE, "violence": _SAFE,
-                }},
-            }})
+            return Reply(
+                400,
+                {
+                    "error": {
+                        "message": AZURE_PROMPT_FILTERED,
+                        "type": None,
+                        "param": "prompt",
+                        "code": "content_filter",
+                        "status": 400,
+                        "innererror": {
+                            "code": "ResponsibleAIPolicyViolation",
+                            "content_filter_result": {
+                                "hate": {"filtered": True, "severity": "medium"},
+                                "self_harm": _SAFE,
+                                "sexual": _SAFE,
+                                "violence": _SAFE,
+                            },
+                        },
+                    }
+                },
+            )
         response_format = body.get("response_format") or {}
         if response_format.get("type") == "json_schema" and route.api_version < "2024-08-01":
-            return openai_error(400, "response_format value as json_schema is enabled only for api versions "
-                                "2024-08-01-preview and later", kind="", param="", code="BadRequest")
+            return openai_error(
+                400,
+                "response_format value as json_schema is enabled only for api versions 2024-08-01-preview and later",
+                kind="",
+                param="",
+                code="BadRequest",
+            )
         if "stream_options" in body and route.api_version < "2024-09-01":
             return openai_error(400, "Unrecognized request argument supplied: stream_options")
         return None
@@ -258,8 +308,10 @@ class AzureProfile(Profile):
         return response
 
 
-THINKING = ("Let me work out what is being asked before I answer. The instructions describe the format; "
-            "I will follow it and leave out anything I am unsure about.")
+THINKING = (
+    "Let me work out what is being asked before I answer. The instructions describe the format; "
+    "I will follow it and leave out anything I am unsure about."
+)
 
 
 class OllamaProfile(Profile):
@@ -300,7 +352,9 @@ class VllmProfile(Profile):
     chat_models = ("Qwen/Qwen2.5-7B-Instruct",)
     embedding_models = ("BAAI/bge-m3",)
 
-    def __init__(self, api_key: str | None = None, load_seconds: float = 0.0, max_model_len: int = VLLM_MAX_MODEL_LEN) -> None:
+    def __init__(
+        self, api_key: str | None = None, load_seconds: float = 0.0, max_model_len: int = VLLM_MAX_MODEL_LEN
+    ) -> None:
         super().__init__(api_key, load_seconds)
         self.max_model_len = max_model_len
         self.count_tokens: Any = None  # set by the server (its token counter)
@@ -316,8 +370,18 @@ class VllmProfile(Profile):
         return Reply(status, {"object": "error", "message": message, "type": kind, "param": None, "code": status})
 
     def model_list(self) -> list[dict[str, Any]]:
-        return [{"id": m, "object": "model", "created": 0, "owned_by": "vllm", "root": m, "parent": None,
-                 "max_model_len": self.max_model_len} for m in self.chat_models + self.embedding_models]
+        return [
+            {
+                "id": m,
+                "object": "model",
+                "created": 0,
+                "owned_by": "vllm",
+                "root": m,
+                "parent": None,
+                "max_model_len": self.max_model_len,
+            }
+            for m in self.chat_models + self.embedding_models
+        ]
 
     def unknown_model(self, model: str) -> Reply:
         return self.error(404, f"The model `{model}` does not exist.", "NotFoundError")
@@ -328,14 +392,21 @@ class VllmProfile(Profile):
         completion = body.get("max_completion_tokens") or body.get("max_tokens")
         if completion is None:
             if prompt > self.max_model_len:
-                return self.error(400, f"This model's maximum context length is {self.max_model_len} tokens. However, you "
-                                  f"requested {prompt} tokens in the messages, Please reduce the length of the messages.",
-                                  "BadRequestError")
+                return self.error(
+                    400,
+                    f"This model's maximum context length is {self.max_model_len} tokens. However, you "
+                    f"requested {prompt} tokens in the messages, Please reduce the length of the messages.",
+                    "BadRequestError",
+                )
             return None
         if prompt + completion > self.max_model_len:
-            return self.error(400, f"This model's maximum context length is {self.max_model_len} tokens. However, you "
-                              f"requested {prompt + completion} tokens ({prompt} in the messages, {completion} in the "
-                              "completion). Please reduce the length of the messages or completion.", "BadRequestError")
+            return self.error(
+                400,
+                f"This model's maximum context length is {self.max_model_len} tokens. However, you "
+                f"requested {prompt + completion} tokens ({prompt} in the messages, {completion} in the "
+                "completion). Please reduce the length of the messages or completion.",
+                "BadRequestError",
+            )
         return None
 
     def shape_answer(self, body: dict[str, Any], answer: str) -> str:
@@ -386,7 +457,9 @@ class FloatOnlyProfile(Profile):
 
     name = "float-only"
 
-    def __init__(self, api_key: str | None = None, load_seconds: float = 0.0, refuse: bool = False, crash: bool = False) -> None:
+    def __init__(
+        self, api_key: str | None = None, load_seconds: float = 0.0, refuse: bool = False, crash: bool = False
+    ) -> None:
         super().__init__(api_key, load_seconds)
         self.refuse = refuse
         self.crash = crash
@@ -395,8 +468,11 @@ class FloatOnlyProfile(Profile):
         if body.get("encoding_format", "float") == "float":
             return None
         if self.refuse:
-            return openai_error(400, f"encoding_format {body['encoding_format']!r} is not supported; only 'float' is.",
-                                param="encoding_format")
+            return openai_error(
+                400,
+                f"encoding_format {body['encoding_format']!r} is not supported; only 'float' is.",
+                param="encoding_format",
+            )
         if self.crash:
             return Reply(500, {"detail": "Internal Server Error"})
         return None
@@ -424,12 +500,23 @@ class ProfileSpec:
 
 
 PROFILES: dict[str, type[Profile]] = {
-    p.name: p for p in (Profile, ReasoningProfile, AzureProfile, OllamaProfile, VllmProfile, NoDimensionsProfile, Base64Profile,
-                        FloatOnlyProfile)
+    p.name: p
+    for p in (
+        Profile,
+        ReasoningProfile,
+        AzureProfile,
+        OllamaProfile,
+        VllmProfile,
+        NoDimensionsProfile,
+        Base64Profile,
+        FloatOnlyProfile,
+    )
 }
 
 
-def make_profile(name: str, api_key: str | None = None, load_seconds: float = 0.0, options: dict[str, Any] | None = None) -> Profile:
+def make_profile(
+    name: str, api_key: str | None = None, load_seconds: float = 0.0, options: dict[str, Any] | None = None
+) -> Profile:
     """The profile ``name`` (``--profile``), with its own options (e.g. ``max_model_len``, ``refuse``)."""
     if name not in PROFILES:
         raise SystemExit(f"--profile must be one of {sorted(PROFILES)}, got {name!r}")

@@ -11,9 +11,7 @@ from pathlib import Path
 
 import pytest
 
-SHARED_DATA = Path(
-    os.environ.get("GRAPHRAG_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data")
-)
+SHARED_DATA = Path(os.environ.get("GRAPHRAG_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
 MS_VERBS_DATA = SHARED_DATA / "graphrag" / "tests" / "verbs" / "data"
 CHRISTMAS_CAROL = SHARED_DATA / "nano-graphrag" / "tests" / "mock_data.txt"
 NANO_MOCK_CACHE = SHARED_DATA / "nano-graphrag" / "tests" / "fixtures" / "mock_cache.json"

@@ -1,6 +1,7 @@
 """The input-folder sensor and schedule: what they request for add / change / delete / no change."""
 
 import shutil
+from datetime import UTC
 from pathlib import Path
 
 import pytest
@@ -14,12 +15,12 @@ from dagster import (
 )
 from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
 
+from graphrag_assets.core.settings import load_settings
 from graphrag_assets.pipeline.definitions import build_definitions
-from graphrag_assets.pipeline.resources import GraphRAGProject
 from graphrag_assets.pipeline.indexing import index_project
 from graphrag_assets.pipeline.instance import open_instance
+from graphrag_assets.pipeline.resources import GraphRAGProject
 from graphrag_assets.pipeline.runner import run_job
-from graphrag_assets.core.settings import load_settings
 from graphrag_assets.storage.vectors import TEXT_UNIT_TABLE, table_ids
 from graphrag_assets_tests.conftest import query_db
 from graphrag_assets_tests.sensor_ticks import tick
@@ -47,10 +48,15 @@ def test_new_files_get_partitions_one_range_run_then_a_corpus_run(project: Path)
     assert isinstance(add, AddDynamicPartitionsRequest) and list(add.partition_keys) == ["zz_new_a.txt", "zz_new_b.txt"]
     documents, corpus = result.run_requests
     assert documents.job_name == "document_job"
-    assert (documents.tags[ASSET_PARTITION_RANGE_START_TAG], documents.tags[ASSET_PARTITION_RANGE_END_TAG]) == ("zz_new_a.txt", "zz_new_b.txt")
+    assert (documents.tags[ASSET_PARTITION_RANGE_START_TAG], documents.tags[ASSET_PARTITION_RANGE_END_TAG]) == (
+        "zz_new_a.txt",
+        "zz_new_b.txt",
+    )
     assert corpus.job_name == "corpus_job" and corpus.partition_key is None
     again, _, _ = tick(project)
-    assert [r.run_key for r in again.run_requests] == [r.run_key for r in result.run_requests]  # deduplicated by Dagster
+    assert [r.run_key for r in again.run_requests] == [
+        r.run_key for r in result.run_requests
+    ]  # deduplicated by Dagster
 
 
 def test_changed_file_gets_its_own_run(project: Path) -> None:
@@ -81,12 +87,21 @@ def test_deleted_file_loses_its_partition_and_the_corpus_run_purges_its_rows(pro
     # what the daemon does with the result: delete the partition, then run the corpus job
     instance.delete_dynamic_partition("documents", key)
     assert run_job(defs, instance, "corpus_job").success
-    for table in ("source_files", "documents", "text_units", "graph_extractions", "extraction_status", "text_unit_embeddings"):
+    for table in (
+        "source_files",
+        "documents",
+        "text_units",
+        "graph_extractions",
+        "extraction_status",
+        "text_unit_embeddings",
+    ):
         assert query_db(project, f"select count(*) from {table} where document_key = '{key}'") == [(0,)], table
     after_vectors = table_ids(project / "data" / "lancedb", TEXT_UNIT_TABLE)
     assert len(after_vectors) == len(before_vectors) - 1
     assert set(after_vectors) == {row[0] for row in query_db(project, "select id from text_units")}
-    assert query_db(project, "select count(*) from corpus_manifest where document_key = 'letter_holm_to_varga.txt'") == [(0,)]
+    assert query_db(
+        project, "select count(*) from corpus_manifest where document_key = 'letter_holm_to_varga.txt'"
+    ) == [(0,)]
     assert isinstance(tick(project)[0], SkipReason)
 
 
@@ -98,14 +113,16 @@ def test_schedule_is_off_unless_a_cron_is_set_and_then_does_the_same_check(proje
     defs = build_definitions(project)
     schedule = defs.resolve_schedule_def("input_files_schedule")
     instance = open_instance(load_settings(project))
-    from datetime import datetime, timezone
+    from datetime import datetime
 
-    tick_time = datetime(2026, 11, 30, 12, tzinfo=timezone.utc)
+    tick_time = datetime(2026, 11, 30, 12, tzinfo=UTC)
     with build_schedule_context(
         instance=instance, resources={"project": GraphRAGProject(root=str(project))}, scheduled_execution_time=tick_time
     ) as context:
         assert isinstance(schedule(context), SkipReason)
-        (project / "data" / "input" / "zz_new.txt").write_text("Mira Santos trains the lifeboat crew.", encoding="utf-8")
+        (project / "data" / "input" / "zz_new.txt").write_text(
+            "Mira Santos trains the lifeboat crew.", encoding="utf-8"
+        )
         requests = schedule(context)
     assert [r.job_name for r in requests] == ["document_job", "corpus_job"]
     assert "zz_new.txt" in instance.get_dynamic_partitions("documents")
@@ -118,7 +135,9 @@ def test_no_new_requests_while_earlier_ones_are_pending(project: Path) -> None:
     (project / "data" / "input" / "zz_new.txt").write_text("Mira Santos trains the lifeboat crew.", encoding="utf-8")
     first, instance, _ = tick(project)
     assert isinstance(first, SensorResult)
-    create_run_for_test(instance, job_name="document_job", status=DagsterRunStatus.STARTED, tags={"graphrag/trigger": "sensor"})
+    create_run_for_test(
+        instance, job_name="document_job", status=DagsterRunStatus.STARTED, tags={"graphrag/trigger": "sensor"}
+    )
     second, _, _ = tick(project)
     assert isinstance(second, SkipReason) and "waiting for 1 run(s)" in second.skip_message
 
@@ -145,7 +164,12 @@ def test_a_file_returning_to_an_earlier_state_is_indexed_again(project: Path) ->
     cursor = None
     for text in ("Edited once.", original + " ", "Edited once."):
         path.write_text(text, encoding="utf-8")
-        with build_sensor_context(instance=instance, cursor=cursor, resources={"project": GraphRAGProject(root=str(project))}, definitions=defs) as context:
+        with build_sensor_context(
+            instance=instance,
+            cursor=cursor,
+            resources={"project": GraphRAGProject(root=str(project))},
+            definitions=defs,
+        ) as context:
             result = sensor(context)
         keys.append(result.run_requests[0].run_key)
         cursor = result.cursor
@@ -156,9 +180,14 @@ def test_a_document_whose_extraction_failed_is_requested_again(project: Path) ->
     import duckdb
 
     with duckdb.connect(str(project / "data" / "graphrag.duckdb")) as conn:
-        conn.execute("update extraction_status set status = 'failed', error = 'model down' where document_key = 'interviews.jsonl'")
+        conn.execute(
+            "update extraction_status set status = 'failed', error = 'model down' where document_key = 'interviews.jsonl'"
+        )
     result, _, _ = tick(project)
-    assert [(r.job_name, r.partition_key) for r in result.run_requests] == [("document_job", "interviews.jsonl"), ("corpus_job", None)]
+    assert [(r.job_name, r.partition_key) for r in result.run_requests] == [
+        ("document_job", "interviews.jsonl"),
+        ("corpus_job", None),
+    ]
 
 
 def test_nothing_is_requested_while_the_cli_holds_the_index_lock(project: Path) -> None:
@@ -174,4 +203,7 @@ def test_nothing_is_requested_while_the_cli_holds_the_index_lock(project: Path) 
 def test_a_missing_input_folder_is_skipped_not_purged(project: Path) -> None:
     shutil.move(project / "data" / "input", project / "data" / "unmounted")
     result, _, _ = tick(project)
-    assert isinstance(result, SkipReason) and "does not exist, but the index holds 8 document file(s)" in result.skip_message
+    assert (
+        isinstance(result, SkipReason)
+        and "does not exist, but the index holds 8 document file(s)" in result.skip_message
+    )

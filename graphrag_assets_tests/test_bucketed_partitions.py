@@ -12,8 +12,8 @@ from dagster import AssetKey
 
 from graphrag_assets.core.buckets import all_bucket_keys, bucket_of
 from graphrag_assets.core.settings import load_settings
-from graphrag_assets.pipeline.instance import open_instance
 from graphrag_assets.pipeline.indexing import index_project
+from graphrag_assets.pipeline.instance import open_instance
 from graphrag_assets.pipeline.partitions import PARTITIONS_NAME
 from graphrag_assets.project.status import project_status
 from graphrag_assets_tests.conftest import make_llm_project, query_db
@@ -107,17 +107,24 @@ def test_an_edit_in_a_bucket_reextracts_only_that_document(server, tmp_path: Pat
     edited = "coop.txt"
     neighbours = [name for name in DOCUMENTS if name != edited and bucket_of(name, 4) == bucket_of(edited, 4)]
     assert neighbours, "the corpus must put another document in the edited document's bucket"
-    others_before = query_db(root, f"select document_key, id from text_units where document_key <> '{edited}' order by all")
+    others_before = query_db(
+        root, f"select document_key, id from text_units where document_key <> '{edited}' order by all"
+    )
 
     mark = len(server.calls("chat"))
-    (inputs / edited).write_text("Piet Oduya now chairs the Vellmouth Fishing Cooperative. Rafael Duarte fishes for it.", encoding="utf-8")
+    (inputs / edited).write_text(
+        "Piet Oduya now chairs the Vellmouth Fishing Cooperative. Rafael Duarte fishes for it.", encoding="utf-8"
+    )
     report = index_project(load_settings(root))
     assert report.success and report.changes.changed == [edited]
     document_runs = [run for run in report.runs if run["partitions"] != []][:1]
     assert document_runs[0]["partitions"] == [bucket_of(edited, 4)]
     passages = extraction_calls(server, mark)
     assert len(passages) == 2 and all("Piet Oduya" in passage for passage in passages)  # one chunk: call + gleaning
-    assert query_db(root, f"select document_key, id from text_units where document_key <> '{edited}' order by all") == others_before
+    assert (
+        query_db(root, f"select document_key, id from text_units where document_key <> '{edited}' order by all")
+        == others_before
+    )
     titles = {row[0] for row in query_db(root, "select title from entities")}
     assert "PIET ODUYA" in titles and "MARTA QUELL" in titles  # Marta Quell is still on the council
 
@@ -168,29 +175,39 @@ def test_buckets_are_stable_and_the_scheme_switches_with_some_slack() -> None:
     from graphrag_assets.index.changes import ChangeSet
     from graphrag_assets.index.partition_plan import plan_partitions
 
-    assert bucket_of("a/b.txt", 256) == bucket_of("a/b.txt", 256) and parse_bucket_key(bucket_of("a/b.txt", 256))[1] == 256
+    assert (
+        bucket_of("a/b.txt", 256) == bucket_of("a/b.txt", 256) and parse_bucket_key(bucket_of("a/b.txt", 256))[1] == 256
+    )
     assert parse_bucket_key("bucket-1-of-4.txt") is None and parse_bucket_key("bucket-4-of-4") is None
     documents = [f"note_{n}.txt" for n in range(200)]
     spread = {bucket_of(key, 4) for key in documents}
     assert spread == set(all_bucket_keys(4))
-    assert sorted(key for bucket in all_bucket_keys(4) for key in documents_in_buckets(documents, [bucket])) == sorted(documents)
+    assert sorted(key for bucket in all_bucket_keys(4) for key in documents_in_buckets(documents, [bucket])) == sorted(
+        documents
+    )
 
     settings = PartitionSettings(bucket_threshold=4, buckets=4)
     three = ChangeSet(new=["a.txt", "b.txt", "c.txt"], paths={name: name for name in ("a.txt", "b.txt", "c.txt")})
     assert not plan_partitions(three, [], settings).bucketed
-    four = ChangeSet(new=["d.txt"], unchanged=["a.txt", "b.txt", "c.txt"], paths={n: n for n in ("a.txt", "b.txt", "c.txt", "d.txt")})
+    four = ChangeSet(
+        new=["d.txt"], unchanged=["a.txt", "b.txt", "c.txt"], paths={n: n for n in ("a.txt", "b.txt", "c.txt", "d.txt")}
+    )
     plan = plan_partitions(four, ["a.txt", "b.txt", "c.txt"], settings)
     assert plan.bucketed and plan.add == all_bucket_keys(4) and plan.forget == ["a.txt", "b.txt", "c.txt"]
     assert sum(plan.work.values()) == 1  # only the new document needs work; the others were indexed already
     # a bucketed project stays bucketed until it shrinks below half the threshold
-    two = ChangeSet(deleted=["c.txt", "d.txt"], unchanged=["a.txt", "b.txt"], paths={"a.txt": "a.txt", "b.txt": "b.txt"})
+    two = ChangeSet(
+        deleted=["c.txt", "d.txt"], unchanged=["a.txt", "b.txt"], paths={"a.txt": "a.txt", "b.txt": "b.txt"}
+    )
     assert plan_partitions(two, all_bucket_keys(4), settings).bucketed
     one = ChangeSet(deleted=["b.txt"], unchanged=["a.txt"], paths={"a.txt": "a.txt"})
     back = plan_partitions(one, all_bucket_keys(4), settings)
     assert not back.bucketed and back.forget == all_bucket_keys(4) and back.add == []
 
 
-def test_a_corpus_that_grows_past_the_threshold_moves_to_buckets_without_reindexing(tmp_path: Path, offline_env) -> None:
+def test_a_corpus_that_grows_past_the_threshold_moves_to_buckets_without_reindexing(
+    tmp_path: Path, offline_env
+) -> None:
     root = tmp_path / "project"
     make_llm_project(root, "http://127.0.0.1:9/v1", with_sample=False)
     (root / "graphrag.yaml").write_text("method: nlp\n" + BUCKETS, encoding="utf-8")
@@ -209,7 +226,9 @@ def test_a_corpus_that_grows_past_the_threshold_moves_to_buckets_without_reindex
     assert registered_partitions(root) == all_bucket_keys(4)
     # the two documents indexed before kept their rows, and the bucket runs extracted the new ones only
     assert set(before) <= set(query_db(root, "select document_key, id from text_units order by all"))
-    extracted = [bucket_metadata(root, "extraction_status", bucket)["documents_extracted"].value for bucket in all_bucket_keys(4)]
+    extracted = [
+        bucket_metadata(root, "extraction_status", bucket)["documents_extracted"].value for bucket in all_bucket_keys(4)
+    ]
     assert sum(extracted) == len(DOCUMENTS) - 2
     assert query_db(root, "select count(distinct document_key) from graph_extractions") == [(len(DOCUMENTS),)]
     assert index_project(load_settings(root)).runs == []
@@ -227,8 +246,12 @@ def test_the_sensor_updates_a_bucketed_corpus_exactly(server, tmp_path: Path) ->
     inputs = write_corpus(root)
     assert index_project(load_settings(root)).success
     edited = "light.txt"
-    others_before = query_db(root, f"select document_key, id from text_units where document_key <> '{edited}' order by all")
-    (inputs / edited).write_text("Piet Oduya keeps the Kestrel Point Lighthouse. Mira Santos visits Piet Oduya.", encoding="utf-8")
+    others_before = query_db(
+        root, f"select document_key, id from text_units where document_key <> '{edited}' order by all"
+    )
+    (inputs / edited).write_text(
+        "Piet Oduya keeps the Kestrel Point Lighthouse. Mira Santos visits Piet Oduya.", encoding="utf-8"
+    )
 
     result, instance, defs = tick(root)
     assert isinstance(result, SensorResult) and not result.dynamic_partitions_requests
@@ -240,7 +263,10 @@ def test_the_sensor_updates_a_bucketed_corpus_exactly(server, tmp_path: Path) ->
         assert run_job(defs, instance, request.job_name, keys).success
     passages = extraction_calls(server, mark)
     assert len(passages) == 2 and all("Piet Oduya" in passage for passage in passages)
-    assert query_db(root, f"select document_key, id from text_units where document_key <> '{edited}' order by all") == others_before
+    assert (
+        query_db(root, f"select document_key, id from text_units where document_key <> '{edited}' order by all")
+        == others_before
+    )
     titles = {row[0] for row in query_db(root, "select title from entities")}
     assert "PIET ODUYA" in titles and "SØREN HOLM" in titles  # Søren Holm is still in storm.txt
     assert isinstance(tick(root)[0], SkipReason)

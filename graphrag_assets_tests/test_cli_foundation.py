@@ -33,7 +33,9 @@ def test_bad_settings_file_gives_one_line_error(tmp_path: Path) -> None:
     (tmp_path / "graphrag.yaml").write_text("chunking:\n  size: lots\n")
     code, out = cli("status", "--root", str(tmp_path))
     assert code == 1
-    assert out.strip().splitlines() == ["error: graphrag.yaml: 'chunking.size': Input should be a valid integer, unable to parse string as an integer (got 'lots')."]
+    assert out.strip().splitlines() == [
+        "error: graphrag.yaml: 'chunking.size': Input should be a valid integer, unable to parse string as an integer (got 'lots')."
+    ]
 
 
 def test_sql_without_index_says_what_to_do(tmp_path: Path) -> None:
@@ -77,7 +79,9 @@ def test_sql_refuses_side_effects_and_file_access_unless_allowed(ingested: Path,
     secret.write_text("not for you", encoding="utf-8")
     code, out = cli("sql", f"select content from read_text('{secret}')", "--root", str(ingested))
     assert code == 1 and "pass --allow-file-access if you mean it" in out and "not for you" not in out
-    code, out = cli("sql", f"select content from read_text('{secret}')", "--root", str(ingested), "--allow-file-access", "--csv")
+    code, out = cli(
+        "sql", f"select content from read_text('{secret}')", "--root", str(ingested), "--allow-file-access", "--csv"
+    )
     assert code == 0 and "not for you" in out
     code, out = cli("sql", "show tables", "--root", str(ingested), "--csv")
     assert code == 0 and "text_units" in out
@@ -85,7 +89,7 @@ def test_sql_refuses_side_effects_and_file_access_unless_allowed(ingested: Path,
 
 def test_index_again_does_nothing_then_picks_up_changes(ingested: Path) -> None:
     code, out = cli("index", "--root", str(ingested), "--json")
-    report = json.loads(out[out.index("{"):])
+    report = json.loads(out[out.index("{") :])
     assert code == 0 and report["new"] == [] and report["changed"] == [] and report["runs"] == []
     inputs = ingested / "data" / "input"
     (inputs / "letter_holm_to_varga.txt").write_text("Søren Holm writes again.", encoding="utf-8")
@@ -93,7 +97,7 @@ def test_index_again_does_nothing_then_picks_up_changes(ingested: Path) -> None:
     (inputs / "empty.md").write_text("")
     shutil.rmtree(inputs / "archive")
     code, out = cli("index", "--root", str(ingested), "--json")
-    report = json.loads(out[out.index("{"):])
+    report = json.loads(out[out.index("{") :])
     assert code == 0, out
     assert report["new"] == ["empty.md", "new_note.md~" + report["new"][1].split("~")[1]]
     assert report["changed"] == ["letter_holm_to_varga.txt"]
@@ -101,7 +105,9 @@ def test_index_again_does_nothing_then_picks_up_changes(ingested: Path) -> None:
     assert report["deleted_rows"]["text_units"] >= 2
     with duckdb.connect(str(ingested / "data" / "graphrag.duckdb"), read_only=True) as conn:
         assert conn.sql("select count(*) from documents where path like 'archive/%'").fetchall() == [(0,)]
-        assert conn.sql("select text from documents where path = 'letter_holm_to_varga.txt'").fetchall() == [("Søren Holm writes again.",)]
+        assert conn.sql("select text from documents where path = 'letter_holm_to_varga.txt'").fetchall() == [
+            ("Søren Holm writes again.",)
+        ]
         assert conn.sql("select status from source_files where path = 'empty.md'").fetchall() == [("skipped",)]
     code, out = cli("status", "--root", str(ingested), "--json")
     status = json.loads(out)
@@ -115,11 +121,15 @@ def test_console_script_is_installed() -> None:
     assert result.returncode == 0 and "index" in result.stdout and "sql" in result.stdout
 
 
-def test_without_an_endpoint_index_says_in_one_line_that_it_works_offline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_without_an_endpoint_index_says_in_one_line_that_it_works_offline(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
         monkeypatch.delenv(name, raising=False)
     root = make_project(tmp_path / "p", with_sample=False)
-    (root / "data" / "input" / "note.txt").write_text("Søren Holm keeps the Kestrel Point Lighthouse near Vellmouth.", encoding="utf-8")
+    (root / "data" / "input" / "note.txt").write_text(
+        "Søren Holm keeps the Kestrel Point Lighthouse near Vellmouth.", encoding="utf-8"
+    )
     code, out = cli("index", "--root", str(root))
     assert code == 0, out
     lines = [line for line in out.splitlines() if "no model endpoint configured" in line]

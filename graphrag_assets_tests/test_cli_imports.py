@@ -77,7 +77,9 @@ def test_a_cold_index_of_a_small_corpus_never_imports_lancedb(tmp_path: Path) ->
     assert (root / "data" / "graphrag.duckdb").is_file() and not (root / "data" / "lancedb").exists()
 
 
-def test_a_cold_standard_index_of_a_small_corpus_never_imports_pyarrow_or_numpy(graphrag_server, tmp_path: Path) -> None:
+def test_a_cold_standard_index_of_a_small_corpus_never_imports_pyarrow_or_numpy(
+    graphrag_server, tmp_path: Path
+) -> None:
     """Frames reach DuckDB through the Arrow C stream and the cache writes its rows as list
     parameters: pyarrow (25 MB resident) would serve nothing else in this process. Vectors travel
     as ``array('f')`` and igraph's graphs are built without its numpy check (core/float32.py,
@@ -88,13 +90,24 @@ def test_a_cold_standard_index_of_a_small_corpus_never_imports_pyarrow_or_numpy(
     root = make_llm_project(tmp_path / "project", graphrag_server.base_url)
     assert loaded_by(["index", "--root", str(root)], ("pyarrow", "lancedb", "numpy")) == []
     # the run really wrote every kind of row that used to go through pyarrow
-    for table in ("entities", "communities", "llm_cache", "embedding_cache", "llm_cache_owners", "llm_usage", "corpus_build", "document_steps"):
+    for table in (
+        "entities",
+        "communities",
+        "llm_cache",
+        "embedding_cache",
+        "llm_cache_owners",
+        "llm_usage",
+        "corpus_build",
+        "document_steps",
+    ):
         assert query_db(root, f"select count(*) from {table}")[0][0] > 0, table
     for table in ("text_unit_embeddings", "entity_embeddings", "community_report_embeddings"):
         rows, sizes = query_db(root, f"select count(*), list(distinct len(vector)) from {table}")[0]
         assert rows > 0 and len(sizes) == 1 and sizes[0] > 0, table
     # the vectors are the server's, number for number (they went from base64 to FLOAT[n] as bytes)
-    [(text, vector)] = query_db(root, "select t.text, e.vector from text_unit_embeddings e join text_units t using (id) order by id limit 1")
+    [(text, vector)] = query_db(
+        root, "select t.text, e.vector from text_unit_embeddings e join text_units t using (id) order by id limit 1"
+    )
     assert vector == pytest.approx(embedding_vector(text, len(vector)), abs=1e-6)
 
 

@@ -15,6 +15,8 @@ import polars as pl
 import pytest
 
 from graphrag_assets.core.ids import stable_uuid
+from graphrag_assets.core.schemas import COMMUNITIES
+from graphrag_assets.core.settings import CommunitySettings
 from graphrag_assets.index.communities import (
     ASSIGNMENTS,
     LeidenOptions,
@@ -24,8 +26,6 @@ from graphrag_assets.index.communities import (
     partition_modularity,
 )
 from graphrag_assets.index.community_checks import check_hierarchy
-from graphrag_assets.core.schemas import COMMUNITIES
-from graphrag_assets.core.settings import CommunitySettings
 from graphrag_assets.index.stable_communities import ClusteringRequest, communities_for_update
 from graphrag_assets_tests.shared_data import MS_VERBS_DATA, require
 
@@ -217,9 +217,7 @@ print(json.dumps({{b: hierarchical_leiden(planted_edges(), LeidenOptions(backend
 
 def test_result_is_identical_in_a_new_process() -> None:
     child = _CHILD.format(root=str(PROJECT_ROOT), backends=BACKENDS)
-    out = subprocess.run(
-        [sys.executable, "-c", child], capture_output=True, text=True, check=True, cwd=PROJECT_ROOT
-    )
+    out = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, check=True, cwd=PROJECT_ROOT)
     theirs = json.loads(out.stdout)
     for backend in BACKENDS:
         ours = [list(row) for row in hierarchical_leiden(planted_edges(), LeidenOptions(backend=backend)).rows()]
@@ -271,9 +269,7 @@ def test_partition_modularity_of_two_cliques() -> None:
 # --- build_communities -------------------------------------------------------------------------
 
 
-def tables(
-    edges: list[tuple[str, str, float]], extra_titles: Sequence[str] = ()
-) -> tuple[pl.DataFrame, pl.DataFrame]:
+def tables(edges: list[tuple[str, str, float]], extra_titles: Sequence[str] = ()) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Entities (id e-<title>) and relationships (id r<i>, text unit t<i mod 3>) for an edge list."""
     titles = sorted({t for s, d, _ in edges for t in (s, d)} | set(extra_titles))
     entities = pl.DataFrame({"id": [f"e-{t}" for t in titles], "title": titles})
@@ -333,7 +329,9 @@ def test_build_communities_keeps_singleton_children_so_children_partition_parent
     # Six groups of two K4s linked through a hub node; at resolution 1.5 each group is a level-0
     # community and splits into its two K4s and the hub alone, which has no internal relationship.
     entities, relationships = tables(grouped_ring("PQRSTU", bridge=1.0, hub=True))
-    table = build_communities(entities, relationships, period="p", options=LeidenOptions(max_cluster_size=9, resolution=1.5, backend=backend))
+    table = build_communities(
+        entities, relationships, period="p", options=LeidenOptions(max_cluster_size=9, resolution=1.5, backend=backend)
+    )
     assert table.group_by("level").agg(pl.len()).sort("level").rows() == [(0, 6), (1, 18)]
     first = table.row(0, named=True)
     assert first["entity_ids"] == [f"e-{t}" for t in names("PA", 4) + names("PB", 4) + ["PH"]]
@@ -409,10 +407,7 @@ def test_check_hierarchy_lists_oversized_leaves() -> None:
 
 def _broken(table: pl.DataFrame, target: int, changes: dict[str, object]) -> pl.DataFrame:
     return table.with_columns(
-        pl.when(pl.col("community") == target)
-        .then(pl.lit(v, dtype=table.schema[k]))
-        .otherwise(pl.col(k))
-        .alias(k)
+        pl.when(pl.col("community") == target).then(pl.lit(v, dtype=table.schema[k])).otherwise(pl.col(k)).alias(k)
         for k, v in changes.items()
     )
 
@@ -460,7 +455,9 @@ def test_christmas_carol_hierarchy(backend: str) -> None:
         .agg(pl.len(), pl.col("size").min().alias("smallest"), pl.col("size").max().alias("largest"))
         .sort("level")
     )
-    print(f"\n{backend}: {table.height} communities, levels {report.levels}, "
-          f"unsplit >= 10: {report.unsplit_oversized_count}")
+    print(
+        f"\n{backend}: {table.height} communities, levels {report.levels}, "
+        f"unsplit >= 10: {report.unsplit_oversized_count}"
+    )
     for level, count, smallest, largest in summary.rows():
         print(f"  level {level}: {count} communities, sizes {smallest}..{largest}")

@@ -11,6 +11,7 @@ import pytest
 
 from graphrag_assets.core import ids
 from graphrag_assets.core.errors import LLMError, UserError
+from graphrag_assets.core.schemas import COMMUNITY_REPORTS
 from graphrag_assets.index.community_reports import (
     ReportOptions,
     generate_reports,
@@ -21,7 +22,6 @@ from graphrag_assets.index.community_reports import (
 )
 from graphrag_assets.index.report_context import ContextBudget, ReportTables
 from graphrag_assets.llm.types import ChatOptions, ChatResult, Message
-from graphrag_assets.core.schemas import COMMUNITY_REPORTS
 from graphrag_assets_tests.shared_data import NANO_MOCK_CACHE, require
 from graphrag_assets_tests.test_report_context import make_graph, text_graph, text_units
 
@@ -55,7 +55,9 @@ def test_parse_repairs_common_breakage(answer):
 
 
 def test_parse_repairs_a_truncated_answer():
-    cut = json.dumps({**VALID, "findings": [*VALID["findings"], {"summary": "Second", "explanation": "It goes on and"}]})
+    cut = json.dumps(
+        {**VALID, "findings": [*VALID["findings"], {"summary": "Second", "explanation": "It goes on and"}]}
+    )
     report = parse_report_answer(cut[: cut.index(" and") + 4])
     assert report is not None
     assert report["findings"][1] == {"summary": "Second", "explanation": "It goes on and"}
@@ -89,7 +91,11 @@ def test_parse_rejects_answers_without_a_report(answer):
 
 
 def test_parse_normalizes_findings():
-    answer = {**VALID, "findings": ["Just a headline", {"summary": "S"}, 3, {"explanation": ""}], "rating_explanation": None}
+    answer = {
+        **VALID,
+        "findings": ["Just a headline", {"summary": "S"}, 3, {"explanation": ""}],
+        "rating_explanation": None,
+    }
     assert parse_report_answer(json.dumps(answer)) == {
         **VALID,
         "rating_explanation": "",
@@ -119,7 +125,10 @@ CITATIONS = {"Entities": (412, 1093, 7), "Relationships": (55,), "Reports": (31,
     ("text", "expected"),
     [
         ("X [Data: Entities (1, 2)].", "X [Data: Entities (412, 1093)]."),
-        ("X [Data: Entities (3, 1, +more); Relationships (1)]", "X [Data: Entities (7, 412, +more); Relationships (55)]"),
+        (
+            "X [Data: Entities (3, 1, +more); Relationships (1)]",
+            "X [Data: Entities (7, 412, +more); Relationships (55)]",
+        ),
         ("X [data: entity (2), relationships (1)]", "X [Data: Entities (1093); Relationships (55)]"),
         ("X [Data: Reports (1)] and [Data: Claims (1)].", "X [Data: Reports (31)] and."),
         ("X [Data: Entities (9, 2, 2)]", "X [Data: Entities (1093)]"),
@@ -132,7 +141,10 @@ def test_remap_citations(text, expected):
 
 
 def test_render_markdown():
-    report = {**VALID, "findings": [{"summary": "One", "explanation": "First."}, {"summary": "Two", "explanation": "Second."}]}
+    report = {
+        **VALID,
+        "findings": [{"summary": "One", "explanation": "First."}, {"summary": "Two", "explanation": "Second."}],
+    }
     assert render_markdown(report) == "# Harbour trade\n\nD is a port.\n\n## One\n\nFirst.\n\n## Two\n\nSecond."
 
 
@@ -151,8 +163,13 @@ def test_report_prompts_require_input_text(tmp_path):
 
 def answer(title: str, summary: str, rating: float = 5, explanation: str = "Because.") -> str:
     return json.dumps(
-        {"title": title, "summary": summary, "rating": rating, "rating_explanation": "Why.",
-         "findings": [{"summary": f"About {title}", "explanation": explanation}]}
+        {
+            "title": title,
+            "summary": summary,
+            "rating": rating,
+            "rating_explanation": "Why.",
+            "findings": [{"summary": f"About {title}", "explanation": explanation}],
+        }
     )
 
 
@@ -175,17 +192,28 @@ class CannedModel:
         self.raise_for = set(raise_for)
         self.calls: list[dict] = []
 
-    async def chat(self, messages: Sequence[Message], *, purpose: str, options: ChatOptions | None = None) -> ChatResult:
+    async def chat(
+        self, messages: Sequence[Message], *, purpose: str, options: ChatOptions | None = None
+    ) -> ChatResult:
         options = options or ChatOptions()
         community = community_of(messages[0]["content"])
         attempt = sum(m["role"] == "assistant" for m in messages)
-        self.calls.append({"community": community, "messages": list(messages), "purpose": purpose,
-                           "json_mode": options.wants_json, "prompt_version": options.prompt_version})
+        self.calls.append(
+            {
+                "community": community,
+                "messages": list(messages),
+                "purpose": purpose,
+                "json_mode": options.wants_json,
+                "prompt_version": options.prompt_version,
+            }
+        )
         await asyncio.sleep(0)
         if community in self.raise_for:
             raise LLMError("the model endpoint refused the request.")
         options = self.answers[community]
-        return ChatResult(text=options[min(attempt, len(options) - 1)], prompt_tokens=1, completion_tokens=1, cached=False)
+        return ChatResult(
+            text=options[min(attempt, len(options) - 1)], prompt_tokens=1, completion_tokens=1, cached=False
+        )
 
     def stream(self, messages, *, purpose, options=None):  # pragma: no cover - unused
         raise NotImplementedError
@@ -193,7 +221,10 @@ class CannedModel:
 
 ANSWERS = {
     1: [answer("The trio", "A, B and C run the group [Data: Entities (1, 2); Relationships (1)].", rating=12)],
-    2: ["Sorry, here is my report: title = harbour", "```json\n" + answer("The harbour", "D and E.").replace("}]}", "},]}") + "\n```"],
+    2: [
+        "Sorry, here is my report: title = harbour",
+        "```json\n" + answer("The harbour", "D and E.").replace("}]}", "},]}") + "\n```",
+    ],
     3: ["not json", "still not json"],
     0: [answer("The town", "The trio trades with the harbour [Data: Reports (1); Relationships (1)].")],
 }
@@ -203,8 +234,10 @@ def run(model, max_input_length=170, on_progress=None):
     entities, relationships, communities, covariates = make_graph()
     return asyncio.run(
         generate_reports(
-            model, ReportTables(communities, entities, relationships, covariates),
-            ReportOptions(budget=ContextBudget(max_input_length)), on_progress,
+            model,
+            ReportTables(communities, entities, relationships, covariates),
+            ReportOptions(budget=ContextBudget(max_input_length)),
+            on_progress,
         )
     )
 
@@ -237,7 +270,10 @@ def test_generation_bottom_up_with_reask_failure_and_substitution():
 
     # Community 0 (199 tokens of raw context, budget 170) used child 1's report.
     prompt_0 = model.calls[3]["messages"][0]["content"]
-    assert "-----Reports-----\nReport 1: The trio\nA, B and C run the group.\nFindings:\n- About The trio: Because." in prompt_0
+    assert (
+        "-----Reports-----\nReport 1: The trio\nA, B and C run the group.\nFindings:\n- About The trio: Because."
+        in prompt_0
+    )
     assert frame.filter(pl.col("community") == 0)["substituted_reports"].item() == 1
     assert frame["substituted_reports"].to_list() == [1, 0, 0]
     assert all(0 < t <= 170 for t in frame["context_tokens"])
@@ -253,7 +289,10 @@ def test_generation_bottom_up_with_reask_failure_and_substitution():
     assert (one["human_readable_id"], one["level"], one["parent"], one["children"]) == (1, 1, 0, [])
     assert (one["rank"], one["rating_explanation"], one["period"], one["size"]) == (10.0, "Why.", "2024-01-01", 3)
     assert one["findings"] == [{"summary": "About The trio", "explanation": "Because."}]
-    assert json.loads(one["full_content_json"])["summary"] == "A, B and C run the group [Data: Entities (0, 2); Relationships (101)]."
+    assert (
+        json.loads(one["full_content_json"])["summary"]
+        == "A, B and C run the group [Data: Entities (0, 2); Relationships (101)]."
+    )
     assert json.loads(one["full_content_json"])["rating"] == 10.0
 
     # Community 0's citations: report 1 is community 1; its relationship 1 is C-D (hrid 103).
@@ -298,7 +337,9 @@ def test_text_variant_cites_sources_by_text_unit_short_id():
     model = CannedModel({1: [source_answer], 2: [source_answer], 0: [source_answer], 3: [source_answer]})
 
     result = asyncio.run(
-        generate_reports(model, ReportTables(communities, entities, text_units=text_units()), ReportOptions(variant="text"))
+        generate_reports(
+            model, ReportTables(communities, entities, text_units=text_units()), ReportOptions(variant="text")
+        )
     )
     assert all("-----Sources-----\nid|text\n" in c["messages"][0]["content"] for c in model.calls)
     assert {c["prompt_version"] for c in model.calls} == {load_report_prompt("text").version}
@@ -326,15 +367,19 @@ def test_microsoft_christmas_carol_index_fits_budget_and_substitutes():
 
         async def chat(self, messages, **_: object) -> ChatResult:
             self.calls += 1
-            return ChatResult(answer("A community", "What it is about. " * 10, explanation="Details. " * 60), 1, 1, False)
+            return ChatResult(
+                answer("A community", "What it is about. " * 10, explanation="Details. " * 60), 1, 1, False
+            )
 
     model = FixedModel()
     result = asyncio.run(
         generate_reports(
             model,
             ReportTables(
-                table("communities", COMMUNITIES), table("entities", ENTITIES),
-                table("relationships", RELATIONSHIPS), table("covariates", COVARIATES),
+                table("communities", COMMUNITIES),
+                table("entities", ENTITIES),
+                table("relationships", RELATIONSHIPS),
+                table("covariates", COVARIATES),
             ),
             ReportOptions(budget=ContextBudget(2000)),
         )

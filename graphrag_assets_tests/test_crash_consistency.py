@@ -60,7 +60,9 @@ def _copy_without_corpus_answers(standard_index: Path, root: Path, base_url: str
     embeddings are asked again; the documents are untouched.
     """
     shutil.copytree(standard_index, root)
-    (root / "graphrag.yaml").write_text(llm_settings_yaml(base_url, f"  concurrency: {CONCURRENCY}\n"), encoding="utf-8")
+    (root / "graphrag.yaml").write_text(
+        llm_settings_yaml(base_url, f"  concurrency: {CONCURRENCY}\n"), encoding="utf-8"
+    )
     with duckdb.connect(str(root / "data" / "graphrag.duckdb")) as conn:
         conn.execute("delete from llm_cache where purpose in ('summarize_descriptions', 'community_report')")
         conn.execute(f"delete from {EMBEDDING_TABLE}")
@@ -70,7 +72,10 @@ def _copy_without_corpus_answers(standard_index: Path, root: Path, base_url: str
 def _index(root: Path, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "graphrag_assets.cli.main", "index", "--root", str(root), *args],
-        capture_output=True, text=True, timeout=300, env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=_env(),
     )
 
 
@@ -83,7 +88,9 @@ def uninterrupted_calls(standard_index: Path, tmp_path_factory: pytest.TempPathF
     """Calls an uninterrupted `index --full` makes from the same starting point."""
     server = ScriptedOpenAIServer.start(responder=RESPONDER, latency_ms=LATENCY_MS)
     try:
-        root = _copy_without_corpus_answers(standard_index, tmp_path_factory.mktemp("clean") / "project", server.base_url)
+        root = _copy_without_corpus_answers(
+            standard_index, tmp_path_factory.mktemp("clean") / "project", server.base_url
+        )
         done = _index(root, "--full")
         assert done.returncode == 0, done.stderr
         return len(server.calls())
@@ -106,7 +113,10 @@ def _interrupt_at(root: Path, server, stage: str, sig: signal.Signals) -> None:
     wanted = 1 if stage == "embeddings" else 2 * CONCURRENCY
     process = subprocess.Popen(
         [sys.executable, "-m", "graphrag_assets.cli.main", "index", "--root", str(root), "--full"],
-        env=_env(), start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        env=_env(),
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     deadline = time.monotonic() + STAGE_SEEN_TIMEOUT
     try:
@@ -148,7 +158,10 @@ def test_an_interrupted_corpus_run_is_reported_and_finished_by_the_next_index(
     killed = sig == signal.SIGKILL  # Ctrl-C stops the Dagster run, and `index` itself ends normally
     assert (status["interrupted_update"] is not None) == killed
     shown = subprocess.run(
-        [sys.executable, "-m", "graphrag_assets.cli.main", "status", "--root", str(root)], capture_output=True, text=True, env=_env()
+        [sys.executable, "-m", "graphrag_assets.cli.main", "status", "--root", str(root)],
+        capture_output=True,
+        text=True,
+        env=_env(),
     ).stdout
     assert "the last update stopped before it was published" in shown
     assert ("was stopped before it finished" in shown) == killed
@@ -180,10 +193,15 @@ def test_an_interrupted_corpus_run_is_reported_and_finished_by_the_next_index(
     # cache writer was writing (SIGKILL loses them): with 4 calls in flight at 120 ms that is about
     # 33 answers a second, so a write of up to ~0.35 s on a loaded machine loses up to 12.
     assert answered_before_kill > 0
-    assert calls_after + answered_before_kill <= uninterrupted_calls + LOST_IN_ONE_WRITE, (answered_before_kill, calls_after)
+    assert calls_after + answered_before_kill <= uninterrupted_calls + LOST_IN_ONE_WRITE, (
+        answered_before_kill,
+        calls_after,
+    )
 
 
-def test_an_extraction_answer_cut_off_at_the_token_limit_is_retried_by_the_next_index(openai_server_factory, tmp_path: Path) -> None:
+def test_an_extraction_answer_cut_off_at_the_token_limit_is_retried_by_the_next_index(
+    openai_server_factory, tmp_path: Path
+) -> None:
     """A cut-off answer (finish_reason length) is not cached; its document is extracted again next time."""
     server = openai_server_factory(responder=RESPONDER)
     root = tmp_path / "project"
@@ -191,15 +209,21 @@ def test_an_extraction_answer_cut_off_at_the_token_limit_is_retried_by_the_next_
     (root / "data" / "input").mkdir(parents=True)
     (root / "graphrag.yaml").write_text(llm_settings_yaml(server.base_url), encoding="utf-8")
     (root / "data" / "input" / "quill.txt").write_text(
-        "Agatha Quillfeather ran the Brimstone Foundry in Harrowgate. Agatha Quillfeather hired Tobias Venn.\n", encoding="utf-8")
+        "Agatha Quillfeather ran the Brimstone Foundry in Harrowgate. Agatha Quillfeather hired Tobias Venn.\n",
+        encoding="utf-8",
+    )
     (root / "data" / "input" / "other.txt").write_text(
-        "Marta Quell sailed to Port Auberon with Lucien Marchetti.\n", encoding="utf-8")
+        "Marta Quell sailed to Port Auberon with Lucien Marchetti.\n", encoding="utf-8"
+    )
     server.add_fault("truncate", endpoint="chat", match="Quillfeather", keep_chars=60)
 
     first = _index(root)
     assert first.returncode == 0, first.stderr
     assert "cut off at the token limit" in first.stdout
-    assert dict(query_db(root, "select document_key, status from extraction_status")) == {"other.txt": "ok", "quill.txt": "incomplete"}
+    assert dict(query_db(root, "select document_key, status from extraction_status")) == {
+        "other.txt": "ok",
+        "quill.txt": "incomplete",
+    }
     report = project_status(load_settings(root))
     assert report["documents"]["changed"] == ["quill.txt"]
 
@@ -208,5 +232,8 @@ def test_an_extraction_answer_cut_off_at_the_token_limit_is_retried_by_the_next_
     assert second.returncode == 0, second.stderr
     extraction_calls = [c for c in server.calls("chat") if "Marta Quell" in _text(c) or "Quillfeather" in _text(c)]
     assert extraction_calls and all("Marta Quell" not in _text(c) for c in extraction_calls)
-    assert dict(query_db(root, "select document_key, status from extraction_status")) == {"other.txt": "ok", "quill.txt": "ok"}
+    assert dict(query_db(root, "select document_key, status from extraction_status")) == {
+        "other.txt": "ok",
+        "quill.txt": "ok",
+    }
     assert ("TOBIAS VENN",) in query_db(root, "select upper(title) from entities")

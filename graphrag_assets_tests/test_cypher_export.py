@@ -46,8 +46,17 @@ def run_cli(*args: str):
 
 
 TRICKY = [
-    "plain", "it's", 'say "hi"', "back\\slash", "line\nbreak\r\n", "tab\there", "\b\f", "Søren Holm — 中文 😀",
-    "'; MATCH (n) DETACH DELETE n //", "\x01\x1f control", "ends with backslash\\",
+    "plain",
+    "it's",
+    'say "hi"',
+    "back\\slash",
+    "line\nbreak\r\n",
+    "tab\there",
+    "\b\f",
+    "Søren Holm — 中文 😀",
+    "'; MATCH (n) DETACH DELETE n //",
+    "\x01\x1f control",
+    "ends with backslash\\",
 ]
 
 
@@ -93,8 +102,17 @@ def test_load_targets_parse_and_refuse_other_forms(monkeypatch: pytest.MonkeyPat
 def loaded(standard_index: Path, falkordb_server, tmp_path_factory: pytest.TempPathFactory):
     """The standard index exported with the CLI and loaded into FalkorDB graph ``roundtrip``."""
     out = tmp_path_factory.mktemp("cypher") / "export"
-    result = run_cli("export", str(out), "--format", "cypher", "--root", str(standard_index),
-                     "--load", f"{falkordb_server.url}/{GRAPH}", "--json")
+    result = run_cli(
+        "export",
+        str(out),
+        "--format",
+        "cypher",
+        "--root",
+        str(standard_index),
+        "--load",
+        f"{falkordb_server.url}/{GRAPH}",
+        "--json",
+    )
     assert result.exit_code == 0, result.output
     report = json.loads(result.output)
     graph = falkordb_server.client().select_graph(GRAPH)
@@ -136,7 +154,9 @@ def test_node_and_relationship_counts_match_duckdb(loaded) -> None:
         "MENTIONED_IN": count(root, "select count(*) from (select distinct id, unnest(text_unit_ids) from entities)"),
         "PART_OF": count(root, "select count(*) from text_units"),
     }
-    typed = {r["type"]: r["n"] for r in cypher_rows(graph, "MATCH (e:Entity:PERSON) RETURN e.type AS type, count(e) AS n")}
+    typed = {
+        r["type"]: r["n"] for r in cypher_rows(graph, "MATCH (e:Entity:PERSON) RETURN e.type AS type, count(e) AS n")
+    }
     assert typed == {"PERSON": count(root, "select count(*) from entities where type = 'PERSON'")}
 
 
@@ -144,14 +164,19 @@ def test_degrees_and_relationship_ends_match_duckdb(loaded) -> None:
     root, _, _, graph = loaded
     degrees = {
         r["id"]: (r["degree"], r["stored"])
-        for r in cypher_rows(graph, "MATCH (e:Entity) OPTIONAL MATCH (e)-[r:RELATED]-(:Entity) "
-                                    "RETURN e.id AS id, count(r) AS degree, e.degree AS stored")
+        for r in cypher_rows(
+            graph,
+            "MATCH (e:Entity) OPTIONAL MATCH (e)-[r:RELATED]-(:Entity) "
+            "RETURN e.id AS id, count(r) AS degree, e.degree AS stored",
+        )
     }
     assert {k: v[0] for k, v in degrees.items()} == dict(query_db(root, "select id, degree from entities"))
     assert all(counted == stored for counted, stored in degrees.values())
     ends = {
         (r["s"], r["t"], r["w"])
-        for r in cypher_rows(graph, "MATCH (a:Entity)-[r:RELATED]->(b:Entity) RETURN a.title AS s, b.title AS t, r.weight AS w")
+        for r in cypher_rows(
+            graph, "MATCH (a:Entity)-[r:RELATED]->(b:Entity) RETURN a.title AS s, b.title AS t, r.weight AS w"
+        )
     }
     expected = set(query_db(root, "select source, target, weight from relationships"))
     assert {(s, t) for s, t, _ in ends} == {(s, t) for s, t, _ in expected}
@@ -161,42 +186,74 @@ def test_degrees_and_relationship_ends_match_duckdb(loaded) -> None:
 
 def test_community_hierarchy_and_memberships_match_duckdb(loaded) -> None:
     root, _, _, graph = loaded
-    parents = {(r["p"], r["c"]) for r in cypher_rows(
-        graph, "MATCH (p:Community)-[:PARENT_OF]->(c:Community) RETURN p.community AS p, c.community AS c")}
+    parents = {
+        (r["p"], r["c"])
+        for r in cypher_rows(
+            graph, "MATCH (p:Community)-[:PARENT_OF]->(c:Community) RETURN p.community AS p, c.community AS c"
+        )
+    }
     assert parents == set(query_db(root, "select parent, community from communities where parent >= 0"))
-    assert not cypher_rows(graph, "MATCH (p:Community)-[:PARENT_OF]->(c:Community) WHERE c.level <> p.level + 1 RETURN c")
-    members = {(r["c"], r["level"]): r["n"] for r in cypher_rows(
-        graph, "MATCH (e:Entity)-[m:IN_COMMUNITY]->(c:Community) WHERE m.level = c.level "
-               "RETURN c.community AS c, c.level AS level, count(DISTINCT e) AS n")}
-    assert members == {(c, level): size for c, level, size in query_db(root, "select community, level, size from communities")}
+    assert not cypher_rows(
+        graph, "MATCH (p:Community)-[:PARENT_OF]->(c:Community) WHERE c.level <> p.level + 1 RETURN c"
+    )
+    members = {
+        (r["c"], r["level"]): r["n"]
+        for r in cypher_rows(
+            graph,
+            "MATCH (e:Entity)-[m:IN_COMMUNITY]->(c:Community) WHERE m.level = c.level "
+            "RETURN c.community AS c, c.level AS level, count(DISTINCT e) AS n",
+        )
+    }
+    assert members == {
+        (c, level): size for c, level, size in query_db(root, "select community, level, size from communities")
+    }
     # one community per entity per level, and children hold exactly their parent's members
-    assert not cypher_rows(graph, "MATCH (e:Entity)-[m:IN_COMMUNITY]->(:Community) WITH e, m.level AS l, count(*) AS n "
-                                  "WHERE n > 1 RETURN e")
-    assert not cypher_rows(graph, "MATCH (p:Community)-[:PARENT_OF]->(c:Community)<-[:IN_COMMUNITY]-(e:Entity) "
-                                  "WHERE NOT (e)-[:IN_COMMUNITY]->(p) RETURN e")
-    reports = {(r["c"], r["title"]) for r in cypher_rows(
-        graph, "MATCH (c:Community)-[:HAS_REPORT]->(r:Report) RETURN c.community AS c, r.title AS title")}
+    assert not cypher_rows(
+        graph,
+        "MATCH (e:Entity)-[m:IN_COMMUNITY]->(:Community) WITH e, m.level AS l, count(*) AS n WHERE n > 1 RETURN e",
+    )
+    assert not cypher_rows(
+        graph,
+        "MATCH (p:Community)-[:PARENT_OF]->(c:Community)<-[:IN_COMMUNITY]-(e:Entity) "
+        "WHERE NOT (e)-[:IN_COMMUNITY]->(p) RETURN e",
+    )
+    reports = {
+        (r["c"], r["title"])
+        for r in cypher_rows(
+            graph, "MATCH (c:Community)-[:HAS_REPORT]->(r:Report) RETURN c.community AS c, r.title AS title"
+        )
+    }
     assert reports == set(query_db(root, "select community, title from community_reports"))
 
 
 def test_text_unit_mentions_keep_their_position(loaded) -> None:
     root, _, _, graph = loaded
-    positions = {(r["e"], r["t"]): r["p"] for r in cypher_rows(
-        graph, "MATCH (e:Entity)-[m:MENTIONED_IN]->(t:TextUnit) RETURN e.id AS e, t.id AS t, m.position AS p")}
+    positions = {
+        (r["e"], r["t"]): r["p"]
+        for r in cypher_rows(
+            graph, "MATCH (e:Entity)-[m:MENTIONED_IN]->(t:TextUnit) RETURN e.id AS e, t.id AS t, m.position AS p"
+        )
+    }
     expected = {}
     for entity, units in query_db(root, "select id, text_unit_ids from entities"):
         for position, unit in enumerate(units):
             expected.setdefault((entity, unit), position)
     assert positions == expected
     texts = dict(query_db(root, "select id, text from text_units"))
-    assert {r["id"]: r["text"] for r in cypher_rows(graph, "MATCH (t:TextUnit) RETURN t.id AS id, t.text AS text")} == texts
+    assert {
+        r["id"]: r["text"] for r in cypher_rows(graph, "MATCH (t:TextUnit) RETURN t.id AS id, t.text AS text")
+    } == texts
 
 
 def test_the_written_file_builds_the_same_graph(loaded, falkordb_server) -> None:
     _, out, report, graph = loaded
     copy = falkordb_server.client().select_graph("from_file")
     text = (out / "schema.cypher").read_text(encoding="utf-8") + (out / "graph.cypher").read_text(encoding="utf-8")
-    statements = [s for s in text.split(";\n\n") if s.strip() and not all(line.startswith("//") for line in s.strip().splitlines())]
+    statements = [
+        s
+        for s in text.split(";\n\n")
+        if s.strip() and not all(line.startswith("//") for line in s.strip().splitlines())
+    ]
     assert len(statements) == report["loaded"]["statements"]
     for statement in statements:
         copy.query(statement)
@@ -209,8 +266,12 @@ def test_loading_again_needs_force_and_replaces(loaded, falkordb_server, tmp_pat
     root, _, report, graph = loaded
     target = f"{falkordb_server.url}/{GRAPH}"
     refused = run_cli("export", str(tmp_path / "a"), "--format", "cypher", "--root", str(root), "--load", target)
-    assert refused.exit_code == 1 and f"graph '{GRAPH}' already exists" in refused.output and "--force" in refused.output
-    again = run_cli("export", str(tmp_path / "b"), "--format", "cypher", "--root", str(root), "--load", target, "--force")
+    assert (
+        refused.exit_code == 1 and f"graph '{GRAPH}' already exists" in refused.output and "--force" in refused.output
+    )
+    again = run_cli(
+        "export", str(tmp_path / "b"), "--format", "cypher", "--root", str(root), "--load", target, "--force"
+    )
     assert again.exit_code == 0, again.output
     assert f"loaded into {target}: {report['loaded']['nodes']:,} nodes" in again.output
     assert cypher_rows(graph, "MATCH (n) RETURN count(n) AS n")[0]["n"] == report["loaded"]["nodes"]
@@ -219,19 +280,40 @@ def test_loading_again_needs_force_and_replaces(loaded, falkordb_server, tmp_pat
 def test_a_failed_load_leaves_no_graph(falkordb_server) -> None:
     target = parse_target(f"{falkordb_server.url}/broken")
     with pytest.raises(UserError, match=r"refused statement 3 of 3 .*'broken' was deleted"):
-        load_graph(target, ["CREATE INDEX FOR (n:Entity) ON (n.id)"], ["CREATE (:Entity {id: 'a'})", "THIS IS NOT CYPHER"], force=False)
+        load_graph(
+            target,
+            ["CREATE INDEX FOR (n:Entity) ON (n.id)"],
+            ["CREATE (:Entity {id: 'a'})", "THIS IS NOT CYPHER"],
+            force=False,
+        )
     assert "broken" not in falkordb_server.client().list_graphs()
 
 
 def test_unreachable_targets_get_one_clear_sentence(standard_index: Path, tmp_path: Path) -> None:
     port = free_port()  # nothing listens there
-    result = run_cli("export", str(tmp_path / "f"), "--format", "cypher", "--root", str(standard_index),
-                     "--load", f"falkordb://127.0.0.1:{port}")
+    result = run_cli(
+        "export",
+        str(tmp_path / "f"),
+        "--format",
+        "cypher",
+        "--root",
+        str(standard_index),
+        "--load",
+        f"falkordb://127.0.0.1:{port}",
+    )
     assert result.exit_code == 1
     assert f"could not connect to FalkorDB at 127.0.0.1:{port}" in result.output and "Traceback" not in result.output
     # bolt:// goes through the real neo4j driver; no Neo4j server runs here, so only this path is tested
-    result = run_cli("export", str(tmp_path / "n"), "--format", "cypher", "--root", str(standard_index),
-                     "--load", f"bolt://127.0.0.1:{port}")
+    result = run_cli(
+        "export",
+        str(tmp_path / "n"),
+        "--format",
+        "cypher",
+        "--root",
+        str(standard_index),
+        "--load",
+        f"bolt://127.0.0.1:{port}",
+    )
     assert result.exit_code == 1
     assert f"could not connect to Neo4j at 127.0.0.1:{port}" in result.output and "Traceback" not in result.output
 

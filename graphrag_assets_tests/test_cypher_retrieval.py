@@ -40,7 +40,9 @@ def graph_and_data(standard_index: Path, falkordb_server, tmp_path_factory: pyte
     # The Cypher queries reproduce Microsoft's ordering (query.local.ranking: msgraphrag), not the
     # personalized-PageRank one.
     settings = load_settings(standard_index, overrides={"query": {"local": {"ranking": "msgraphrag"}}})
-    export_index(settings, "cypher", tmp_path_factory.mktemp("retrieval") / "out", load=f"{falkordb_server.url}/retrieval")
+    export_index(
+        settings, "cypher", tmp_path_factory.mktemp("retrieval") / "out", load=f"{falkordb_server.url}/retrieval"
+    )
     return settings, falkordb_server.client().select_graph("retrieval"), load_query_data(settings)
 
 
@@ -56,9 +58,14 @@ def test_local_queries_rank_like_local_search(graph_and_data, question: str) -> 
     assert len(titles) >= 3
     by_title = dict(data.entities.select("title", "id").iter_rows())
     entity_ids = [by_title[t] for t in titles]
-    mapped = data.entities.filter(pl.col("id").is_in(entity_ids)).with_columns(
-        pl.col("id").replace_strict({e: i for i, e in enumerate(entity_ids)}, return_dtype=pl.Int64).alias("_o")
-    ).sort("_o").drop("_o")
+    mapped = (
+        data.entities.filter(pl.col("id").is_in(entity_ids))
+        .with_columns(
+            pl.col("id").replace_strict({e: i for i, e in enumerate(entity_ids)}, return_dtype=pl.Int64).alias("_o")
+        )
+        .sort("_o")
+        .drop("_o")
+    )
     top_k = settings.query.local.top_k_relationships
     records = result.context_records
 
@@ -67,14 +74,18 @@ def test_local_queries_rank_like_local_search(graph_and_data, question: str) -> 
     assert ids(entities)[: len(records.entities)] == records.ids("entities")
 
     for level in (None, 0, 1):
-        reports = cypher_rows(graph, query_text("local_reports.cypher"), {"entity_ids": entity_ids, "community_level": level})
+        reports = cypher_rows(
+            graph, query_text("local_reports.cypher"), {"entity_ids": entity_ids, "community_level": level}
+        )
         assert ids(reports) == rank_reports(entity_ids, data.communities, data.community_reports, level)["id"].to_list()
         if level is None:
             assert ids(reports)[: len(records.reports)] == records.ids("reports")
 
     inside = cypher_rows(graph, query_text("local_relationships_inside.cypher"), {"entity_ids": entity_ids})
     outside = cypher_rows(
-        graph, query_text("local_relationships_outside.cypher"), {"entity_ids": entity_ids, "top_k_relationships": top_k}
+        graph,
+        query_text("local_relationships_outside.cypher"),
+        {"entity_ids": entity_ids, "top_k_relationships": top_k},
     )
     ranked = rank_relationships(titles, data.relationships, top_k)
     assert ids(inside) + ids(outside) == ranked["id"].to_list()
@@ -82,8 +93,10 @@ def test_local_queries_rank_like_local_search(graph_and_data, question: str) -> 
     assert (ids(inside) + ids(outside))[: len(records.relationships)] == records.ids("relationships")
     assert outside, "the questions should reach outside their mapped entities"
     # a tighter cap cuts the outside part only
-    capped = cypher_rows(graph, query_text("local_relationships_outside.cypher"), {"entity_ids": entity_ids, "top_k_relationships": 1})
-    assert ids(capped) == rank_relationships(titles, data.relationships, 1)["id"].to_list()[len(inside):]
+    capped = cypher_rows(
+        graph, query_text("local_relationships_outside.cypher"), {"entity_ids": entity_ids, "top_k_relationships": 1}
+    )
+    assert ids(capped) == rank_relationships(titles, data.relationships, 1)["id"].to_list()[len(inside) :]
 
     units = cypher_rows(graph, query_text("local_text_units.cypher"), {"entity_ids": entity_ids})
     assert ids(units) == rank_text_units(mapped, data.relationships, data.text_units)["id"].to_list()
@@ -94,8 +107,13 @@ def test_local_queries_rank_like_local_search(graph_and_data, question: str) -> 
 def test_queries_with_no_entities_return_nothing(graph_and_data) -> None:
     _, graph, _ = graph_and_data
     params = {"entity_ids": [], "community_level": None, "top_k_relationships": 10}
-    for name in ("local_entities.cypher", "local_reports.cypher", "local_relationships_inside.cypher",
-                 "local_relationships_outside.cypher", "local_text_units.cypher"):
+    for name in (
+        "local_entities.cypher",
+        "local_reports.cypher",
+        "local_relationships_inside.cypher",
+        "local_relationships_outside.cypher",
+        "local_text_units.cypher",
+    ):
         assert cypher_rows(graph, query_text(name), params) == [], name
 
 
@@ -108,7 +126,9 @@ def test_global_map_input_matches_global_search(graph_and_data) -> None:
         weights = occurrence_weights(data.communities, data.entities, reports["community"].to_list())
         rows = cypher_rows(graph, query_text("global_map_input.cypher"), {"community_level": level})
         assert ids(rows) == reports["id"].to_list(), level
-        assert [r["occurrence_weight"] for r in rows] == pytest.approx([round(weights[c], 4) for c in reports["community"]])
+        assert [r["occurrence_weight"] for r in rows] == pytest.approx(
+            [round(weights[c], 4) for c in reports["community"]]
+        )
         assert [r["full_content"] for r in rows] == reports["full_content"].to_list()
 
 
@@ -132,16 +152,28 @@ def test_queries_on_microsofts_index_differ_only_by_relationships_to_missing_ent
     titles = set(data.entities["title"].to_list())
     linked = data.relationships.filter(pl.col("source").is_in(titles) & pl.col("target").is_in(titles))
     dangling = data.relationships.height - linked.height
-    assert dangling > 0 and result.warnings == [f"{dangling} relationship(s) name an entity that does not exist and were left out."]
+    assert dangling > 0 and result.warnings == [
+        f"{dangling} relationship(s) name an entity that does not exist and were left out."
+    ]
     by_degree = data.entities.sort(["degree", "human_readable_id"], descending=[True, False])["id"].to_list()
     for start in (0, 20, 100, len(by_degree) - 10):
         entity_ids = by_degree[start : start + 10]
-        mapped = data.entities.filter(pl.col("id").is_in(entity_ids)).with_columns(
-            pl.col("id").replace_strict({e: i for i, e in enumerate(entity_ids)}, return_dtype=pl.Int64).alias("_o")
-        ).sort("_o").drop("_o")
+        mapped = (
+            data.entities.filter(pl.col("id").is_in(entity_ids))
+            .with_columns(
+                pl.col("id").replace_strict({e: i for i, e in enumerate(entity_ids)}, return_dtype=pl.Int64).alias("_o")
+            )
+            .sort("_o")
+            .drop("_o")
+        )
         for level in (None, 1):
-            reports = cypher_rows(graph, query_text("local_reports.cypher"), {"entity_ids": entity_ids, "community_level": level})
-            assert ids(reports) == rank_reports(entity_ids, data.communities, data.community_reports, level)["id"].to_list()
+            reports = cypher_rows(
+                graph, query_text("local_reports.cypher"), {"entity_ids": entity_ids, "community_level": level}
+            )
+            assert (
+                ids(reports)
+                == rank_reports(entity_ids, data.communities, data.community_reports, level)["id"].to_list()
+            )
         params = {"entity_ids": entity_ids, "top_k_relationships": 3}
         relationships = ids(cypher_rows(graph, query_text("local_relationships_inside.cypher"), params)) + ids(
             cypher_rows(graph, query_text("local_relationships_outside.cypher"), params)
@@ -151,4 +183,7 @@ def test_queries_on_microsofts_index_differ_only_by_relationships_to_missing_ent
         assert ids(units) == rank_text_units(mapped, linked, data.text_units)["id"].to_list()
     for level in range(4):
         reports = reports_at_level(data.communities, data.community_reports, level)
-        assert ids(cypher_rows(graph, query_text("global_map_input.cypher"), {"community_level": level})) == reports["id"].to_list()
+        assert (
+            ids(cypher_rows(graph, query_text("global_map_input.cypher"), {"community_level": level}))
+            == reports["id"].to_list()
+        )

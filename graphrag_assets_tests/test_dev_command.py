@@ -32,7 +32,9 @@ def test_dev_serves_the_ui_without_the_superseded_warning(tmp_path: Path) -> Non
     with log.open("wb") as out:
         process = subprocess.Popen(
             [sys.executable, "-m", "graphrag_assets.cli.main", "dev", "--root", str(root), "--port", str(port)],
-            stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
     try:
         deadline = time.monotonic() + STARTUP_SECONDS

@@ -23,11 +23,26 @@ FAST_FAILURE_SECONDS = 10.0
 
 # profile -> what doctor must find (chat capabilities, embedding capabilities)
 FINDINGS: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
-    "openai": ({"token_limit_parameter": "max_tokens", "temperature": True, "json_object": "honoured", "json_schema": "honoured",
-                "stream_usage": "honoured", "think_blocks": False}, {"base64_embeddings": True, "encoding_format": "honoured"}),
-    "reasoning": ({"token_limit_parameter": "max_completion_tokens", "temperature": False, "json_schema": "honoured"}, {}),
+    "openai": (
+        {
+            "token_limit_parameter": "max_tokens",
+            "temperature": True,
+            "json_object": "honoured",
+            "json_schema": "honoured",
+            "stream_usage": "honoured",
+            "think_blocks": False,
+        },
+        {"base64_embeddings": True, "encoding_format": "honoured"},
+    ),
+    "reasoning": (
+        {"token_limit_parameter": "max_completion_tokens", "temperature": False, "json_schema": "honoured"},
+        {},
+    ),
     "azure": ({"json_schema": "honoured", "stream_usage": "honoured"}, {}),
-    "ollama": ({"think_blocks": True, "json_object": "honoured", "json_schema": "ignored", "stream_usage": "ignored"}, {}),
+    "ollama": (
+        {"think_blocks": True, "json_object": "honoured", "json_schema": "ignored", "stream_usage": "ignored"},
+        {},
+    ),
     "vllm": ({"json_schema": "honoured", "context_window": VLLM_WINDOW}, {}),
     "no-dimensions": ({}, {"dimensions": "ignored"}),
     "base64": ({}, {"base64_embeddings": True, "encoding_format": "honoured"}),
@@ -39,14 +54,18 @@ CLEAN_ENV = {"OPENAI_API_KEY": None, "OPENAI_BASE_URL": None, "GRAPHRAG_ROOT": N
 
 def doctor(root: Path, env: dict[str, str], *args: str) -> tuple[int, str, str, float]:
     started = time.monotonic()
-    result = CliRunner().invoke(main, ["doctor", "--root", str(root), *args], env={**CLEAN_ENV, **env}, catch_exceptions=False)
+    result = CliRunner().invoke(
+        main, ["doctor", "--root", str(root), *args], env={**CLEAN_ENV, **env}, catch_exceptions=False
+    )
     return result.exit_code, result.stdout, result.stderr, time.monotonic() - started
 
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
     root = make_project(tmp_path / "project", with_sample=False)
-    (root / "data" / "input" / "note.txt").write_text("Marta Quell chairs the Vellmouth Fishing Cooperative.", encoding="utf-8")
+    (root / "data" / "input" / "note.txt").write_text(
+        "Marta Quell chairs the Vellmouth Fishing Cooperative.", encoding="utf-8"
+    )
     return root
 
 
@@ -71,7 +90,12 @@ def test_doctor_reports_what_each_kind_of_server_accepts(profile, profile_server
 
 def test_doctor_prints_a_table_with_latency_prices_and_the_cost_of_the_next_index(profile_servers, project):
     server = profile_servers["ollama"]
-    write_settings(project, "ollama", server, {"llm": {"prices": {"qwen3:8b": {"input_per_million": 1.0, "output_per_million": 2.0}}}})
+    write_settings(
+        project,
+        "ollama",
+        server,
+        {"llm": {"prices": {"qwen3:8b": {"input_per_million": 1.0, "output_per_million": 2.0}}}},
+    )
     code, out, err, _ = doctor(project, environment(server))
     assert code == 0, err
     assert f"chat        qwen3:8b at {server.base_url}" in out
@@ -117,7 +141,10 @@ def test_a_refused_key_is_one_sentence_naming_the_setting(profile, profile_serve
     sentence = _one_sentence(err)
     assert code == 1 and json.loads(out)["problem"] == sentence
     url = server.root_url if profile == "azure" else server.base_url
-    assert sentence == f"the chat endpoint {url} refused the API key (HTTP 401); set OPENAI_API_KEY or llm.api_key to a valid key."
+    assert (
+        sentence
+        == f"the chat endpoint {url} refused the API key (HTTP 401); set OPENAI_API_KEY or llm.api_key to a valid key."
+    )
     assert "wrong" not in err
 
 
@@ -128,8 +155,10 @@ def test_an_unknown_model_is_one_sentence_naming_the_model(profile, profile_serv
     code, _, err, _ = doctor(project, environment(server))
     url = server.root_url if profile == "azure" else server.base_url
     assert code == 1
-    assert _one_sentence(err) == (f"the chat endpoint {url} has no model 'no-such-model' (HTTP 404); check llm.chat_model "
-                                  "(on Azure, the deployment name) and llm.base_url.")
+    assert _one_sentence(err) == (
+        f"the chat endpoint {url} has no model 'no-such-model' (HTTP 404); check llm.chat_model "
+        "(on Azure, the deployment name) and llm.base_url."
+    )
 
 
 def test_without_an_endpoint_there_is_nothing_to_probe(project):

@@ -6,8 +6,8 @@ import polars as pl
 import pytest
 
 from graphrag_assets.core.ids import entity_id
-from graphrag_assets.query.entity_filter import named_in, seed_entities
 from graphrag_assets.core.schemas import ENTITIES, conform
+from graphrag_assets.query.entity_filter import named_in, seed_entities
 
 # title -> type: noun phrases of the nlp method, and one entity a model extracted
 ENTITY_TYPES = {
@@ -21,7 +21,12 @@ ENTITY_TYPES = {
 
 def entities() -> pl.DataFrame:
     titles = sorted(ENTITY_TYPES)
-    return conform(pl.DataFrame({"id": [entity_id(t) for t in titles], "title": titles, "type": [ENTITY_TYPES[t] for t in titles]}), ENTITIES)
+    return conform(
+        pl.DataFrame(
+            {"id": [entity_id(t) for t in titles], "title": titles, "type": [ENTITY_TYPES[t] for t in titles]}
+        ),
+        ENTITIES,
+    )
 
 
 @pytest.mark.parametrize(

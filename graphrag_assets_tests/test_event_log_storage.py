@@ -24,9 +24,22 @@ def tiny():
 
 
 def _instance(base: Path) -> DagsterInstance:
-    storage = {"custom": {"module": event_log.__name__, "class": "BatchedSqliteStorage", "config": {"base_dir": str(base / "storage")}}}
-    overrides = {"storage": storage, "telemetry": {"enabled": False},
-                 "local_artifact_storage": {"module": "dagster._core.storage.root", "class": "LocalArtifactStorage", "config": {"base_dir": str(base)}}}
+    storage = {
+        "custom": {
+            "module": event_log.__name__,
+            "class": "BatchedSqliteStorage",
+            "config": {"base_dir": str(base / "storage")},
+        }
+    }
+    overrides = {
+        "storage": storage,
+        "telemetry": {"enabled": False},
+        "local_artifact_storage": {
+            "module": "dagster._core.storage.root",
+            "class": "LocalArtifactStorage",
+            "config": {"base_dir": str(base)},
+        },
+    }
     return DagsterInstance.from_ref(InstanceRef.from_dir(str(base), overrides=overrides))
 
 
@@ -54,7 +67,9 @@ def test_connections_sync_normally_and_written_files_stay_open_until_disposed(tm
     assert {f"{result.run_id}.db", "index.db", "runs.db"} <= held
     # what was written is there for another reader (the webserver, the next index)
     other = _instance(tmp_path)
-    assert [e.dagster_event_type for e in other.all_logs(result.run_id) if e.is_dagster_event][-1].value == "PIPELINE_SUCCESS"
+    assert [e.dagster_event_type for e in other.all_logs(result.run_id) if e.is_dagster_event][
+        -1
+    ].value == "PIPELINE_SUCCESS"
     other.dispose()
     instance.dispose()
     assert _open_db_files(tmp_path) == set()

@@ -24,12 +24,12 @@ import pytest
 
 from graphrag_assets.core import schemas
 from graphrag_assets.core.errors import UserError
+from graphrag_assets.core.settings import load_settings
 from graphrag_assets.interop.commands import export_index
 from graphrag_assets.interop.common import entity_communities, prepare_output_dir
 from graphrag_assets.interop.graphml import graph_tables, graphml_tree
 from graphrag_assets.interop.msgraphrag import MS_SCHEMAS, ms_community_reports, ms_text_units, raw_data_column
 from graphrag_assets.interop.neo4j import label_for_type, node_frames, relationship_frames
-from graphrag_assets.core.settings import load_settings
 from graphrag_assets_tests.conftest import REPO, make_project
 from graphrag_assets_tests.openai_fixtures import ScriptedOpenAIServer
 from graphrag_assets_tests.shared_data import MS_VERBS_DATA, require
@@ -47,31 +47,74 @@ def frame(schema: dict, rows: list[dict]) -> pl.DataFrame:
 
 
 def test_ms_text_units_renumber_densely_and_collect_extracted_ids() -> None:
-    documents = frame(schemas.DOCUMENTS, [
-        {"id": "doc-b", "human_readable_id": 0, "title": "b", "path": "b.txt"},
-        {"id": "doc-a2", "human_readable_id": 1, "title": "a2", "path": "a.jsonl"},
-        {"id": "doc-a1", "human_readable_id": 0, "title": "a1", "path": "a.jsonl"},
-    ])
-    text_units = frame(schemas.TEXT_UNITS, [
-        {"id": "u-b0", "human_readable_id": 0, "text": "b0", "n_tokens": 1, "document_id": "doc-b", "chunk_index": 0},
-        {"id": "u-a2", "human_readable_id": 0, "text": "a2", "n_tokens": 1, "document_id": "doc-a2", "chunk_index": 0},
-        {"id": "u-a1-1", "human_readable_id": 1, "text": "a11", "n_tokens": 1, "document_id": "doc-a1", "chunk_index": 1},
-        {"id": "u-a1-0", "human_readable_id": 0, "text": "a10", "n_tokens": 1, "document_id": "doc-a1", "chunk_index": 0},
-    ])
-    entities = frame(schemas.ENTITIES, [
-        {"id": "e1", "human_readable_id": 1, "title": "Y", "text_unit_ids": ["u-a1-0", "u-b0", "u-a1-0"]},
-        {"id": "e0", "human_readable_id": 0, "title": "X", "text_unit_ids": ["u-a1-0"]},
-    ])
-    relationships = frame(schemas.RELATIONSHIPS, [
-        {"id": "r0", "human_readable_id": 0, "source": "X", "target": "Y", "text_unit_ids": ["u-a1-0", "u-a2"]},
-    ])
+    documents = frame(
+        schemas.DOCUMENTS,
+        [
+            {"id": "doc-b", "human_readable_id": 0, "title": "b", "path": "b.txt"},
+            {"id": "doc-a2", "human_readable_id": 1, "title": "a2", "path": "a.jsonl"},
+            {"id": "doc-a1", "human_readable_id": 0, "title": "a1", "path": "a.jsonl"},
+        ],
+    )
+    text_units = frame(
+        schemas.TEXT_UNITS,
+        [
+            {
+                "id": "u-b0",
+                "human_readable_id": 0,
+                "text": "b0",
+                "n_tokens": 1,
+                "document_id": "doc-b",
+                "chunk_index": 0,
+            },
+            {
+                "id": "u-a2",
+                "human_readable_id": 0,
+                "text": "a2",
+                "n_tokens": 1,
+                "document_id": "doc-a2",
+                "chunk_index": 0,
+            },
+            {
+                "id": "u-a1-1",
+                "human_readable_id": 1,
+                "text": "a11",
+                "n_tokens": 1,
+                "document_id": "doc-a1",
+                "chunk_index": 1,
+            },
+            {
+                "id": "u-a1-0",
+                "human_readable_id": 0,
+                "text": "a10",
+                "n_tokens": 1,
+                "document_id": "doc-a1",
+                "chunk_index": 0,
+            },
+        ],
+    )
+    entities = frame(
+        schemas.ENTITIES,
+        [
+            {"id": "e1", "human_readable_id": 1, "title": "Y", "text_unit_ids": ["u-a1-0", "u-b0", "u-a1-0"]},
+            {"id": "e0", "human_readable_id": 0, "title": "X", "text_unit_ids": ["u-a1-0"]},
+        ],
+    )
+    relationships = frame(
+        schemas.RELATIONSHIPS,
+        [
+            {"id": "r0", "human_readable_id": 0, "source": "X", "target": "Y", "text_unit_ids": ["u-a1-0", "u-a2"]},
+        ],
+    )
     covariates = frame(schemas.COVARIATES, [{"id": "c0", "human_readable_id": 0, "text_unit_id": "u-b0"}])
 
     result = ms_text_units(text_units, documents, entities, relationships, covariates)
 
     assert result.columns == MS_SCHEMAS["text_units"].names
     assert result.select("id", "human_readable_id", "document_id").rows() == [
-        ("u-a1-0", 0, "doc-a1"), ("u-a1-1", 1, "doc-a1"), ("u-a2", 2, "doc-a2"), ("u-b0", 3, "doc-b"),
+        ("u-a1-0", 0, "doc-a1"),
+        ("u-a1-1", 1, "doc-a1"),
+        ("u-a2", 2, "doc-a2"),
+        ("u-b0", 3, "doc-b"),
     ]
     assert result["entity_ids"].to_list() == [["e0", "e1"], [], [], ["e1"]]
     assert result["relationship_ids"].to_list() == [["r0"], [], ["r0"], []]
@@ -79,11 +122,24 @@ def test_ms_text_units_renumber_densely_and_collect_extracted_ids() -> None:
 
 
 def test_ms_reports_keep_ms_columns_and_finding_field_order() -> None:
-    reports = frame(schemas.COMMUNITY_REPORTS, [{
-        "id": "r", "human_readable_id": 3, "community": 3, "level": 0, "parent": -1, "children": [4],
-        "title": "T", "findings": [{"summary": "S1", "explanation": "E1"}], "generation": "extractive",
-        "context_tokens": 10, "substituted_reports": 0,
-    }])
+    reports = frame(
+        schemas.COMMUNITY_REPORTS,
+        [
+            {
+                "id": "r",
+                "human_readable_id": 3,
+                "community": 3,
+                "level": 0,
+                "parent": -1,
+                "children": [4],
+                "title": "T",
+                "findings": [{"summary": "S1", "explanation": "E1"}],
+                "generation": "extractive",
+                "context_tokens": 10,
+                "substituted_reports": 0,
+            }
+        ],
+    )
     result = ms_community_reports(reports)
     assert result.columns == MS_SCHEMAS["community_reports"].names
     assert result.schema["findings"] == pl.List(pl.Struct({"explanation": pl.String, "summary": pl.String}))
@@ -101,12 +157,15 @@ def test_raw_data_is_null_typed_for_text_and_a_struct_for_rows() -> None:
 
 def test_entity_communities_are_deepest_and_level_zero() -> None:
     entities = frame(schemas.ENTITIES, [{"id": "a"}, {"id": "b"}, {"id": "loner"}])
-    communities = frame(schemas.COMMUNITIES, [
-        {"id": "c0", "community": 0, "level": 0, "parent": -1, "entity_ids": ["a", "b"]},
-        {"id": "c1", "community": 1, "level": 1, "parent": 0, "entity_ids": ["a"]},
-        {"id": "c2", "community": 2, "level": 1, "parent": 0, "entity_ids": ["b"]},
-        {"id": "c3", "community": 3, "level": 2, "parent": 2, "entity_ids": ["b"]},
-    ])
+    communities = frame(
+        schemas.COMMUNITIES,
+        [
+            {"id": "c0", "community": 0, "level": 0, "parent": -1, "entity_ids": ["a", "b"]},
+            {"id": "c1", "community": 1, "level": 1, "parent": 0, "entity_ids": ["a"]},
+            {"id": "c2", "community": 2, "level": 1, "parent": 0, "entity_ids": ["b"]},
+            {"id": "c3", "community": 3, "level": 2, "parent": 2, "entity_ids": ["b"]},
+        ],
+    )
     result = entity_communities(entities, communities).sort("id")
     assert result.rows() == [("a", 1, 1, 0), ("b", 3, 2, 0), ("loner", -1, -1, -1)]
 
@@ -122,15 +181,55 @@ def test_ms_schemas_are_those_of_microsofts_own_index() -> None:
 
 
 def small_graph() -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
-    entities = frame(schemas.ENTITIES, [
-        {"id": "ea", "human_readable_id": 0, "title": "A", "type": "PERSON", "description": 'Says "<hi>" & \x01waves', "degree": 1, "frequency": 2},
-        {"id": "eb", "human_readable_id": 1, "title": "B", "type": "GEO", "description": None, "degree": 1, "frequency": 1},
-    ])
-    relationships = frame(schemas.RELATIONSHIPS, [
-        {"id": "r0", "human_readable_id": 0, "source": "A", "target": "B", "description": "near, by", "weight": 2.5, "combined_degree": 2},
-        {"id": "r1", "human_readable_id": 1, "source": "A", "target": "GHOST", "description": "x", "weight": 1.0, "combined_degree": 1},
-    ])
-    communities = frame(schemas.COMMUNITIES, [{"id": "c0", "community": 0, "level": 0, "parent": -1, "entity_ids": ["ea", "eb"]}])
+    entities = frame(
+        schemas.ENTITIES,
+        [
+            {
+                "id": "ea",
+                "human_readable_id": 0,
+                "title": "A",
+                "type": "PERSON",
+                "description": 'Says "<hi>" & \x01waves',
+                "degree": 1,
+                "frequency": 2,
+            },
+            {
+                "id": "eb",
+                "human_readable_id": 1,
+                "title": "B",
+                "type": "GEO",
+                "description": None,
+                "degree": 1,
+                "frequency": 1,
+            },
+        ],
+    )
+    relationships = frame(
+        schemas.RELATIONSHIPS,
+        [
+            {
+                "id": "r0",
+                "human_readable_id": 0,
+                "source": "A",
+                "target": "B",
+                "description": "near, by",
+                "weight": 2.5,
+                "combined_degree": 2,
+            },
+            {
+                "id": "r1",
+                "human_readable_id": 1,
+                "source": "A",
+                "target": "GHOST",
+                "description": "x",
+                "weight": 1.0,
+                "combined_degree": 1,
+            },
+        ],
+    )
+    communities = frame(
+        schemas.COMMUNITIES, [{"id": "c0", "community": 0, "level": 0, "parent": -1, "entity_ids": ["ea", "eb"]}]
+    )
     return entities, relationships, communities
 
 
@@ -149,9 +248,9 @@ def test_graphml_is_valid_xml_with_typed_attributes(tmp_path: Path) -> None:
     assert graph.vs["id"] == ["ea", "eb"]
     assert graph.vs["description"] == ['Says "<hi>" & waves', ""]
     assert graph.vs["community"] == [0, 0] and graph.vs["level0_community"] == [0, 0]
-    assert [(graph.vs[e.source]["title"], graph.vs[e.target]["title"], e["weight"], e["description"]) for e in graph.es] == [
-        ("A", "B", 2.5, "near, by")
-    ]
+    assert [
+        (graph.vs[e.source]["title"], graph.vs[e.target]["title"], e["weight"], e["description"]) for e in graph.es
+    ] == [("A", "B", 2.5, "near, by")]
 
 
 # --- Neo4j on hand-made frames ------------------------------------------------------------------
@@ -167,11 +266,16 @@ def test_neo4j_labels_are_safe() -> None:
 def test_neo4j_csv_survives_commas_quotes_and_newlines(tmp_path: Path) -> None:
     entities, relationships, communities = small_graph()
     tricky = 'He said "no, never",\nthen left;\r\nfin'
-    entities = entities.with_columns(pl.when(pl.col("id") == "eb").then(pl.lit(tricky)).otherwise("description").alias("description"))
+    entities = entities.with_columns(
+        pl.when(pl.col("id") == "eb").then(pl.lit(tricky)).otherwise("description").alias("description")
+    )
     tables = {
-        "entities": entities, "relationships": relationships, "communities": communities,
+        "entities": entities,
+        "relationships": relationships,
+        "communities": communities,
         "community_reports": schemas.empty_frame(schemas.COMMUNITY_REPORTS),
-        "text_units": schemas.empty_frame(schemas.TEXT_UNITS), "documents": schemas.empty_frame(schemas.DOCUMENTS),
+        "text_units": schemas.empty_frame(schemas.TEXT_UNITS),
+        "documents": schemas.empty_frame(schemas.DOCUMENTS),
         "covariates": schemas.empty_frame(schemas.COVARIATES),
     }
     nodes = node_frames(tables)
@@ -236,7 +340,9 @@ def test_msgraphrag_files_have_ms_names_columns_and_types(project, ms_export: Pa
         schema = pq.read_schema(ms_export / name).remove_metadata()
         expected = MS_SCHEMAS[table]
         if table == "documents":  # the jsonl/csv rows make raw_data a struct
-            assert schema.field("raw_data").type == pa.struct([("id", pa.string()), ("title", pa.string()), ("text", pa.string())])
+            assert schema.field("raw_data").type == pa.struct(
+                [("id", pa.string()), ("title", pa.string()), ("text", pa.string())]
+            )
             schema, expected = schema.remove(6), expected.remove(6)
         assert schema.equals(expected), table
         assert pq.read_metadata(ms_export / name).num_rows == count(project, table)
@@ -252,7 +358,9 @@ def test_msgraphrag_ids_are_dense_and_cross_references_hold(project, ms_export: 
     assert [paths[d] for d in units["document_id"]] == sorted(paths[d] for d in units["document_id"])
     assert set(units["id"]) == set(documents["text_unit_ids"].explode().drop_nulls())
     pairs_from_units = set(units.select("id", "entity_ids").explode("entity_ids").drop_nulls().iter_rows())
-    pairs_from_entities = {(u, e) for e, u in entities.select("id", "text_unit_ids").explode("text_unit_ids").iter_rows()}
+    pairs_from_entities = {
+        (u, e) for e, u in entities.select("id", "text_unit_ids").explode("text_unit_ids").iter_rows()
+    }
     assert pairs_from_units == pairs_from_entities and pairs_from_units
 
 
@@ -267,7 +375,11 @@ def test_msgraphrag_lancedb_tables_use_ms_row_schema(ms_export: Path) -> None:
     import lancedb
 
     db = lancedb.connect(str(ms_export / "lancedb"))
-    for table, source in (("entity_description", "entities"), ("text_unit_text", "text_units"), ("community_full_content", "community_reports")):
+    for table, source in (
+        ("entity_description", "entities"),
+        ("text_unit_text", "text_units"),
+        ("community_full_content", "community_reports"),
+    ):
         arrow = db.open_table(table).to_arrow()
         assert arrow.column_names[:4] == ["id", "vector", "create_date", "update_date"]
         assert "create_date_year" in arrow.column_names
@@ -314,16 +426,26 @@ def test_graphml_export_reads_back_with_igraph(project, tmp_path: Path) -> None:
     assert graph.ecount() == count(project, "relationships") == result.rows["edges"]
     titles = dict(db_rows(project, "select id, title from entities"))
     assert {v["id"]: v["title"] for v in graph.vs} == titles
-    deepest = dict(db_rows(project, """
-        select e, arg_max(community, level) from (select unnest(entity_ids) as e, community, level from communities) group by e"""))
+    deepest = dict(
+        db_rows(
+            project,
+            """
+        select e, arg_max(community, level) from (select unnest(entity_ids) as e, community, level from communities) group by e""",
+        )
+    )
     assert {v["id"]: int(v["community"]) for v in graph.vs if v["community"] >= 0} == deepest
     weights = {
         frozenset((a, b)): w
-        for a, b, w in db_rows(project, """
+        for a, b, w in db_rows(
+            project,
+            """
             select s.id, t.id, r.weight from relationships r
-            join entities s on s.title = r.source join entities t on t.title = r.target""")
+            join entities s on s.title = r.source join entities t on t.title = r.target""",
+        )
     }
-    assert {frozenset((graph.vs[e.source]["id"], graph.vs[e.target]["id"])): e["weight"] for e in graph.es} == pytest.approx(weights)
+    assert {
+        frozenset((graph.vs[e.source]["id"], graph.vs[e.target]["id"])): e["weight"] for e in graph.es
+    } == pytest.approx(weights)
 
 
 def test_neo4j_export_files_headers_and_counts(project, tmp_path: Path) -> None:
@@ -376,11 +498,35 @@ def test_microsoft_graphrag_queries_our_export(ms_export: Path, server: Scripted
     python = ms_graphrag_python()
     server.reset()
     # MS's map prompt asks for JSON "points"; answer it like a model would, citing report 0.
-    server.add_rule(r'"points":\s*\[', json.dumps({"points": [{"description": "Marta Quell chairs the fishing cooperative [Data: Reports (0)]", "score": 80}]}))
+    server.add_rule(
+        r'"points":\s*\[',
+        json.dumps(
+            {"points": [{"description": "Marta Quell chairs the fishing cooperative [Data: Reports (0)]", "score": 80}]}
+        ),
+    )
     completed = subprocess.run(
-        [str(python), str(RUNNER), "--data", str(ms_export), "--base-url", server.base_url, "--vector-size", str(EMBEDDING_DIM),
-         "--method", "local", "--method", "global", "--method", "basic", "--query", "Who is Marta Quell?"],
-        capture_output=True, text=True, timeout=300, cwd=ms_export,
+        [
+            str(python),
+            str(RUNNER),
+            "--data",
+            str(ms_export),
+            "--base-url",
+            server.base_url,
+            "--vector-size",
+            str(EMBEDDING_DIM),
+            "--method",
+            "local",
+            "--method",
+            "global",
+            "--method",
+            "basic",
+            "--query",
+            "Who is Marta Quell?",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ms_export,
     )
     assert completed.returncode == 0, completed.stderr[-3000:]
     output = json.loads(completed.stdout.strip().splitlines()[-1])
@@ -402,9 +548,25 @@ def test_the_export_command_prints_no_lancedb_log_lines(nlp_index: Path, tmp_pat
 
     env = {k: v for k, v in os.environ.items() if k != "LANCEDB_LOG"}
     done = subprocess.run(
-        [sys.executable, "-m", "graphrag_assets.cli.main", "export", str(tmp_path / "out"), "--format", "msgraphrag",
-         "--root", str(nlp_index)],
-        capture_output=True, text=True, env=env, timeout=120,
+        [
+            sys.executable,
+            "-m",
+            "graphrag_assets.cli.main",
+            "export",
+            str(tmp_path / "out"),
+            "--format",
+            "msgraphrag",
+            "--root",
+            str(nlp_index),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
     )
     assert done.returncode == 0, done.stderr
-    assert (tmp_path / "out" / "lancedb").is_dir() and "WARN" not in done.stderr and "No existing dataset" not in done.stderr
+    assert (
+        (tmp_path / "out" / "lancedb").is_dir()
+        and "WARN" not in done.stderr
+        and "No existing dataset" not in done.stderr
+    )

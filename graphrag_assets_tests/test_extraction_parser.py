@@ -116,7 +116,16 @@ def test_completion_marker_is_not_mistaken_for_a_broken_delimiter():
 
 @pytest.mark.parametrize(
     ("field", "weight"),
-    [("8", 8.0), ("6.5", 6.5), ('"7"', 7.0), ("8/10", 8.0), ("strength: 9", 9.0), ("high", 1.0), ("", 1.0), ("nan", 1.0)],
+    [
+        ("8", 8.0),
+        ("6.5", 6.5),
+        ('"7"', 7.0),
+        ("8/10", 8.0),
+        ("strength: 9", 9.0),
+        ("high", 1.0),
+        ("", 1.0),
+        ("nan", 1.0),
+    ],
 )
 def test_strength_values(field, weight):
     assert parse_weight(field) == weight
@@ -188,7 +197,27 @@ def test_answers_without_records(answer):
 
 def test_parser_never_raises_on_garbage():
     rng = random.Random(7)
-    alphabet = ['(', ')', '"', "'", "<|>", "##", "<|COMPLETE|>", "|>", "\n", " ", "entity", "relationship", "x", "7", "&amp;", "\x00", "```", "1. ", "**"]
+    alphabet = [
+        "(",
+        ")",
+        '"',
+        "'",
+        "<|>",
+        "##",
+        "<|COMPLETE|>",
+        "|>",
+        "\n",
+        " ",
+        "entity",
+        "relationship",
+        "x",
+        "7",
+        "&amp;",
+        "\x00",
+        "```",
+        "1. ",
+        "**",
+    ]
     records = 0
     for _ in range(2000):
         text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 40)))
@@ -209,17 +238,24 @@ def test_claim_records():
     )
     parsed = parse_claims_answer(answer)
     assert parsed.claims == [
-        ClaimRecord(0, "CORVEL SHIPPING", "HARBOUR AUTHORITY", "ENVIRONMENTAL VIOLATION", "TRUE", "2021-05-04", "2021-05-04", "Corvel was fined.", "the authority fined Corvel"),
+        ClaimRecord(
+            0,
+            "CORVEL SHIPPING",
+            "HARBOUR AUTHORITY",
+            "ENVIRONMENTAL VIOLATION",
+            "TRUE",
+            "2021-05-04",
+            "2021-05-04",
+            "Corvel was fined.",
+            "the authority fined Corvel",
+        ),
         ClaimRecord(1, "RUTH MAYS", "NONE", "FRAUD", "SUSPECTED", "NONE", "NONE", "Alleged.", "she denies it"),
     ]
     assert parsed.failures == []
 
 
 def test_claim_with_type_prefix_and_bad_claim():
-    answer = (
-        '("claim"<|>A<|>B<|>T<|>TRUE<|>NONE<|>NONE<|>d<|>q)##'
-        "(A<|>B<|>T<|>TRUE<|>NONE<|>d<|>q)"
-    )
+    answer = '("claim"<|>A<|>B<|>T<|>TRUE<|>NONE<|>NONE<|>d<|>q)##(A<|>B<|>T<|>TRUE<|>NONE<|>d<|>q)'
     parsed = parse_claims_answer(answer)
     assert [c.subject for c in parsed.claims] == ["A"]
     assert [(f.index, f.reason) for f in parsed.failures] == [(1, "claim record has 7 fields; expected 8")]
@@ -309,7 +345,10 @@ def test_real_malformed_answers_field_values(extraction_answers):
     ]
     repaired = parse_graph_answer(extraction_answers["08e3f86743dead684fc94f3e900ec57a"]).relationships
     assert [r.weight for r in repaired] == [9.0, 8.0, 7.0, 6.0, 5.0, 7.0, 9.0]
-    assert repaired[-1].description == "U.S. copyright law applies to the distribution and use of works within the United States."
+    assert (
+        repaired[-1].description
+        == "U.S. copyright law applies to the distribution and use of works within the United States."
+    )
     slash = parse_graph_answer(extraction_answers["a4e8e3ec3dc5c90110a50b92bf1481b6"]).relationships
     assert ("THE ROOM", "EBENEZER SCROOGE", 8.0) in [(r.source, r.target, r.weight) for r in slash]
     glued = parse_graph_answer(extraction_answers["be0dce3bdce9b8818b904c412dd18809"])

@@ -8,8 +8,8 @@ import re
 import polars as pl
 
 from graphrag_assets.core.ids import entity_id, relationship_id, short_id, stable_uuid
-from graphrag_assets.index.extractive_reports import extractive_reports, rating
 from graphrag_assets.core.schemas import COMMUNITY_REPORTS
+from graphrag_assets.index.extractive_reports import extractive_reports, rating
 
 U1 = "11111111-aaaa-4aaa-8aaa-aaaaaaaaaaaa"
 U2 = "22222222-bbbb-4bbb-8bbb-bbbbbbbbbbbb"

@@ -11,8 +11,22 @@ REPO = Path(__file__).resolve().parents[1]
 
 def collected(marker: str) -> set[str]:
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-m", marker, "-p", "no:cacheprovider", "graphrag_assets_tests"],
-        cwd=REPO, capture_output=True, text=True, timeout=120,
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "--collect-only",
+            "-q",
+            "-m",
+            marker,
+            "-p",
+            "no:cacheprovider",
+            "graphrag_assets_tests",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     return {line.split("::")[0] for line in done.stdout.splitlines() if "::" in line}
 
@@ -20,7 +34,10 @@ def collected(marker: str) -> set[str]:
 def test_the_fast_subset_leaves_out_end_to_end_runs_and_keeps_unit_tests() -> None:
     fast, slow = collected("not slow"), collected("slow")
     assert "graphrag_assets_tests/test_graph_ranking.py" in fast and "graphrag_assets_tests/test_chunking.py" in fast
-    assert {"graphrag_assets_tests/test_crash_consistency.py", "graphrag_assets_tests/test_serve_page.py"} <= slow - fast
+    assert {
+        "graphrag_assets_tests/test_crash_consistency.py",
+        "graphrag_assets_tests/test_serve_page.py",
+    } <= slow - fast
     assert "graphrag_assets_tests/test_index_behaviour.py" in slow  # its tests copy the indexed sample (nlp_index)
 
 

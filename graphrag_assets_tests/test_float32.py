@@ -43,7 +43,12 @@ def test_a_length_that_is_not_whole_numbers_is_refused():
 
 @pytest.mark.parametrize(
     "values",
-    [[1.0, -0.5, 0.25], np.array([1.0, -0.5, 0.25]), np.float32([1.0, -0.5, 0.25]), np.float32([1.0, 9.0, -0.5, 9.0, 0.25])[::2]],
+    [
+        [1.0, -0.5, 0.25],
+        np.array([1.0, -0.5, 0.25]),
+        np.float32([1.0, -0.5, 0.25]),
+        np.float32([1.0, 9.0, -0.5, 9.0, 0.25])[::2],
+    ],
     ids=["list", "float64-array", "float32-array", "strided-float32-array"],
 )
 def test_any_flat_sequence_of_numbers_becomes_float32(values):
@@ -99,4 +104,8 @@ def test_the_byte_check_agrees_with_the_numbers_on_every_exponent_and_sign():
     for number in numbers:
         for position in (0, 3, 7):
             data = b"".join(struct.pack("<f", 1.5) if i != position else number for i in range(8))
-            assert le_bytes_are_finite(data) == is_finite(from_le_bytes(data)) == all(map(math.isfinite, np.frombuffer(data, "<f4")))
+            assert (
+                le_bytes_are_finite(data)
+                == is_finite(from_le_bytes(data))
+                == all(map(math.isfinite, np.frombuffer(data, "<f4")))
+            )

@@ -22,8 +22,8 @@ from graphrag_assets.index.graph_extraction import (
     join_answers,
     wants_more,
 )
-from graphrag_assets.prompts.templates import PromptTemplate
 from graphrag_assets.llm.types import ChatOptions, ChatResult, Message
+from graphrag_assets.prompts.templates import PromptTemplate
 
 
 class ScriptedModel:
@@ -35,11 +35,19 @@ class ScriptedModel:
         self._answer = answer
         self.calls: list[dict] = []
 
-    async def chat(self, messages: Sequence[Message], *, purpose: str, options: ChatOptions | None = None) -> ChatResult:
+    async def chat(
+        self, messages: Sequence[Message], *, purpose: str, options: ChatOptions | None = None
+    ) -> ChatResult:
         prompt_version = (options or ChatOptions()).prompt_version
         conversation = [dict(m) for m in messages]
-        self.calls.append({"messages": conversation, "purpose": purpose, "prompt_version": prompt_version,
-                           "cache_if": (options or ChatOptions()).cache_if})
+        self.calls.append(
+            {
+                "messages": conversation,
+                "purpose": purpose,
+                "prompt_version": prompt_version,
+                "cache_if": (options or ChatOptions()).cache_if,
+            }
+        )
         await asyncio.sleep(0)
         text = self._answer(conversation, purpose)
         return ChatResult(text=text, prompt_tokens=10, completion_tokens=len(text), cached=False)
@@ -67,7 +75,10 @@ def test_join_keeps_the_first_record_after_a_completion_marker():
     first = '("entity"<|>A<|>person<|>a)##\n("entity"<|>B<|>person<|>b)\n<|COMPLETE|>'
     glean_answer = '("entity"<|>C<|>geo<|>c)##("entity"<|>D<|>geo<|>d)<|COMPLETE|>'
     joined = join_answers([first, glean_answer])
-    assert joined == '("entity"<|>A<|>person<|>a)##\n("entity"<|>B<|>person<|>b)##\n("entity"<|>C<|>geo<|>c)##("entity"<|>D<|>geo<|>d)'
+    assert (
+        joined
+        == '("entity"<|>A<|>person<|>a)##\n("entity"<|>B<|>person<|>b)##\n("entity"<|>C<|>geo<|>c)##("entity"<|>D<|>geo<|>d)'
+    )
     assert [e.title for e in parse_graph_answer(joined).entities] == ["A", "B", "C", "D"]
 
 
@@ -81,7 +92,10 @@ def test_join_replaces_a_completion_marker_inside_an_answer():
     assert join_answers(["(a)<|COMPLETE|>(b)"]) == "(a)##(b)"
 
 
-@pytest.mark.parametrize(("reply", "more"), [("Y", True), ("y", True), (' "Yes."', True), ("N", False), ("No", False), ("", False), ("**N**", False)])
+@pytest.mark.parametrize(
+    ("reply", "more"),
+    [("Y", True), ("y", True), (' "Yes."', True), ("N", False), ("No", False), ("", False), ("**N**", False)],
+)
 def test_loop_check_reply(reply, more):
     assert wants_more(reply) is more
 
@@ -130,7 +144,15 @@ def test_loop_check_between_gleanings_and_never_after_the_last():
         ["user:PROMPT", "assistant:A0", "user:CONTINUE", "assistant:A1", "user:MORE?"],
         ["user:PROMPT", "assistant:A0", "user:CONTINUE", "assistant:A1", "user:CONTINUE"],
         ["user:PROMPT", "assistant:A0", "user:CONTINUE", "assistant:A1", "user:CONTINUE", "assistant:A2", "user:MORE?"],
-        ["user:PROMPT", "assistant:A0", "user:CONTINUE", "assistant:A1", "user:CONTINUE", "assistant:A2", "user:CONTINUE"],
+        [
+            "user:PROMPT",
+            "assistant:A0",
+            "user:CONTINUE",
+            "assistant:A1",
+            "user:CONTINUE",
+            "assistant:A2",
+            "user:CONTINUE",
+        ],
     ]
 
 
@@ -192,14 +214,18 @@ def test_extract_graph_records_rows():
             model,
             UNITS,
             ExtractionPlan(
-                ["person", "geo"], PROMPTS, max_gleanings=1,
+                ["person", "geo"],
+                PROMPTS,
+                max_gleanings=1,
                 claims=ClaimOptions(description="offices held", prompts=CLAIM_PROMPTS, max_gleanings=1),
             ),
         )
     )
     records = output.records
     assert records.schema == pl.Schema(schemas.GRAPH_EXTRACTIONS)
-    assert records.select("text_unit_id", "record_index", "record_type", "title", "source", "target", "weight", "document_key").rows() == [
+    assert records.select(
+        "text_unit_id", "record_index", "record_type", "title", "source", "target", "weight", "document_key"
+    ).rows() == [
         ("u1", 0, "entity", "ILSE BRANDT", None, None, None, "doc-a"),
         ("u1", 1, "entity", "KESSMOOR", None, None, None, "doc-a"),
         ("u1", 2, "relationship", None, "ILSE BRANDT", "KESSMOOR", 8.0, "doc-a"),
@@ -209,7 +235,11 @@ def test_extract_graph_records_rows():
     ]
     claim = records.filter(pl.col("record_type") == "claim").row(0, named=True)
     assert (claim["type"], claim["status"], claim["start_date"], claim["description"], claim["source_text"]) == (
-        "OFFICE", "TRUE", "NONE", "She is mayor.", "mayor of Kessmoor"
+        "OFFICE",
+        "TRUE",
+        "NONE",
+        "She is mayor.",
+        "mayor of Kessmoor",
     )
     # the broken second record of u2 is reported, not dropped silently
     assert list(output.parse_failures) == ["u2"]
@@ -230,7 +260,9 @@ def test_unit_whose_model_call_fails_is_reported_not_dropped():
     progress: list[tuple[int, int]] = []
     output = run(
         extract_graph_records(
-            ScriptedModel(failing), UNITS, ExtractionPlan(["person", "geo"], PROMPTS, max_gleanings=1),
+            ScriptedModel(failing),
+            UNITS,
+            ExtractionPlan(["person", "geo"], PROMPTS, max_gleanings=1),
             on_unit_done=lambda done, total: progress.append((done, total)),
         )
     )
@@ -262,7 +294,10 @@ def test_prompt_tuned_for_ms_graphrag_gets_its_delimiters():
     model = ScriptedModel(lambda messages, purpose: "<|COMPLETE|>")
     prompts = GleaningPrompts(ms_style, PROMPTS.continue_, PROMPTS.loop_check)
     output = run(extract_graph_records(model, UNITS.head(1), ExtractionPlan(["geo"], prompts, max_gleanings=0)))
-    assert model.calls[0]["messages"][0]["content"] == "types=geo fmt=(entity<|>NAME)##<|COMPLETE|> text=Kessmoor was flooded."
+    assert (
+        model.calls[0]["messages"][0]["content"]
+        == "types=geo fmt=(entity<|>NAME)##<|COMPLETE|> text=Kessmoor was flooded."
+    )
     assert output.records.height == 0 and output.records.schema == pl.Schema(schemas.GRAPH_EXTRACTIONS)
 
 
@@ -272,7 +307,8 @@ def test_builtin_prompt_sets_fill_without_errors():
     model = ScriptedModel(lambda messages, purpose: "<|COMPLETE|>")
     run(
         extract_graph_records(
-            model, UNITS.head(1),
+            model,
+            UNITS.head(1),
             ExtractionPlan(["geo"], graph, max_gleanings=1, claims=ClaimOptions("anything", claims, max_gleanings=0)),
         )
     )

@@ -25,13 +25,28 @@ def entity(unit, title, type_, description):
 
 
 def edge(unit, source, target, description, weight):
-    return {"text_unit_id": unit, "record_type": "relationship", "source": source, "target": target, "description": description, "weight": weight}
+    return {
+        "text_unit_id": unit,
+        "record_type": "relationship",
+        "source": source,
+        "target": target,
+        "description": description,
+        "weight": weight,
+    }
 
 
 def claim(unit, subject, object_, type_, description, status="TRUE"):
     return {
-        "text_unit_id": unit, "record_type": "claim", "source": subject, "target": object_, "type": type_,
-        "status": status, "start_date": "NONE", "end_date": "NONE", "description": description, "source_text": "q",
+        "text_unit_id": unit,
+        "record_type": "claim",
+        "source": subject,
+        "target": object_,
+        "type": type_,
+        "status": status,
+        "start_date": "NONE",
+        "end_date": "NONE",
+        "description": description,
+        "source_text": "q",
     }
 
 
@@ -116,7 +131,9 @@ def test_finalize_graph_exact():
         (3, "SCROOGE", "Scrooge, summarized.", 3, 2),
     ]
     assert entities.get_column("id").to_list() == [ids.entity_id(t) for t in ["FRED", "LONDON", "MARLEY", "SCROOGE"]]
-    assert relationships.select("human_readable_id", "source", "target", "description", "weight", "combined_degree").rows() == [
+    assert relationships.select(
+        "human_readable_id", "source", "target", "description", "weight", "combined_degree"
+    ).rows() == [
         (0, "FRED", "SCROOGE", "Nephew.", 7.0, 3),
         (1, "MARLEY", "SCROOGE", "Partners, then haunting.", 14.0, 3),
     ]
@@ -129,20 +146,38 @@ def test_finalize_graph_exact():
 def test_degree_counts_distinct_neighbours_even_for_unnormalized_input():
     """finalize_graph is also fed by other merges (e.g. the NLP path); reversed duplicates count once."""
     merged_entities = pl.DataFrame(
-        {"title": ["A", "B", "C"], "type": ["X"] * 3, "descriptions": [[], [], []], "text_unit_ids": [["u"]] * 3, "frequency": [1] * 3},
+        {
+            "title": ["A", "B", "C"],
+            "type": ["X"] * 3,
+            "descriptions": [[], [], []],
+            "text_unit_ids": [["u"]] * 3,
+            "frequency": [1] * 3,
+        },
         schema=MERGED_ENTITIES,
     )
     merged_relationships = pl.DataFrame(
-        {"source": ["A", "B", "A"], "target": ["B", "A", "C"], "descriptions": [[], [], []], "text_unit_ids": [["u"]] * 3, "weight": [1.0] * 3},
+        {
+            "source": ["A", "B", "A"],
+            "target": ["B", "A", "C"],
+            "descriptions": [[], [], []],
+            "text_unit_ids": [["u"]] * 3,
+            "weight": [1.0] * 3,
+        },
         schema=MERGED_RELATIONSHIPS,
     )
     entities, relationships = finalize_graph(merged_entities, merged_relationships, {}, {})
     assert entities.select("title", "degree", "description").rows() == [("A", 2, ""), ("B", 1, ""), ("C", 1, "")]
-    assert relationships.select("source", "target", "combined_degree").rows() == [("A", "B", 3), ("A", "C", 3), ("B", "A", 3)]
+    assert relationships.select("source", "target", "combined_degree").rows() == [
+        ("A", "B", 3),
+        ("A", "C", 3),
+        ("B", "A", 3),
+    ]
 
 
 def test_relationship_with_a_missing_end_is_an_orphan():
-    merged = merge_graph(frame([entity("u1", "A", "X", "a"), edge("u1", "A", None, "r", 1.0), edge("u1", None, None, "r", 1.0)]))
+    merged = merge_graph(
+        frame([entity("u1", "A", "X", "a"), edge("u1", "A", None, "r", 1.0), edge("u1", None, None, "r", 1.0)])
+    )
     assert merged.relationships.height == 0
     assert (merged.stats.self_loops_dropped, merged.stats.orphan_relationships_dropped) == (0, 2)
 
@@ -168,7 +203,9 @@ def test_finalize_covariates_exact_and_deterministic():
     ]
     covariates = finalize_covariates(frame(rows))
     assert covariates.schema == pl.Schema(schemas.COVARIATES)
-    assert covariates.select("human_readable_id", "covariate_type", "subject_id", "object_id", "type", "status", "text_unit_id").rows() == [
+    assert covariates.select(
+        "human_readable_id", "covariate_type", "subject_id", "object_id", "type", "status", "text_unit_id"
+    ).rows() == [
         (0, "claim", "FEZZIWIG", "NONE", "GENEROSITY", "SUSPECTED", "u1"),
         (1, "claim", "SCROOGE", "BOB CRATCHIT", "UNDERPAYMENT", "TRUE", "u1"),
         (2, "claim", "SCROOGE", "BOB CRATCHIT", "UNDERPAYMENT", "TRUE", "u2"),
@@ -210,6 +247,10 @@ def test_real_gpt4o_answers_merge_into_one_graph():
     entities, relationships = finalize_graph(merged.entities, merged.relationships, {}, {})
     assert (entities.height, relationships.height) == (433, 412)
     top = entities.sort("frequency", "title", descending=[True, False]).head(3)
-    assert top.select("title", "frequency", "degree").rows() == [("SCROOGE", 37, 131), ("BOB CRATCHIT", 10, 22), ("TINY TIM", 9, 11)]
+    assert top.select("title", "frequency", "degree").rows() == [
+        ("SCROOGE", 37, 131),
+        ("BOB CRATCHIT", 10, 22),
+        ("TINY TIM", 9, 11),
+    ]
     assert relationships.select((pl.col("source") < pl.col("target")).all()).item()
     assert entities.get_column("degree").sum() == 2 * relationships.height

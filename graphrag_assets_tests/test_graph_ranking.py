@@ -14,6 +14,8 @@ import polars as pl
 import pytest
 
 from graphrag_assets.core.ids import entity_id, stable_uuid
+from graphrag_assets.core.schemas import COMMUNITIES, COMMUNITY_REPORTS, ENTITIES, RELATIONSHIPS, TEXT_UNITS, conform
+from graphrag_assets.core.settings import LocalSearchSettings, QuerySettings
 from graphrag_assets.query.graph_ranking import (
     GraphQuery,
     build_ranking_graph,
@@ -24,8 +26,6 @@ from graphrag_assets.query.graph_ranking import (
 )
 from graphrag_assets.query.local_search import local_search
 from graphrag_assets.query.types import ArrayVectorIndex, QueryData
-from graphrag_assets.core.schemas import COMMUNITIES, COMMUNITY_REPORTS, ENTITIES, RELATIONSHIPS, TEXT_UNITS, conform
-from graphrag_assets.core.settings import LocalSearchSettings, QuerySettings
 from graphrag_assets_tests.test_query_local import ScriptedChat, ScriptedEmbedder, request
 
 TITLES = ["A", "B", "C", "D"]
@@ -73,7 +73,9 @@ def frames() -> dict[str, pl.DataFrame]:
             "weight": [r[2] for r in RELATIONSHIPS_ROWS],
         },
     )
-    text_units = pl.DataFrame({"id": UNITS, "human_readable_id": list(range(4)), "text": [f"text of {u}" for u in UNITS]})
+    text_units = pl.DataFrame(
+        {"id": UNITS, "human_readable_id": list(range(4)), "text": [f"text of {u}" for u in UNITS]}
+    )
     # community: (level, parent, members)
     tree = {0: (0, -1, ["A", "D"]), 1: (0, -1, ["B", "C"]), 2: (1, 1, ["C"])}
     communities = pl.DataFrame(
@@ -122,7 +124,9 @@ def query_data(passage_vectors: list[list[float]] | None = None) -> QueryData:
 @pytest.mark.parametrize("damping", [0.5, 0.3])
 def test_two_vertices_match_the_closed_form(damping):
     f = frames()
-    graph = build_ranking_graph(f["entities"].head(1), f["relationships"].head(0), f["text_units"].head(1), f["communities"].head(0))
+    graph = build_ranking_graph(
+        f["entities"].head(1), f["relationships"].head(0), f["text_units"].head(1), f["communities"].head(0)
+    )
     scores = personalized_pagerank(graph, np.array([1.0, 0.0]), damping)
     # p_A = (1 - d) + d p_U and p_U = d p_A  =>  p_A = 1 / (1 + d), p_U = d / (1 + d)
     assert scores == pytest.approx([1 / (1 + damping), damping / (1 + damping)], abs=1e-9)
@@ -147,22 +151,45 @@ def test_scores_equal_igraph_prpack_on_a_random_weighted_graph():
     titles = [f"E{i}" for i in range(n_entities)]
     units = [f"t{j}" for j in range(n_units)]
     pairs = {tuple(sorted(p)) for p in rng.integers(0, n_entities - 3, (120, 2)).tolist() if p[0] != p[1]}  # 3 isolated
-    entities = conform(pl.DataFrame({
-        "id": titles, "title": titles,
-        "text_unit_ids": [[units[j] for j in rng.choice(n_units, 2, replace=False)] if i < n_entities - 3 else [] for i in range(n_entities)],
-    }), ENTITIES)
-    relationships = conform(pl.DataFrame({
-        "source": [titles[a] for a, _ in pairs], "target": [titles[b] for _, b in pairs],
-        "weight": rng.random(len(pairs)) * 5 + 0.1,
-    }), RELATIONSHIPS)
-    graph = build_ranking_graph(entities, relationships, conform(pl.DataFrame({"id": units}), TEXT_UNITS), frames()["communities"].head(0))
+    entities = conform(
+        pl.DataFrame(
+            {
+                "id": titles,
+                "title": titles,
+                "text_unit_ids": [
+                    [units[j] for j in rng.choice(n_units, 2, replace=False)] if i < n_entities - 3 else []
+                    for i in range(n_entities)
+                ],
+            }
+        ),
+        ENTITIES,
+    )
+    relationships = conform(
+        pl.DataFrame(
+            {
+                "source": [titles[a] for a, _ in pairs],
+                "target": [titles[b] for _, b in pairs],
+                "weight": rng.random(len(pairs)) * 5 + 0.1,
+            }
+        ),
+        RELATIONSHIPS,
+    )
+    graph = build_ranking_graph(
+        entities, relationships, conform(pl.DataFrame({"id": units}), TEXT_UNITS), frames()["communities"].head(0)
+    )
     half = len(graph.edge_source) // 2
-    reference = ig.Graph(n=graph.vertex_count, edges=np.column_stack([graph.edge_source[:half], graph.edge_target[:half]]).tolist())
+    reference = ig.Graph(
+        n=graph.vertex_count, edges=np.column_stack([graph.edge_source[:half], graph.edge_target[:half]]).tolist()
+    )
     reset = np.zeros(graph.vertex_count)
     reset[[0, 5, n_entities - 1, n_entities + 3]] = [0.5, 0.2, 0.2, 0.1]  # one seed is isolated
     for damping in (0.5, 0.85):
         expected = reference.personalized_pagerank(
-            directed=False, damping=damping, reset=reset.tolist(), weights=graph.edge_weight[:half].tolist(), implementation="prpack"
+            directed=False,
+            damping=damping,
+            reset=reset.tolist(),
+            weights=graph.edge_weight[:half].tolist(),
+            implementation="prpack",
         )
         assert personalized_pagerank(graph, reset, damping) == pytest.approx(expected, abs=1e-9)
 
@@ -204,10 +231,16 @@ def test_candidates_follow_the_walk_from_the_seed_entity():
     by_score = lambda names, score: sorted(names, key=lambda n: -score[n])  # noqa: E731
     entity_score = dict(zip(TITLES, expected[:4]))
     assert ranked.entities["title"].to_list() == by_score(["A", "B", "C"], entity_score)  # D is never reached
-    assert ranked.text_units["id"].to_list() == by_score(["u1", "u2", "u3"], dict(zip(UNITS, expected[4:])))  # u4: never reached
+    assert ranked.text_units["id"].to_list() == by_score(
+        ["u1", "u2", "u3"], dict(zip(UNITS, expected[4:]))
+    )  # u4: never reached
     # relationships touching A, B, C by the sum of their ends' scores, at most 1 per entity
-    pair_score = {r: entity_score[r[0]] + entity_score.get(r[1], 0.0) for r in [(s, t) for s, t, _ in RELATIONSHIPS_ROWS]}
-    assert [tuple(r) for r in ranked.relationships.select("source", "target").rows()] == sorted(pair_score, key=lambda r: -pair_score[r])[:3]
+    pair_score = {
+        r: entity_score[r[0]] + entity_score.get(r[1], 0.0) for r in [(s, t) for s, t, _ in RELATIONSHIPS_ROWS]
+    }
+    assert [tuple(r) for r in ranked.relationships.select("source", "target").rows()] == sorted(
+        pair_score, key=lambda r: -pair_score[r]
+    )[:3]
     # reports by their members' summed scores: {A, D}, {B, C}, {C}
     report_score = {0: entity_score["A"], 1: entity_score["B"] + entity_score["C"], 2: entity_score["C"]}
     assert ranked.reports["community"].to_list() == sorted(report_score, key=lambda c: -report_score[c])
@@ -216,7 +249,9 @@ def test_candidates_follow_the_walk_from_the_seed_entity():
 def test_community_level_limits_the_reports():
     data = query_data()
     hits = data.entity_description.search([1.0, 0.0], 2)
-    ranked = rank_by_graph(GraphQuery("What about A?", [1.0, 0.0], hits), data, LocalSearchSettings(top_k_entities=3), 0)
+    ranked = rank_by_graph(
+        GraphQuery("What about A?", [1.0, 0.0], hits), data, LocalSearchSettings(top_k_entities=3), 0
+    )
     assert sorted(ranked.reports["community"].to_list()) == [0, 1]
 
 
@@ -233,11 +268,23 @@ def test_passages_alone_rank_when_no_entity_seeds():
 def test_local_search_uses_the_graph_ranking_by_default():
     data = query_data()
     result = asyncio.run(
-        local_search(request("What about A?", data, ScriptedChat({"query_local": "ok"}), ScriptedEmbedder(default=(1.0, 0.0)), QuerySettings()))
+        local_search(
+            request(
+                "What about A?",
+                data,
+                ScriptedChat({"query_local": "ok"}),
+                ScriptedEmbedder(default=(1.0, 0.0)),
+                QuerySettings(),
+            )
+        )
     )
     assert result.details["ranking"] == "graph"
     sources = result.context_text.split("-----Sources-----")[1]
-    assert [line.split("|")[1] for line in sources.strip().splitlines()[1:]] == ["text of u1", "text of u2", "text of u3"]
+    assert [line.split("|")[1] for line in sources.strip().splitlines()[1:]] == [
+        "text of u1",
+        "text of u2",
+        "text of u3",
+    ]
     assert result.details["mapped_entities"] == ["A", "B", "C"]
 
 

@@ -30,27 +30,65 @@ def frame(schema: dict, rows: list[dict]) -> pl.DataFrame:
 
 def small_tables() -> dict[str, pl.DataFrame]:
     names = "ABCDEF"
-    entities = frame(schemas.ENTITIES, [
-        {"id": f"e{n}", "human_readable_id": i, "title": n, "type": "PERSON", "description": f"about {n}", "degree": 1}
-        for i, n in enumerate(names)
-    ])
-    relationships = frame(schemas.RELATIONSHIPS, [
-        {"id": "r0", "human_readable_id": 0, "source": "A", "target": "B", "weight": 2.0},
-        {"id": "r1", "human_readable_id": 1, "source": "C", "target": "D", "weight": 1.0},
-        {"id": "r2", "human_readable_id": 2, "source": "B", "target": "C", "weight": 1.0},
-        {"id": "r3", "human_readable_id": 3, "source": "A", "target": "GHOST", "weight": 1.0},
-    ])
-    communities = frame(schemas.COMMUNITIES, [
-        {"id": "c0", "community": 0, "level": 0, "parent": -1, "entity_ids": ["eA", "eB", "eC", "eD"], "title": "Community 0"},
-        {"id": "c3", "community": 3, "level": 0, "parent": -1, "entity_ids": ["eE"], "title": "Community 3"},
-        {"id": "c1", "community": 1, "level": 1, "parent": 0, "entity_ids": ["eA", "eB"], "title": "Community 1"},
-        {"id": "c2", "community": 2, "level": 1, "parent": 0, "entity_ids": ["eC", "eD"], "title": "Community 2"},
-    ])
-    reports = frame(schemas.COMMUNITY_REPORTS, [
-        {"id": "p0", "community": 0, "level": 0, "title": "Report </script><script>alert(1)</script>", "rank": 5.0,
-         "full_content": "# Zero\n<b>not html</b>", "summary": "s"},
-    ])
-    return {"entities": entities, "relationships": relationships, "communities": communities, "community_reports": reports}
+    entities = frame(
+        schemas.ENTITIES,
+        [
+            {
+                "id": f"e{n}",
+                "human_readable_id": i,
+                "title": n,
+                "type": "PERSON",
+                "description": f"about {n}",
+                "degree": 1,
+            }
+            for i, n in enumerate(names)
+        ],
+    )
+    relationships = frame(
+        schemas.RELATIONSHIPS,
+        [
+            {"id": "r0", "human_readable_id": 0, "source": "A", "target": "B", "weight": 2.0},
+            {"id": "r1", "human_readable_id": 1, "source": "C", "target": "D", "weight": 1.0},
+            {"id": "r2", "human_readable_id": 2, "source": "B", "target": "C", "weight": 1.0},
+            {"id": "r3", "human_readable_id": 3, "source": "A", "target": "GHOST", "weight": 1.0},
+        ],
+    )
+    communities = frame(
+        schemas.COMMUNITIES,
+        [
+            {
+                "id": "c0",
+                "community": 0,
+                "level": 0,
+                "parent": -1,
+                "entity_ids": ["eA", "eB", "eC", "eD"],
+                "title": "Community 0",
+            },
+            {"id": "c3", "community": 3, "level": 0, "parent": -1, "entity_ids": ["eE"], "title": "Community 3"},
+            {"id": "c1", "community": 1, "level": 1, "parent": 0, "entity_ids": ["eA", "eB"], "title": "Community 1"},
+            {"id": "c2", "community": 2, "level": 1, "parent": 0, "entity_ids": ["eC", "eD"], "title": "Community 2"},
+        ],
+    )
+    reports = frame(
+        schemas.COMMUNITY_REPORTS,
+        [
+            {
+                "id": "p0",
+                "community": 0,
+                "level": 0,
+                "title": "Report </script><script>alert(1)</script>",
+                "rank": 5.0,
+                "full_content": "# Zero\n<b>not html</b>",
+                "summary": "s",
+            },
+        ],
+    )
+    return {
+        "entities": entities,
+        "relationships": relationships,
+        "communities": communities,
+        "community_reports": reports,
+    }
 
 
 def test_communities_nest_and_are_sized_by_members() -> None:
@@ -106,7 +144,9 @@ def test_page_inlines_everything_and_cannot_be_broken_by_data() -> None:
 @pytest.fixture(scope="module")
 def html_export(standard_index: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("html") / "export"
-    result = CliRunner().invoke(main, ["export", str(out), "--format", "html", "--root", str(standard_index)], catch_exceptions=False)
+    result = CliRunner().invoke(
+        main, ["export", str(out), "--format", "html", "--root", str(standard_index)], catch_exceptions=False
+    )
     assert result.exit_code == 0, result.output
     assert "graph.html" in result.output
     return out / "graph.html"
@@ -143,13 +183,19 @@ def test_the_page_draws_in_chromium(html_export: Path, standard_index: Path, chr
             assert visible_inside(page, "#community-map circle.community", "#community-map")
 
             # the largest top-level community is open: its members, the relationships among them, its report
-            first, size, title = query_db(root, """
+            first, size, title = query_db(
+                root,
+                """
                 select c.community, c.size, r.title from communities c join community_reports r using (community)
-                where c.level = 0 order by c.size desc, c.community limit 1""")[0]
-            (inner,) = query_db(root, f"""
+                where c.level = 0 order by c.size desc, c.community limit 1""",
+            )[0]
+            (inner,) = query_db(
+                root,
+                f"""
                 select count(*) from relationships r join entities s on s.title = r.source join entities t on t.title = r.target
                 where list_contains((select entity_ids from communities where community = {first}), s.id)
-                  and list_contains((select entity_ids from communities where community = {first}), t.id)""")[0]
+                  and list_contains((select entity_ids from communities where community = {first}), t.id)""",
+            )[0]
             assert page.locator("#entity-graph circle.entity").count() == size > 3
             assert page.locator("#entity-graph line.relationship").count() == inner > 0
             assert visible_inside(page, "#entity-graph circle.entity", "#entity-graph")
@@ -167,14 +213,19 @@ def test_the_page_draws_in_chromium(html_export: Path, standard_index: Path, chr
             before = page.get_attribute("#community-map", "viewBox")
             page.mouse.move(200, 400)
             page.mouse.wheel(0, -300)
-            page.wait_for_function("b => document.querySelector('#community-map').getAttribute('viewBox') !== b", arg=before)
+            page.wait_for_function(
+                "b => document.querySelector('#community-map').getAttribute('viewBox') !== b", arg=before
+            )
             page.dblclick("#community-map", position={"x": 5, "y": 5})
             assert page.get_attribute("#community-map", "viewBox") == before
 
             # a click on the largest deepest community opens it, with its chain of parents
-            leaf, leaf_level, leaf_size, leaf_title = query_db(root, """
+            leaf, leaf_level, leaf_size, leaf_title = query_db(
+                root,
+                """
                 select c.community, c.level, c.size, r.title from communities c join community_reports r using (community)
-                where c.level = (select max(level) from communities) order by c.size desc, c.community limit 1""")[0]
+                where c.level = (select max(level) from communities) order by c.size desc, c.community limit 1""",
+            )[0]
             assert leaf_level >= 1
             page.locator(f'#community-map circle.community[data-community="{leaf}"]').click()
             assert page.locator(f'#community-map circle.community.selected[data-community="{leaf}"]').count() == 1
@@ -183,10 +234,13 @@ def test_the_page_draws_in_chromium(html_export: Path, standard_index: Path, chr
             assert page.locator("#breadcrumb button").count() == leaf_level + 1
 
             # search: part of a name, pick it, its deepest community opens with the entity selected
-            name, deepest = query_db(root, """
+            name, deepest = query_db(
+                root,
+                f"""
                 select e.title, arg_max(c.community, c.level) from entities e
                 join (select community, level, unnest(entity_ids) as id from communities) c on c.id = e.id
-                where c.community <> %d group by e.title, e.degree order by e.degree desc, e.title limit 1""" % leaf)[0]
+                where c.community <> {leaf:d} group by e.title, e.degree order by e.degree desc, e.title limit 1""",
+            )[0]
             page.fill("#entity-search", name[1:-1].lower())
             page.locator("#search-results button.search-result", has_text=name).first.click()
             assert page.locator("#entity-info strong").text_content() == name

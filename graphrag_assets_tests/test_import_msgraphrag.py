@@ -17,6 +17,7 @@ import pytest
 
 from graphrag_assets.core import schemas
 from graphrag_assets.core.errors import UserError
+from graphrag_assets.core.settings import load_settings
 from graphrag_assets.interop.commands import export_index, import_index
 from graphrag_assets.interop.msgraphrag import MS_SCHEMAS, ms_vector_table
 from graphrag_assets.interop.msgraphrag_import import (
@@ -27,14 +28,18 @@ from graphrag_assets.interop.msgraphrag_import import (
 )
 from graphrag_assets.project.querying import answer_question
 from graphrag_assets.query.request import QueryOptions
-from graphrag_assets.core.settings import load_settings
 from graphrag_assets.storage.database import let_go
 from graphrag_assets_tests.shared_data import MS_VERBS_DATA, require
 from graphrag_assets_tests.test_staged_writes import STAGED_TABLES_LEFT
 
 MS_ROWS = {
-    "documents": 1, "text_units": 42, "entities": 529, "relationships": 978,
-    "communities": 122, "community_reports": 122, "covariates": 406,
+    "documents": 1,
+    "text_units": 42,
+    "entities": 529,
+    "relationships": 978,
+    "communities": 122,
+    "community_reports": 122,
+    "covariates": 406,
 }
 QUESTION = "What happens to Scrooge after the ghosts visit him?"
 
@@ -53,10 +58,15 @@ def test_document_keys_use_titles_and_disambiguate_repeats() -> None:
 
 def test_text_units_get_chunk_index_per_document_in_ms_order() -> None:
     documents = pl.DataFrame({"id": ["d1", "d2"], "title": ["one.txt", "two.txt"]})
-    units = pl.DataFrame({
-        "id": ["u3", "u1", "u2", "u4"], "human_readable_id": [3, 1, 2, 0], "text": ["c", "a", "b", "z"],
-        "n_tokens": [1, 1, 1, 1], "document_id": ["d1", "d1", "d1", "d2"],
-    })
+    units = pl.DataFrame(
+        {
+            "id": ["u3", "u1", "u2", "u4"],
+            "human_readable_id": [3, 1, 2, 0],
+            "text": ["c", "a", "b", "z"],
+            "n_tokens": [1, 1, 1, 1],
+            "document_id": ["d1", "d1", "d1", "d2"],
+        }
+    )
     result = our_text_units(units, documents)
     assert result.columns == list(schemas.TEXT_UNITS)
     assert result.select("id", "chunk_index", "human_readable_id", "document_key").rows() == [
@@ -69,10 +79,15 @@ def test_text_units_get_chunk_index_per_document_in_ms_order() -> None:
 
 
 def test_report_findings_are_matched_by_field_name() -> None:
-    reports = pl.DataFrame({
-        "id": ["r"], "community": [0], "level": [0], "full_content": ["# T"],
-        "findings": [[{"explanation": "E", "summary": "S"}]],
-    })
+    reports = pl.DataFrame(
+        {
+            "id": ["r"],
+            "community": [0],
+            "level": [0],
+            "full_content": ["# T"],
+            "findings": [[{"explanation": "E", "summary": "S"}]],
+        }
+    )
     result = our_community_reports(reports)
     assert result["findings"].to_list() == [[{"summary": "S", "explanation": "E"}]]
     assert result["generation"].to_list() == ["llm"]
@@ -101,7 +116,13 @@ def test_missing_parquet_files_are_named(tmp_path: Path) -> None:
     with pytest.raises(UserError) as error:
         import_index(settings, "msgraphrag", source)
     message = str(error.value)
-    for name in ("documents.parquet", "text_units.parquet", "relationships.parquet", "communities.parquet", "community_reports.parquet"):
+    for name in (
+        "documents.parquet",
+        "text_units.parquet",
+        "relationships.parquet",
+        "communities.parquet",
+        "community_reports.parquet",
+    ):
         assert name in message
     assert "entities.parquet" not in message
     with pytest.raises(UserError, match="does not exist"):
@@ -165,11 +186,16 @@ def test_import_embeds_every_text_with_the_project_embedder(imported) -> None:
 
     settings, result = imported
     assert result.embeddings == {
-        "text_unit_embeddings": "computed", "entity_embeddings": "computed", "community_report_embeddings": "computed",
+        "text_unit_embeddings": "computed",
+        "entity_embeddings": "computed",
+        "community_report_embeddings": "computed",
     }
     with duckdb.connect(str(settings.database_path), read_only=True) as conn:
-        for table, ms_table in (("text_unit_embeddings", "text_units"), ("entity_embeddings", "entities"),
-                                ("community_report_embeddings", "community_reports")):
+        for table, ms_table in (
+            ("text_unit_embeddings", "text_units"),
+            ("entity_embeddings", "entities"),
+            ("community_report_embeddings", "community_reports"),
+        ):
             assert {row[0] for row in conn.sql(f"select id from {table}").fetchall()} == ms_ids(ms_table), table
         models = conn.sql("select distinct model from entity_embeddings").fetchall()
         kinds = {row[0]: row[1] for row in conn.sql("describe text_unit_embeddings").fetchall()}
@@ -200,11 +226,14 @@ def test_import_writes_lancedb_tables_as_an_index_would(tmp_path: Path) -> None:
     assert answer_question(auto, QUESTION, QueryOptions(method="basic")).context_records.ids("sources")
 
 
-@pytest.mark.parametrize("method, kinds", [
-    ("local", ("entities", "sources", "reports")),
-    ("global", ("reports",)),
-    ("basic", ("sources",)),
-])
+@pytest.mark.parametrize(
+    "method, kinds",
+    [
+        ("local", ("entities", "sources", "reports")),
+        ("global", ("reports",)),
+        ("basic", ("sources",)),
+    ],
+)
 def test_our_engines_answer_on_the_imported_index(imported, method: str, kinds: tuple[str, ...]) -> None:
     settings, _ = imported
     result = answer_question(settings, QUESTION, QueryOptions(method=method))
@@ -245,14 +274,26 @@ def test_vectors_in_lancedb_are_imported_for_an_endpoint_embedder(tmp_path: Path
     import lancedb
 
     db = lancedb.connect(str(source / "lancedb"))
-    for lance_name, table in (("text_unit_text", "text_units"), ("entity_description", "entities"), ("community_full_content", "community_reports")):
+    for lance_name, table in (
+        ("text_unit_text", "text_units"),
+        ("entity_description", "entities"),
+        ("community_full_content", "community_reports"),
+    ):
         ids = sorted(ms_ids(table))
-        vectors = pl.DataFrame({"id": ids, "vector": [[float(i % 7), 1.0] + [0.0] * (dimension - 2) for i in range(len(ids))]})
+        vectors = pl.DataFrame(
+            {"id": ids, "vector": [[float(i % 7), 1.0] + [0.0] * (dimension - 2) for i in range(len(ids))]}
+        )
         db.create_table(lance_name, data=ms_vector_table(vectors, "2025-01-02T03:04:05+00:00"))
     root = tmp_path / "project"
     root.mkdir()
     # An endpoint embedder that is never called: every table has its vectors.
-    endpoint = {"llm": {"embeddings": "openai", "base_url": "http://127.0.0.1:9/v1", "embedding_model": "text-embedding-3-large"}}
+    endpoint = {
+        "llm": {
+            "embeddings": "openai",
+            "base_url": "http://127.0.0.1:9/v1",
+            "embedding_model": "text-embedding-3-large",
+        }
+    }
     settings = load_settings(root, environ={}, overrides=endpoint)
     result = import_index(settings, "msgraphrag", source)
     assert set(result.embeddings.values()) == {"imported"} and not any("lancedb" in w for w in result.warnings)

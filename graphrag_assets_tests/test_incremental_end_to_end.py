@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from graphrag_assets.pipeline.indexing import index_project
 from graphrag_assets.core.settings import load_settings
+from graphrag_assets.pipeline.indexing import index_project
 from graphrag_assets.storage.vectors import ENTITY_TABLE, REPORT_TABLE, TEXT_UNIT_TABLE, table_ids
 from graphrag_assets_tests.conftest import make_llm_project, query_db
 
@@ -15,9 +15,7 @@ EXTRACT = "You are helping to build a knowledge graph"
 
 def extraction_calls(server, since: int) -> int:
     return sum(
-        1
-        for call in server.calls("chat")[since:]
-        if str(call["body"]["messages"][0]["content"]).startswith(EXTRACT)
+        1 for call in server.calls("chat")[since:] if str(call["body"]["messages"][0]["content"]).startswith(EXTRACT)
     )
 
 
@@ -38,17 +36,25 @@ def server():
 
 
 def test_add_change_delete(server, tmp_path: Path) -> None:
-    root = make_llm_project(tmp_path / "project", server.base_url, with_sample=False, extra="storage:\n  lancedb_tables: always\n")
+    root = make_llm_project(
+        tmp_path / "project", server.base_url, with_sample=False, extra="storage:\n  lancedb_tables: always\n"
+    )
     inputs = root / "data" / "input"
-    (inputs / "coop.txt").write_text("Marta Quell chairs the Vellmouth Fishing Cooperative. Rafael Duarte fishes for it.", encoding="utf-8")
-    (inputs / "light.txt").write_text("Søren Holm keeps the Kestrel Point Lighthouse. Mira Santos visits Søren Holm.", encoding="utf-8")
+    (inputs / "coop.txt").write_text(
+        "Marta Quell chairs the Vellmouth Fishing Cooperative. Rafael Duarte fishes for it.", encoding="utf-8"
+    )
+    (inputs / "light.txt").write_text(
+        "Søren Holm keeps the Kestrel Point Lighthouse. Mira Santos visits Søren Holm.", encoding="utf-8"
+    )
     first = index_project(load_settings(root))
     assert first.success and extraction_calls(server, 0) == 4  # two one-chunk documents: call + gleaning each
     lance_matches_duckdb(root)
 
     # add
     mark = len(server.calls("chat"))
-    (inputs / "port.txt").write_text("Lucien Marchetti runs Auberon Freight Lines. Helga Brandt meets Lucien Marchetti.", encoding="utf-8")
+    (inputs / "port.txt").write_text(
+        "Lucien Marchetti runs Auberon Freight Lines. Helga Brandt meets Lucien Marchetti.", encoding="utf-8"
+    )
     added = index_project(load_settings(root))
     assert added.changes.new == ["port.txt"] and extraction_calls(server, mark) == 2
     assert added.usage["extract_graph"] == {**added.usage["extract_graph"], "calls": 2, "cached": 0}
@@ -58,7 +64,9 @@ def test_add_change_delete(server, tmp_path: Path) -> None:
 
     # change
     mark = len(server.calls("chat"))
-    (inputs / "light.txt").write_text("Søren Holm retired. Piet Oduya now keeps the Kestrel Point Lighthouse.", encoding="utf-8")
+    (inputs / "light.txt").write_text(
+        "Søren Holm retired. Piet Oduya now keeps the Kestrel Point Lighthouse.", encoding="utf-8"
+    )
     changed = index_project(load_settings(root))
     assert changed.changes.changed == ["light.txt"] and extraction_calls(server, mark) == 2
     titles = {r[0] for r in query_db(root, "select title from entities")}
@@ -92,7 +100,9 @@ def test_claims_are_extracted_into_covariates_when_enabled(server, tmp_path: Pat
     assert index_project(load_settings(root)).success
     claims = query_db(root, "select subject_id, object_id, type, status from covariates order by 1")
     assert ("MARTA QUELL", "AUBERON FREIGHT LINES", "SUED", "TRUE") in claims
-    assert query_db(root, "select count(*) from covariates where text_unit_id not in (select id from text_units)") == [(0,)]
+    assert query_db(root, "select count(*) from covariates where text_unit_id not in (select id from text_units)") == [
+        (0,)
+    ]
 
 
 def test_fast_method_builds_a_noun_phrase_graph_with_model_reports(server, tmp_path: Path) -> None:
@@ -102,7 +112,9 @@ def test_fast_method_builds_a_noun_phrase_graph_with_model_reports(server, tmp_p
     assert index_project(load_settings(root)).success
     assert extraction_calls(server, 0) == 0  # no model extraction
     assert query_db(root, "select distinct type from entities") == [("NOUN PHRASE",)]
-    (reports, llm) = query_db(root, "select count(*), count(*) filter (where generation = 'llm') from community_reports")[0]
+    (reports, llm) = query_db(
+        root, "select count(*), count(*) filter (where generation = 'llm') from community_reports"
+    )[0]
     assert reports > 0 and llm == reports
     report_calls = [c for c in server.calls("chat") if "-----Sources-----" in str(c["body"]["messages"])]
     assert len(report_calls) >= reports

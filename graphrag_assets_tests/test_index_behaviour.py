@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 
 from graphrag_assets.core.errors import UserError
+from graphrag_assets.core.settings import load_settings
 from graphrag_assets.pipeline.indexing import index_project
 from graphrag_assets.pipeline.partitions import contiguous_groups
 from graphrag_assets.project.locks import index_lock
-from graphrag_assets.core.settings import load_settings
 from graphrag_assets.project.status import project_status
 from graphrag_assets_tests.conftest import query_db
 
@@ -81,7 +81,9 @@ def test_changing_the_embedder_re_embeds_everything_and_queries_say_when_they_do
     db = lancedb.connect(str(project / "data" / "lancedb"))
     for name in ("text_unit_text", "entity_description", "community_full_content"):
         assert db.open_table(name).schema.field("vector").type.list_size == 256, name
-    text = (project / "graphrag.yaml").read_text(encoding="utf-8").replace("local_dimension: 256", "local_dimension: 128")
+    text = (
+        (project / "graphrag.yaml").read_text(encoding="utf-8").replace("local_dimension: 256", "local_dimension: 128")
+    )
     (project / "graphrag.yaml").write_text(text, encoding="utf-8")
     result = CliRunner().invoke(main, ["query", "Who is Søren Holm?", "--method", "basic", "--root", str(project)])
     assert result.exit_code == 1
@@ -110,8 +112,12 @@ def test_a_missing_input_folder_deletes_nothing_unless_allowed(project: Path) ->
     from graphrag_assets.pipeline.indexing import IndexOptions
 
     documents = query_db(project, "select count(*) from documents")[0][0]
-    (project / "graphrag.yaml").write_text("method: nlp\nllm:\n  embeddings: local\ninput:\n  dir: data/inptu\n", encoding="utf-8")
-    with pytest.raises(UserError, match=r"data/inptu does not exist, but the index holds 8 document file\(s\); nothing was deleted"):
+    (project / "graphrag.yaml").write_text(
+        "method: nlp\nllm:\n  embeddings: local\ninput:\n  dir: data/inptu\n", encoding="utf-8"
+    )
+    with pytest.raises(
+        UserError, match=r"data/inptu does not exist, but the index holds 8 document file\(s\); nothing was deleted"
+    ):
         index_project(load_settings(project))
     assert query_db(project, "select count(*) from documents")[0][0] == documents
     report = index_project(load_settings(project), IndexOptions(allow_empty_input=True))
@@ -144,7 +150,10 @@ def test_an_empty_new_project_says_so_and_creates_nothing(tmp_path: Path) -> Non
 def test_failed_runs_say_what_went_wrong_without_class_names() -> None:
     from graphrag_assets.pipeline.runner import _without_class_name
 
-    assert _without_class_name("graphrag_assets.core.errors.LLMError: the endpoint refused the key.", "LLMError") == "the endpoint refused the key."
+    assert (
+        _without_class_name("graphrag_assets.core.errors.LLMError: the endpoint refused the key.", "LLMError")
+        == "the endpoint refused the key."
+    )
     assert _without_class_name("dagster._core.errors.DagsterError: step failed", "DagsterError") == "step failed"
     assert _without_class_name("builtins.KeyError: 'x'", "KeyError") == "KeyError: 'x'"
 
@@ -161,13 +170,16 @@ def test_vacuum_keeps_one_version_of_each_vector_table_and_queries_still_answer(
     # over the limit of in-memory search: the update builds the LanceDB tables and the query below
     # searches them (not in memory), at the versions vacuum pinned
     (project / "graphrag.yaml").write_text(
-        "method: nlp\nllm:\n  embeddings: local\nquery:\n  in_memory_search_max_tokens: 0\n", encoding="utf-8")
+        "method: nlp\nllm:\n  embeddings: local\nquery:\n  in_memory_search_max_tokens: 0\n", encoding="utf-8"
+    )
     (project / "data" / "input" / "letter_holm_to_varga.txt").unlink()
     assert index_project(load_settings(project)).success
     db = lancedb.connect(str(project / "data" / "lancedb"))
     names = list(getattr(db.list_tables(), "tables", db.list_tables()))
     with duckdb.connect(str(project / "data" / "graphrag.duckdb")) as conn:
-        conn.execute("insert into llm_cache (key, kind, model, purpose, response) values ('k', 'chat', 'm', 'p', '{\"text\": \"Holm wrote\"}')")
+        conn.execute(
+            "insert into llm_cache (key, kind, model, purpose, response) values ('k', 'chat', 'm', 'p', '{\"text\": \"Holm wrote\"}')"
+        )
     before = {name: db.open_table(name).version for name in names}
     done = CliRunner().invoke(main, ["vacuum", "--root", str(project), "--drop-cache", "--json"])
     assert done.exit_code == 0, done.output
@@ -176,16 +188,18 @@ def test_vacuum_keeps_one_version_of_each_vector_table_and_queries_still_answer(
     assert query_db(project, "select count(*) from llm_cache") == [(0,)]
     db = lancedb.connect(str(project / "data" / "lancedb"))
     assert names and all(len(db.open_table(name).list_versions()) == 1 for name in names), before
-    answered = CliRunner().invoke(main, ["query", "Who is Søren Holm?", "--method", "local", "--root", str(project), "--json"])
+    answered = CliRunner().invoke(
+        main, ["query", "Who is Søren Holm?", "--method", "local", "--root", str(project), "--json"]
+    )
     assert answered.exit_code == 0, answered.output
     assert json.loads(answered.output)["context_records"]["entities"]
 
 
 def test_vacuum_refuses_while_an_update_is_unpublished(project: Path) -> None:
+    import polars as pl
+
     from graphrag_assets.project.vacuum import vacuum_index
     from graphrag_assets.storage.corpus import write_staged
-
-    import polars as pl
 
     write_staged(project / "data" / "graphrag.duckdb", "entities", pl.DataFrame({"id": ["x"]}))
     with pytest.raises(UserError, match="stopped before it was published"):

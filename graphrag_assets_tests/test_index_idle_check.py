@@ -56,7 +56,9 @@ def test_the_cli_says_nothing_to_do_without_importing_dagster(indexed: Path) -> 
         "print('dagster' in sys.modules, file=sys.stderr)\n"
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI")}
-    done = subprocess.run([sys.executable, "-c", probe, str(indexed)], capture_output=True, text=True, env=env, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", probe, str(indexed)], capture_output=True, text=True, env=env, timeout=120
+    )
     assert "nothing to do: the index is up to date" in done.stdout
     assert done.stderr.strip().splitlines()[-1] == "False"
 
@@ -127,7 +129,11 @@ def test_a_run_left_started_by_a_dead_process_is_marked_failed_by_the_full_path(
     assert dead.is_dead()
     instance = open_instance(settings)
     run_id = str(uuid.uuid4())
-    instance.add_run(DagsterRun(job_name="corpus_job", run_id=run_id, status=DagsterRunStatus.STARTED, tags={PROCESS_TAG: dead.as_tag()}))
+    instance.add_run(
+        DagsterRun(
+            job_name="corpus_job", run_id=run_id, status=DagsterRunStatus.STARTED, tags={PROCESS_TAG: dead.as_tag()}
+        )
+    )
     assert read_sqlite_state(settings, PARTITIONS).pending_runs == 1
     assert nothing_to_index(settings, IndexOptions()) is None
     messages: list[str] = []
@@ -155,5 +161,7 @@ def test_dagster_state_elsewhere_or_unreadable_means_ask_dagster(project: Path, 
     index.execute("create table dynamic_partitions (id, partitions_def_name, partition)")
     index.execute("insert into dynamic_partitions values (1, 'documents', 'a.txt')").connection.commit()
     assert read_sqlite_state(settings_of(root), PARTITIONS) == DagsterState(0, ["a.txt"])
-    (root / "dagster.yaml").write_text(postgres_storage("postgresql://user:secret@127.0.0.1:5432/dagster"), encoding="utf-8")
+    (root / "dagster.yaml").write_text(
+        postgres_storage("postgresql://user:secret@127.0.0.1:5432/dagster"), encoding="utf-8"
+    )
     assert read_sqlite_state(settings_of(root), PARTITIONS) is None

@@ -4,10 +4,10 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from graphrag_assets.core.settings import InputSettings
 from graphrag_assets.index.changes import detect_changes
 from graphrag_assets.index.documents import decode, read_file_documents
 from graphrag_assets.index.input_files import discover_input_files, partition_key_for
-from graphrag_assets.core.settings import InputSettings
 
 ALL_TYPES = [".txt", ".md", ".csv", ".json", ".jsonl"]
 
@@ -34,7 +34,7 @@ def test_discovery_is_recursive_sorted_and_filters_types(tmp_path: Path) -> None
 
 
 def test_invalid_utf8_is_replaced_and_counted() -> None:
-    text, replaced = decode("café ".encode() + b"\xff\xfe" + " ok".encode())
+    text, replaced = decode("café ".encode() + b"\xff\xfe" + b" ok")
     assert text == "café \ufffd\ufffd ok" and replaced == 2
     assert decode(b"\xef\xbb\xbfhello") == ("hello", 0)
 
@@ -54,8 +54,13 @@ def test_text_file_gives_one_document_with_hash_and_path(tmp_path: Path) -> None
     assert len(row["content_hash"]) == 64 and row["creation_date"].endswith("+00:00")
 
 
-@pytest.mark.parametrize(("name", "data", "reason"), [("empty.txt", b"  \n\n", "empty"), ("image.txt", b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", "binary")])
-def test_empty_and_binary_files_are_skipped_with_a_warning_naming_them(tmp_path: Path, name: str, data: bytes, reason: str) -> None:
+@pytest.mark.parametrize(
+    ("name", "data", "reason"),
+    [("empty.txt", b"  \n\n", "empty"), ("image.txt", b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", "binary")],
+)
+def test_empty_and_binary_files_are_skipped_with_a_warning_naming_them(
+    tmp_path: Path, name: str, data: bytes, reason: str
+) -> None:
     result = read(tmp_path, name, data)
     assert result.skipped and result.frame.is_empty()
     assert len(result.warnings) == 1 and result.warnings[0].startswith(name) and reason in result.warnings[0]
@@ -67,7 +72,12 @@ def test_csv_rows_become_documents_with_configured_columns(tmp_path: Path) -> No
     frame = result.frame
     assert frame["text"].to_list() == ["Text one", "Text two"]
     assert frame["title"].to_list() == ["First, with comma", "news.csv #1"]
-    assert json.loads(frame["raw_data"][0]) == {"key": "7", "headline": "First, with comma", "body": "Text one", "extra": "a"}
+    assert json.loads(frame["raw_data"][0]) == {
+        "key": "7",
+        "headline": "First, with comma",
+        "body": "Text one",
+        "extra": "a",
+    }
     assert frame["id"].n_unique() == 2
     assert any("1 row(s) with an empty 'body'" in w for w in result.warnings)
 
@@ -114,7 +124,14 @@ def test_change_detection(tmp_path: Path) -> None:
         stat = (tmp_path / f.path).stat()
         from graphrag_assets.index.input_files import file_hash
 
-        rows.append({"document_key": f.key, "size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "content_hash": file_hash(tmp_path / f.path)})
+        rows.append(
+            {
+                "document_key": f.key,
+                "size": stat.st_size,
+                "mtime_ns": stat.st_mtime_ns,
+                "content_hash": file_hash(tmp_path / f.path),
+            }
+        )
     stored = pl.DataFrame(rows)
     keys = set(stored["document_key"])
     assert detect_changes(tmp_path, ALL_TYPES, stored, keys, keys).unchanged == ["a.txt", "b.txt", "c.txt"]
@@ -126,7 +143,12 @@ def test_change_detection(tmp_path: Path) -> None:
     (tmp_path / "c.txt").unlink()
     (tmp_path / "d.txt").write_text("new")
     changes = detect_changes(tmp_path, ALL_TYPES, stored, keys, keys)
-    assert (changes.new, changes.changed, changes.deleted, changes.unchanged) == (["d.txt"], ["a.txt"], ["c.txt"], ["b.txt"])
+    assert (changes.new, changes.changed, changes.deleted, changes.unchanged) == (
+        ["d.txt"],
+        ["a.txt"],
+        ["c.txt"],
+        ["b.txt"],
+    )
     assert set(changes.hashes) == {"a.txt", "b.txt"}
 
 
@@ -140,7 +162,11 @@ def test_windows_line_endings_are_normalized(tmp_path: Path) -> None:
 def test_csv_row_with_more_fields_than_the_header_keeps_the_file(tmp_path: Path) -> None:
     result = read(tmp_path, "wide.csv", "id,text\n1,first\n2,second,surplus,more\n3,third\n", id_column="id")
     assert not result.skipped and result.frame["text"].to_list() == ["first", "second", "third"]
-    assert json.loads(result.frame["raw_data"][1]) == {"id": "2", "text": "second", "_extra_fields": ["surplus", "more"]}
+    assert json.loads(result.frame["raw_data"][1]) == {
+        "id": "2",
+        "text": "second",
+        "_extra_fields": ["surplus", "more"],
+    }
     assert "wide.csv: 1 row(s) have more fields than the header" in result.warnings[0]
 
 
@@ -203,8 +229,8 @@ def test_unknown_encoding_is_a_configuration_error(tmp_path: Path) -> None:
 
 
 def test_one_file_failing_unexpectedly_is_a_skipped_partition(tmp_path: Path) -> None:
-    from graphrag_assets.pipeline.assets.ingest import ingest_partition
     from graphrag_assets.core.settings import Settings
+    from graphrag_assets.pipeline.assets.ingest import ingest_partition
 
     settings = Settings(root=tmp_path)
     settings.input_dir.mkdir(parents=True)
@@ -215,7 +241,9 @@ def test_one_file_failing_unexpectedly_is_a_skipped_partition(tmp_path: Path) ->
     results = {key: ingest_partition(settings, key, files[key], "fp") for key in ("gone.txt", "good.txt")}
     frame, row, warnings = results["gone.txt"]
     assert frame.is_empty() and (row["status"], row["documents"], row["path"]) == ("skipped", 0, "gone.txt")
-    assert warnings == [row["message"]] and row["message"].startswith("gone.txt: skipped, reading it failed unexpectedly (FileNotFoundError")
+    assert warnings == [row["message"]] and row["message"].startswith(
+        "gone.txt: skipped, reading it failed unexpectedly (FileNotFoundError"
+    )
     frame, row, warnings = results["good.txt"]
     assert frame["text"].to_list() == ["Some text."] and row["status"] == "ingested" and warnings == []
 

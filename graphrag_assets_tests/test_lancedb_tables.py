@@ -96,8 +96,12 @@ def test_crossing_the_limit_builds_every_text_unit_with_its_full_text_index(grow
     assert index_project(settings_of(grown)).runs == []  # built: nothing left to do
 
 
-@pytest.mark.parametrize(("method", "kinds"), [("local", ("entities", "relationships", "reports", "sources")), ("basic", ("sources",))])
-def test_lancedb_search_finds_what_in_memory_search_finds(nlp_index: Path, grown: Path, method: str, kinds: tuple[str, ...]) -> None:
+@pytest.mark.parametrize(
+    ("method", "kinds"), [("local", ("entities", "relationships", "reports", "sources")), ("basic", ("sources",))]
+)
+def test_lancedb_search_finds_what_in_memory_search_finds(
+    nlp_index: Path, grown: Path, method: str, kinds: tuple[str, ...]
+) -> None:
     """Exact cosine search either way. Searches that fuse BM25 hits are left out: LanceDB's BM25 scores are not ours."""
     assert isinstance(load_query_data(settings_of(grown)).text_unit_text, LanceVectorIndex)
     over_lancedb = answer_question(settings_of(grown, exact=True), QUESTION, QueryOptions(method=method))
@@ -110,7 +114,9 @@ def test_lancedb_search_finds_what_in_memory_search_finds(nlp_index: Path, grown
 def test_always_writes_the_tables_of_a_small_index_and_queries_answer_the_same(nlp_index: Path, tmp_path: Path) -> None:
     root = copy_of(nlp_index, tmp_path / "project", SMALL + "storage:\n  lancedb_tables: always\n")
     assert index_project(settings_of(root)).success
-    assert table_ids(root / "data" / "lancedb", TEXT_UNIT_TABLE) == sorted(r[0] for r in query_db(root, "select id from text_units"))
+    assert table_ids(root / "data" / "lancedb", TEXT_UNIT_TABLE) == sorted(
+        r[0] for r in query_db(root, "select id from text_units")
+    )
     for method in ("basic", "local"):
         always = answer_question(settings_of(root), QUESTION, QueryOptions(method=method))
         auto = answer_question(settings_of(nlp_index), QUESTION, QueryOptions(method=method))
@@ -147,5 +153,7 @@ def test_a_cold_index_over_the_limit_writes_the_text_units_once_in_the_corpus_ru
     assert report.success and [run["job"] for run in report.runs] == ["document_job", "corpus_job"]
     table = lancedb.connect(str(root / "data" / "lancedb")).open_table(TEXT_UNIT_TABLE)
     assert len(table.list_versions()) == 2  # the rows, then the full-text index
-    assert table_ids(root / "data" / "lancedb", TEXT_UNIT_TABLE) == sorted(r[0] for r in query_db(root, "select id from text_units"))
+    assert table_ids(root / "data" / "lancedb", TEXT_UNIT_TABLE) == sorted(
+        r[0] for r in query_db(root, "select id from text_units")
+    )
     assert isinstance(load_query_data(settings_of(root)).text_unit_text, LanceVectorIndex)

@@ -24,9 +24,9 @@ from graphrag_assets.llm import capabilities, client
 from graphrag_assets.llm.answers import ThinkFilter, repair_json_answer, strip_think
 from graphrag_assets.llm.capabilities import stored_capabilities
 from graphrag_assets.llm.embeddings import decode_vector
-from graphrag_assets.llm.retry import MalformedResponse
 from graphrag_assets.llm.factory import build_chat_model, build_embedding_model
 from graphrag_assets.llm.fitting import parse_overflow, shrink_messages
+from graphrag_assets.llm.retry import MalformedResponse
 from graphrag_assets.llm.types import ChatOptions, JsonSchema
 from graphrag_assets.llm.usage import UsageMeter
 from graphrag_assets_tests.openai_server import embedding_vector
@@ -52,8 +52,14 @@ def warnings() -> Any:
 
 
 def settings(url: str, **values: Any) -> LLMSettings:
-    base = {"base_url": url, "max_retries": 1, "retry_base_delay": 0.01, "retry_max_delay": 0.05, "request_timeout": 10,
-            "embeddings": "openai"}
+    base = {
+        "base_url": url,
+        "max_retries": 1,
+        "retry_base_delay": 0.01,
+        "retry_max_delay": 0.05,
+        "request_timeout": 10,
+        "embeddings": "openai",
+    }
     return LLMSettings(**{**base, **values})
 
 
@@ -78,7 +84,10 @@ def outcomes(server: Any) -> list[tuple[str, int | None]]:
 
 # -- OpenAI reasoning models ---------------------------------------------------------------------
 
-def test_a_reasoning_model_gets_max_completion_tokens_and_no_temperature_learned_once(profile_servers, tmp_path, warnings):
+
+def test_a_reasoning_model_gets_max_completion_tokens_and_no_temperature_learned_once(
+    profile_servers, tmp_path, warnings
+):
     server = profile_servers["reasoning"]
     server.reset()
     db = tmp_path / "graphrag.duckdb"
@@ -107,6 +116,7 @@ def test_a_reasoning_model_gets_max_completion_tokens_and_no_temperature_learned
 
 
 # -- Azure OpenAI --------------------------------------------------------------------------------
+
 
 def azure_model(server: Any, version: str = "2024-10-21", meter: UsageMeter | None = None) -> Any:
     values = {"api_key": AZURE_KEY, "api_version": version, "chat_model": "gpt-4o-mini"}
@@ -150,10 +160,16 @@ def test_an_older_azure_api_version_falls_back_from_json_schema_and_stream_optio
     model = azure_model(server, "2024-06-01", meter)
     assert json.loads(chat(model, "Reply with a JSON object, please", json_schema=SCHEMA).text) == {"ready": True}
     assert stream(model, "Reply with the single word: ready") == "ready"
-    bodies = [(c["outcome"], (c["body"].get("response_format") or {}).get("type"), "stream_options" in c["body"])
-              for c in server.calls("chat")]
-    assert bodies == [("refused", "json_schema", False), ("answered", "json_object", False),
-                      ("refused", None, True), ("answered", None, False)]
+    bodies = [
+        (c["outcome"], (c["body"].get("response_format") or {}).get("type"), "stream_options" in c["body"])
+        for c in server.calls("chat")
+    ]
+    assert bodies == [
+        ("refused", "json_schema", False),
+        ("answered", "json_object", False),
+        ("refused", None, True),
+        ("answered", None, False),
+    ]
     known = model.capabilities
     assert known.json_schema == "rejected" and known.json_object == "honoured" and known.stream_usage == "rejected"
     assert meter.snapshot()[("answer", "gpt-4o-mini")].prompt_tokens > 0  # counted with the tokenizer
@@ -161,6 +177,7 @@ def test_an_older_azure_api_version_falls_back_from_json_schema_and_stream_optio
 
 
 # -- Ollama --------------------------------------------------------------------------------------
+
 
 def test_ollama_think_blocks_are_removed_from_answers_and_streams(profile_servers, warnings):
     server = profile_servers["ollama"]
@@ -199,13 +216,16 @@ def test_a_slow_first_answer_is_waited_for_within_the_timeout(openai_server_fact
 
 def test_a_model_slower_than_the_timeout_says_which_setting_to_raise(openai_server_factory):
     server = openai_server_factory(responder=RESPONDER, profile=ProfileSpec("ollama", load_seconds=3))
-    hasty = build_chat_model(settings(server.base_url, chat_model="qwen3:8b", request_timeout=0.5, max_retries=0), None, UsageMeter())
+    hasty = build_chat_model(
+        settings(server.base_url, chat_model="qwen3:8b", request_timeout=0.5, max_retries=0), None, UsageMeter()
+    )
     with pytest.raises(LLMError, match=r"did not answer within 0\.5 s; raise llm\.request_timeout"):
         chat(hasty, "Reply with the single word: ready")
     hasty.close()
 
 
 # -- vLLM ----------------------------------------------------------------------------------------
+
 
 def long_prompt(rows: int) -> str:
     lines = ["Answer the question from the table below.", "-----Rows-----", "id|text"]
@@ -217,7 +237,9 @@ def long_prompt(rows: int) -> str:
 def test_a_prompt_over_vllms_context_window_is_shortened_to_fit(openai_server_factory, warnings):
     server = openai_server_factory(profile=ProfileSpec("vllm", api_key=VLLM_KEY, options={"max_model_len": 600}))
     meter = UsageMeter()
-    model = build_chat_model(settings(server.base_url, api_key=VLLM_KEY, chat_model="Qwen/Qwen2.5-7B-Instruct"), None, meter)
+    model = build_chat_model(
+        settings(server.base_url, api_key=VLLM_KEY, chat_model="Qwen/Qwen2.5-7B-Instruct"), None, meter
+    )
     prompt = long_prompt(60)
     assert chat(model, prompt).text.startswith("echo: Answer the question")
     refused, answered = server.calls("chat")
@@ -226,7 +248,10 @@ def test_a_prompt_over_vllms_context_window_is_shortened_to_fit(openai_server_fa
     assert sent.startswith("Answer the question from the table below.\n-----Rows-----\nid|text\n0|row number 0")
     assert sent.endswith("\n\nAnswer:") and len(sent) < len(prompt)
     assert answered["usage"]["prompt_tokens"] < 600
-    assert model.capabilities.context_window == 600 and meter.notes()[("Qwen/Qwen2.5-7B-Instruct", "prompts_shortened")] == 1
+    assert (
+        model.capabilities.context_window == 600
+        and meter.notes()[("Qwen/Qwen2.5-7B-Instruct", "prompts_shortened")] == 1
+    )
     assert any("exceed its context window of 600 tokens" in w for w in warnings)
     model.close()
 
@@ -237,33 +262,46 @@ def test_a_prompt_far_over_the_window_fails_with_one_sentence(openai_server_fact
     with pytest.raises(LLMError) as error:
         chat(model, long_prompt(200))
     assert error.value.kind == "context_length"
-    assert str(error.value).startswith(f"the chat endpoint {server.base_url} (model 'Qwen/Qwen2.5-7B-Instruct') rejected a "
-                                       "prompt longer than the model's context window, even shortened: This model's maximum")
+    assert str(error.value).startswith(
+        f"the chat endpoint {server.base_url} (model 'Qwen/Qwen2.5-7B-Instruct') rejected a "
+        "prompt longer than the model's context window, even shortened: This model's maximum"
+    )
     model.close()
 
 
 # -- embeddings ----------------------------------------------------------------------------------
 
+
 def test_refused_dimensions_are_dropped_and_remembered(openai_server_factory):
     server = openai_server_factory(profile=ProfileSpec("no-dimensions", options={"refuse": True}))
-    model = build_embedding_model(settings(server.base_url, embedding_dimensions=32), EmbeddingSettings(), None, UsageMeter())
+    model = build_embedding_model(
+        settings(server.base_url, embedding_dimensions=32), EmbeddingSettings(), None, UsageMeter()
+    )
     assert [len(v) for v in embed(model, ["harbour", "storm"])] == [64, 64]
     assert embed(model, ["lighthouse"]) and model.capabilities.dimensions == "rejected"
     calls = server.calls("embeddings")
-    assert [("dimensions" in c["body"], c["outcome"]) for c in calls] == [(True, "refused"), (False, "answered"), (False, "answered")]
+    assert [("dimensions" in c["body"], c["outcome"]) for c in calls] == [
+        (True, "refused"),
+        (False, "answered"),
+        (False, "answered"),
+    ]
     model.close()
 
 
 def test_ignored_dimensions_are_noticed(profile_servers):
     server = profile_servers["no-dimensions"]
-    model = build_embedding_model(settings(server.base_url, embedding_dimensions=32), EmbeddingSettings(), None, UsageMeter())
+    model = build_embedding_model(
+        settings(server.base_url, embedding_dimensions=32), EmbeddingSettings(), None, UsageMeter()
+    )
     assert len(embed(model, ["harbour"])[0]) == 64 and model.capabilities.dimensions == "ignored"
     model.close()
 
 
 def test_base64_vectors_are_decoded(profile_servers):
     server = profile_servers["base64"]
-    model = build_embedding_model(settings(server.base_url, api_key=OPENAI_KEY), EmbeddingSettings(), None, UsageMeter())
+    model = build_embedding_model(
+        settings(server.base_url, api_key=OPENAI_KEY), EmbeddingSettings(), None, UsageMeter()
+    )
     [vector] = embed(model, ["the harbour master"])
     expected = embedding_vector("the harbour master", 64)
     assert all(math.isclose(a, b, abs_tol=1e-6) for a, b in zip(vector, expected, strict=True))
@@ -300,12 +338,16 @@ def test_a_server_that_ignores_encoding_format_is_read_as_floats(openai_server_f
     np.testing.assert_array_equal(np.stack(vectors), np.stack([float32_vector("harbour"), float32_vector("storm")]))
 
 
-@pytest.mark.parametrize("option, note", [
-    ("refuse", "base64_refused"),  # HTTP 400 naming the parameter
-    ("crash", "base64_failed"),  # a bare HTTP 500 (tabbyAPI before its fix)
-])
-def test_a_server_that_refuses_base64_is_asked_for_floats_once_and_remembered(openai_server_factory, tmp_path, warnings,
-                                                                              option, note):
+@pytest.mark.parametrize(
+    "option, note",
+    [
+        ("refuse", "base64_refused"),  # HTTP 400 naming the parameter
+        ("crash", "base64_failed"),  # a bare HTTP 500 (tabbyAPI before its fix)
+    ],
+)
+def test_a_server_that_refuses_base64_is_asked_for_floats_once_and_remembered(
+    openai_server_factory, tmp_path, warnings, option, note
+):
     server = openai_server_factory(profile=ProfileSpec("float-only", options={option: True}))
     db = tmp_path / "graphrag.duckdb"
     duckdb.connect(str(db)).close()
@@ -319,7 +361,9 @@ def test_a_server_that_refuses_base64_is_asked_for_floats_once_and_remembered(op
     assert [c["body"]["encoding_format"] for c in calls if c["outcome"] == "answered"] == ["float"] * 3
     assert meter.notes()[("text-embedding-3-small", note)] == 1
     assert meter.totals().retries == 0 and meter.totals().failures == 0 and warnings == []
-    np.testing.assert_array_equal(np.stack(vectors), np.stack([float32_vector(t) for t in ["harbour", "storm", "lighthouse"]]))
+    np.testing.assert_array_equal(
+        np.stack(vectors), np.stack([float32_vector(t) for t in ["harbour", "storm", "lighthouse"]])
+    )
     # a new process on the same project asks for floats the first time
     capabilities._MEMORY.clear()
     server.reset()
@@ -327,7 +371,9 @@ def test_a_server_that_refuses_base64_is_asked_for_floats_once_and_remembered(op
     embed(again, ["a tide table"])
     again.close()
     assert [(c["outcome"], c["body"]["encoding_format"]) for c in server.calls("embeddings")] == [("answered", "float")]
-    assert stored_capabilities(db)[(server.base_url, "text-embedding-3-small", "embedding")].encoding_format == "rejected"
+    assert (
+        stored_capabilities(db)[(server.base_url, "text-embedding-3-small", "embedding")].encoding_format == "rejected"
+    )
 
 
 def test_a_500_after_base64_was_answered_is_an_ordinary_server_error(openai_server_factory):
@@ -343,12 +389,24 @@ def test_a_500_after_base64_was_answered_is_an_ordinary_server_error(openai_serv
 
 def test_a_server_refusing_base64_and_dimensions_gets_both_dropped(openai_server_factory):
     server = openai_server_factory(profile=ProfileSpec("float-only", options={"refuse": True}))
-    server.add_fault(kind="status", status=400, endpoint="embeddings", message="This model does not support specifying dimensions.",
-                     match="harbour", times=1)
-    model = build_embedding_model(settings(server.base_url, embedding_dimensions=32), EmbeddingSettings(), None, UsageMeter())
+    server.add_fault(
+        kind="status",
+        status=400,
+        endpoint="embeddings",
+        message="This model does not support specifying dimensions.",
+        match="harbour",
+        times=1,
+    )
+    model = build_embedding_model(
+        settings(server.base_url, embedding_dimensions=32), EmbeddingSettings(), None, UsageMeter()
+    )
     [vector] = embed(model, ["harbour"])
     model.close()
-    assert len(vector) == 64 and model.capabilities.encoding_format == "rejected" and model.capabilities.dimensions == "rejected"
+    assert (
+        len(vector) == 64
+        and model.capabilities.encoding_format == "rejected"
+        and model.capabilities.dimensions == "rejected"
+    )
     assert [c["outcome"] for c in server.calls("embeddings")] == ["status", "refused", "answered"]
 
 
@@ -363,6 +421,7 @@ def test_an_embedding_that_is_not_a_vector_is_a_malformed_answer():
 
 # -- connecting ----------------------------------------------------------------------------------
 
+
 def test_a_server_that_goes_away_after_answering_is_retried(openai_server_factory):
     server = openai_server_factory()
     model = build_chat_model(settings(server.base_url, max_retries=2), None, UsageMeter())
@@ -375,18 +434,27 @@ def test_a_server_that_goes_away_after_answering_is_retried(openai_server_factor
 
 # -- extraction that finds nothing ----------------------------------------------------------------
 
+
 def test_a_unit_whose_answers_hold_no_record_is_listed_with_the_model(openai_server, tmp_path):
     openai_server.add_rule("Nothing to see", "<think>Hmm, no names here.</think>\nI found no entities.")
     openai_server.add_rule("Marta Quell", '("entity"<|>MARTA QUELL<|>PERSON<|>Chairs the cooperative.)\n<|COMPLETE|>')
     model = build_chat_model(settings(openai_server.base_url), None, UsageMeter())
-    units = pl.DataFrame({"id": ["u1", "u2", "u3"], "text": ["Nothing to see here.", "Marta Quell chairs it.", "  "],
-                          "document_key": ["a", "b", "c"]})
-    output = asyncio.run(extract_graph_records(model, units, ExtractionPlan(["person"], graph_prompts(), max_gleanings=0)))
+    units = pl.DataFrame(
+        {
+            "id": ["u1", "u2", "u3"],
+            "text": ["Nothing to see here.", "Marta Quell chairs it.", "  "],
+            "document_key": ["a", "b", "c"],
+        }
+    )
+    output = asyncio.run(
+        extract_graph_records(model, units, ExtractionPlan(["person"], graph_prompts(), max_gleanings=0))
+    )
     assert output.empty_units == ["u1"] and output.model == "gpt-4o-mini"  # the blank unit cost no call
     model.close()
 
 
 # -- pure parts ----------------------------------------------------------------------------------
+
 
 def test_think_blocks_are_stripped_whole_and_in_pieces():
     assert strip_think("<think>\nplan\n</think>\n\nThe answer") == ("The answer", True)
@@ -406,14 +474,26 @@ def test_almost_json_is_repaired_and_json_left_alone():
     assert repair_json_answer("no json at all") is None
 
 
-@pytest.mark.parametrize("detail, expected", [
-    ("This model's maximum context length is 4096 tokens. However, you requested 5000 tokens (4000 in the messages, "
-     "1000 in the completion). Please reduce the length of the messages or completion.", (4096, 5000, 4000, 1000)),
-    ("This model's maximum context length is 128000 tokens. However, your messages resulted in 130000 tokens. "
-     "Please reduce the length of the messages.", (128000, 130000, None, None)),
-    ("request (4390 tokens) exceeds the available context size (4096 tokens), try increasing it", (4096, 4390, None, None)),
-    ("the request exceeds the available context size, try increasing it", (None, None, None, None)),
-])
+@pytest.mark.parametrize(
+    "detail, expected",
+    [
+        (
+            "This model's maximum context length is 4096 tokens. However, you requested 5000 tokens (4000 in the messages, "
+            "1000 in the completion). Please reduce the length of the messages or completion.",
+            (4096, 5000, 4000, 1000),
+        ),
+        (
+            "This model's maximum context length is 128000 tokens. However, your messages resulted in 130000 tokens. "
+            "Please reduce the length of the messages.",
+            (128000, 130000, None, None),
+        ),
+        (
+            "request (4390 tokens) exceeds the available context size (4096 tokens), try increasing it",
+            (4096, 4390, None, None),
+        ),
+        ("the request exceeds the available context size, try increasing it", (None, None, None, None)),
+    ],
+)
 def test_context_length_errors_are_read(detail, expected):
     overflow = parse_overflow(detail)
     assert (overflow.window, overflow.requested, overflow.prompt, overflow.completion) == expected

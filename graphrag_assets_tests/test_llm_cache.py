@@ -25,8 +25,14 @@ from graphrag_assets.llm.cache import (
 
 
 def key_for(text: str, **overrides: object) -> str:
-    args: dict = {"model": "m", "messages": [{"role": "user", "content": text}], "temperature": 0.0,
-                  "max_tokens": None, "json_mode": False, "prompt_version": ""}
+    args: dict = {
+        "model": "m",
+        "messages": [{"role": "user", "content": text}],
+        "temperature": 0.0,
+        "max_tokens": None,
+        "json_mode": False,
+        "prompt_version": "",
+    }
     args.update(overrides)
     return chat_cache_key(**args)
 
@@ -34,7 +40,7 @@ def key_for(text: str, **overrides: object) -> str:
 def test_canonical_hash_is_the_sha256_of_compact_sorted_json():
     import hashlib
 
-    expected = hashlib.sha256('{"a":"é","b":1}'.encode("utf-8")).hexdigest()
+    expected = hashlib.sha256('{"a":"é","b":1}'.encode()).hexdigest()
     assert canonical_hash({"b": 1, "a": "é"}) == expected
 
 
@@ -70,7 +76,9 @@ def test_answers_persist_across_cache_objects(tmp_path: Path):
     assert asyncio.run(reopened.get_chat("k2")) is None
     reopened.close()
     with duckdb.connect(str(db)) as conn:
-        row = conn.execute(f"select kind, model, purpose, prompt_tokens, completion_tokens from {CHAT_TABLE}").fetchall()
+        row = conn.execute(
+            f"select kind, model, purpose, prompt_tokens, completion_tokens from {CHAT_TABLE}"
+        ).fetchall()
     assert row == [("chat", "m", "p", 10, 3)]
 
 
@@ -123,8 +131,12 @@ def test_corrupt_rows_are_misses(tmp_path: Path):
     with duckdb.connect(str(db)) as conn:
         conn.execute(f"update {CHAT_TABLE} set response = 'not json' where key = 'bad-json'")
         conn.execute(f"update {CHAT_TABLE} set response = '{{\"answer\": 1}}' where key = 'no-text'")
-        for key, stored in {"empty": b"", "odd-bytes": b"\x00" * 5, "nan": struct.pack("<2f", 0.5, math.nan),
-                            "infinite": struct.pack("<2f", math.inf, 0.5)}.items():
+        for key, stored in {
+            "empty": b"",
+            "odd-bytes": b"\x00" * 5,
+            "nan": struct.pack("<2f", 0.5, math.nan),
+            "infinite": struct.pack("<2f", math.inf, 0.5),
+        }.items():
             conn.execute(f"update {EMBEDDING_TABLE} set vector = ? where key = ?", [stored, key])
     reader = LLMCache(db)
     assert asyncio.run(reader.get_chat("bad-json")) is None
@@ -145,7 +157,9 @@ def test_embeddings_round_trip_as_float32(tmp_path: Path):
     reader = LLMCache(db)
     found = asyncio.run(reader.get_embeddings(["b", "a", "c", "d"]))
     reader.close()
-    assert sorted(found) == ["a", "b", "d"] and all(memoryview(v).format == "f" for v in found.values())  # float32 without numpy
+    assert sorted(found) == ["a", "b", "d"] and all(
+        memoryview(v).format == "f" for v in found.values()
+    )  # float32 without numpy
     np.testing.assert_array_equal(found["a"], np.float32([0.1, 0.2, 0.3]))
     assert found["b"].tolist() == [1.0, -1.0, 0.0, 0.5]
     assert found["d"].tolist() == unflushed.tolist() == [0.25, 2.0]
@@ -158,28 +172,40 @@ def test_a_cache_of_float_lists_is_read_and_rewritten_as_bytes_by_the_first_writ
     db = tmp_path / "db.duckdb"
     with duckdb.connect(str(db)) as conn:  # the table as caches before the BLOB column wrote it
         conn.execute(f"create table {EMBEDDING_TABLE} (key VARCHAR PRIMARY KEY, model VARCHAR, vector FLOAT[])")
-        conn.execute(f"insert into {EMBEDDING_TABLE} values ('a', 'm', [0.25, -1.5, 2.0]), ('b', 'n', [0.5]), "
-                     "('empty', 'm', []), ('null', 'm', NULL)")
+        conn.execute(
+            f"insert into {EMBEDDING_TABLE} values ('a', 'm', [0.25, -1.5, 2.0]), ('b', 'n', [0.5]), "
+            "('empty', 'm', []), ('null', 'm', NULL)"
+        )
     reader = LLMCache(db)  # a reader leaves the table as it is
     assert {k: v.tolist() for k, v in asyncio.run(reader.get_embeddings(["a", "b", "empty", "null"])).items()} == {
-        "a": [0.25, -1.5, 2.0], "b": [0.5]}
+        "a": [0.25, -1.5, 2.0],
+        "b": [0.5],
+    }
     reader.close()
     with duckdb.connect(str(db)) as conn:
-        assert conn.execute("select data_type from information_schema.columns where table_name = ? and column_name = 'vector'",
-                            [EMBEDDING_TABLE]).fetchall() == [("FLOAT[]",)]
+        assert conn.execute(
+            "select data_type from information_schema.columns where table_name = ? and column_name = 'vector'",
+            [EMBEDDING_TABLE],
+        ).fetchall() == [("FLOAT[]",)]
     writer = LLMCache(db)
     writer.put_embeddings("m", {"c": [1.0, 2.0]})
     writer.close()
     with duckdb.connect(str(db)) as conn:
-        types = conn.execute("select column_name, data_type from information_schema.columns where table_name = ?",
-                             [EMBEDDING_TABLE]).fetchall()
+        types = conn.execute(
+            "select column_name, data_type from information_schema.columns where table_name = ?", [EMBEDDING_TABLE]
+        ).fetchall()
         rows = dict(conn.execute(f"select key, vector from {EMBEDDING_TABLE}").fetchall())
         tables = {row[0] for row in conn.execute("select table_name from information_schema.tables").fetchall()}
         models = dict(conn.execute(f"select key, model from {EMBEDDING_TABLE}").fetchall())
     assert types == [("key", "VARCHAR"), ("model", "VARCHAR"), ("vector", "BLOB")]
     assert EMBEDDING_TABLE in tables and not any(table.endswith("_float_lists") for table in tables)
-    assert rows == {"a": struct.pack("<3f", 0.25, -1.5, 2.0), "b": struct.pack("<f", 0.5), "empty": None, "null": None,
-                    "c": struct.pack("<2f", 1.0, 2.0)}
+    assert rows == {
+        "a": struct.pack("<3f", 0.25, -1.5, 2.0),
+        "b": struct.pack("<f", 0.5),
+        "empty": None,
+        "null": None,
+        "c": struct.pack("<2f", 1.0, 2.0),
+    }
     assert models == {"a": "m", "b": "n", "empty": "m", "null": "m", "c": "m"}
     again = LLMCache(db)
     assert asyncio.run(again.get_embeddings(["a"]))["a"].tolist() == [0.25, -1.5, 2.0]

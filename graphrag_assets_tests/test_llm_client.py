@@ -20,16 +20,15 @@ import numpy as np
 import pytest
 
 from graphrag_assets.core.errors import LLMError, UserError
+from graphrag_assets.core.settings import EmbeddingSettings, LLMSettings, Price
+from graphrag_assets.core.tokens import count_tokens
 from graphrag_assets.llm import chat as chat_module
 from graphrag_assets.llm.cache import CHAT_TABLE, EMBEDDING_TABLE
 from graphrag_assets.llm.embeddings import plan_batches
-from graphrag_assets.llm.types import ChatOptions
 from graphrag_assets.llm.factory import build_chat_model, build_embedding_model
+from graphrag_assets.llm.types import ChatOptions
 from graphrag_assets.llm.usage import UsageMeter
-from graphrag_assets.core.settings import EmbeddingSettings, LLMSettings, Price
-from graphrag_assets.core.tokens import count_tokens
 from graphrag_assets_tests.openai_server import embedding_vector
-
 
 API_KEY = "sk-test-DoNotLeak-7f3a9c2e41b8"
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -37,8 +36,13 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 
 def settings_for(server: Any, **overrides: Any) -> LLMSettings:
     values: dict[str, Any] = {
-        "api_key": API_KEY, "base_url": server.base_url, "max_retries": 3, "retry_base_delay": 0.01,
-        "retry_max_delay": 5.0, "request_timeout": 5.0, "embeddings": "openai",
+        "api_key": API_KEY,
+        "base_url": server.base_url,
+        "max_retries": 3,
+        "retry_base_delay": 0.01,
+        "retry_max_delay": 5.0,
+        "request_timeout": 5.0,
+        "embeddings": "openai",
     }
     values.update(overrides)
     return LLMSettings(**values)
@@ -57,7 +61,9 @@ def ask(model: Any, text: str, purpose: str = "test", **options: Any) -> Any:
 
 def ask_many(model: Any, texts: list[str], purpose: str = "test", **options: Any) -> list[Any]:
     async def go() -> list[Any]:
-        return await asyncio.gather(*(model.chat(user(t), purpose=purpose, options=ChatOptions(**options)) for t in texts))
+        return await asyncio.gather(
+            *(model.chat(user(t), purpose=purpose, options=ChatOptions(**options)) for t in texts)
+        )
 
     return asyncio.run(go())
 
@@ -164,8 +170,9 @@ def test_a_persistently_malformed_body_ends_in_a_clear_error(openai_server):
 
 
 def test_401_is_not_retried_and_the_message_hides_the_key(openai_server):
-    openai_server.add_fault("status", status=401, times=5,
-                            message=f"Incorrect API key provided: {API_KEY}. Also sk-tes****b8 is wrong.")
+    openai_server.add_fault(
+        "status", status=401, times=5, message=f"Incorrect API key provided: {API_KEY}. Also sk-tes****b8 is wrong."
+    )
     meter = UsageMeter()
     model = build_chat_model(settings_for(openai_server), None, meter)
     with pytest.raises(LLMError) as error:
@@ -191,8 +198,12 @@ def test_404_names_the_model_setting(openai_server):
 
 
 def test_quota_exhaustion_429_is_not_retried(openai_server):
-    openai_server.add_fault("status", status=429, times=5,
-                            body={"error": {"message": "You exceeded your current quota", "code": "insufficient_quota"}})
+    openai_server.add_fault(
+        "status",
+        status=429,
+        times=5,
+        body={"error": {"message": "You exceeded your current quota", "code": "insufficient_quota"}},
+    )
     model = build_chat_model(settings_for(openai_server), None, UsageMeter())
     with pytest.raises(LLMError, match="billing"):
         ask(model, "x")
@@ -239,8 +250,8 @@ def test_azure_endpoint_uses_deployment_paths_and_the_api_key_header(openai_serv
 def test_json_mode_is_dropped_once_the_endpoint_rejects_it(openai_server):
     openai_server.add_fault("status", status=400, message="'response_format' of type 'json_object' is not supported")
     model = build_chat_model(settings_for(openai_server, chat_model="no-json-model"), None, UsageMeter())
-    assert ask(model, "give json", json_mode=True).text == 'echo: give json'
-    assert ask(model, "more json", json_mode=True).text == 'echo: more json'
+    assert ask(model, "give json", json_mode=True).text == "echo: give json"
+    assert ask(model, "more json", json_mode=True).text == "echo: more json"
     sent = [("response_format" in c["body"], c["outcome"]) for c in openai_server.calls()]
     assert sent == [(True, "status"), (False, "answered"), (False, "answered")]
     model.close()
@@ -272,7 +283,9 @@ def test_a_rerun_is_answered_from_the_cache_without_calls(openai_server, db):
     again = ask_many(second, texts, prompt_version="v1")
     assert openai_server.calls() == []
     assert [a.text for a in again] == [a.text for a in answers] and all(a.cached for a in again)
-    assert [(a.prompt_tokens, a.completion_tokens) for a in again] == [(a.prompt_tokens, a.completion_tokens) for a in answers]
+    assert [(a.prompt_tokens, a.completion_tokens) for a in again] == [
+        (a.prompt_tokens, a.completion_tokens) for a in answers
+    ]
     assert (meter.totals().cache_hits, meter.totals().requests) == (12, 0)
     assert second.cache.stats.lookup_queries == 1  # the twelve lookups went out as one query
     second.close()
@@ -287,8 +300,11 @@ def test_an_answer_rejected_by_cache_if_is_asked_again_next_run(openai_server, d
 
         async def both() -> None:
             for word in ("unusable", "usable"):
-                await model.chat([{"role": "user", "content": word}], purpose="t",
-                                 options=ChatOptions(cache_if=lambda t: t.startswith("{")))
+                await model.chat(
+                    [{"role": "user", "content": word}],
+                    purpose="t",
+                    options=ChatOptions(cache_if=lambda t: t.startswith("{")),
+                )
 
         asyncio.run(both())
         model.close()
@@ -328,7 +344,9 @@ def test_the_cache_key_follows_prompt_version_and_sampling_but_not_the_endpoint(
     ask(model, "same", prompt_version="v2", use_cache=False)
     model.close()
     assert len(openai_server.calls()) == 5
-    other_timeout = build_chat_model(settings_for(openai_server, request_timeout=9, api_key="sk-other-key"), db, UsageMeter())
+    other_timeout = build_chat_model(
+        settings_for(openai_server, request_timeout=9, api_key="sk-other-key"), db, UsageMeter()
+    )
     assert ask(other_timeout, "same", prompt_version="v1").cached
     other_timeout.close()
     assert len(openai_server.calls()) == 5
@@ -411,8 +429,12 @@ def test_a_killed_run_loses_at_most_the_answers_in_transit_and_a_rerun_repeats_n
     script = tmp_path / "crash_run.py"
     script.write_text(CRASH_SCRIPT, encoding="utf-8")
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
-    process = subprocess.Popen([sys.executable, str(script), openai_server.base_url, str(db), str(count), str(concurrency)],
-                               env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    process = subprocess.Popen(
+        [sys.executable, str(script), openai_server.base_url, str(db), str(count), str(concurrency)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     deadline = time.monotonic() + 30
     answered = 0
     while time.monotonic() < deadline and process.poll() is None:
@@ -426,7 +448,10 @@ def test_a_killed_run_loses_at_most_the_answers_in_transit_and_a_rerun_repeats_n
     assert count // 2 <= answered < count
 
     with duckdb.connect(str(db)) as conn:
-        persisted = {json.loads(r)["text"].removeprefix("echo: ") for (r,) in conn.execute(f"select response from {CHAT_TABLE}").fetchall()}
+        persisted = {
+            json.loads(r)["text"].removeprefix("echo: ")
+            for (r,) in conn.execute(f"select response from {CHAT_TABLE}").fetchall()
+        }
     # Lost = answered by the server but not persisted: answers still in transit when the process
     # died (at most `concurrency`) plus, on a slow machine, a round queued behind the write in
     # progress (at most `concurrency` again). Measured here: 15-16 answered, 12 persisted. A
@@ -468,7 +493,10 @@ def test_streaming_yields_the_whole_answer_and_counts_reported_usage(openai_serv
     assert call["body"]["stream"] is True and call["body"]["stream_options"] == {"include_usage": True}
     counts = meter.totals()
     assert (counts.requests, counts.prompt_tokens, counts.completion_tokens) == (
-        1, call["usage"]["prompt_tokens"], call["usage"]["completion_tokens"])
+        1,
+        call["usage"]["prompt_tokens"],
+        call["usage"]["completion_tokens"],
+    )
     model.close()
 
 
@@ -502,7 +530,9 @@ def test_usage_tokens_are_the_ones_the_server_reported_and_cost_uses_the_price(o
     assert frame["completion_tokens"].sum() == reported_completion
     by_text = {c["body"]["messages"][0]["content"]: c["usage"] for c in calls}
     assert [(r.prompt_tokens, r.completion_tokens) for r in results] == [
-        (by_text[t]["prompt_tokens"], by_text[t]["completion_tokens"]) for t in ["write a report", "extract things", "extract more things"]]
+        (by_text[t]["prompt_tokens"], by_text[t]["completion_tokens"])
+        for t in ["write a report", "extract things", "extract more things"]
+    ]
     assert meter.totals().cost_usd == pytest.approx((reported_prompt * 1.0 + reported_completion * 3.0) / 1e6)
 
 
@@ -566,7 +596,9 @@ def test_embeddings_are_batched_by_tokens(openai_server):
     texts = [f"word{i} " * 6 for i in range(5)]
     sizes = [count_tokens(t) for t in texts]
     limit = sizes[0] * 2
-    model = build_embedding_model(settings_for(openai_server), EmbeddingSettings(batch_max_tokens=limit), None, UsageMeter())
+    model = build_embedding_model(
+        settings_for(openai_server), EmbeddingSettings(batch_max_tokens=limit), None, UsageMeter()
+    )
     embed(model, texts)
     model.close()
     inputs = [c["body"]["input"] for c in openai_server.calls("embeddings")]
@@ -581,14 +613,19 @@ def test_a_text_longer_than_the_token_budget_is_embedded_in_pieces_and_averaged(
     text = " ".join(f"word{i}" for i in range(40))
     tokens = tokenizer.encode_ordinary(text)
     limit = 32
-    model = build_embedding_model(settings_for(openai_server), EmbeddingSettings(batch_max_tokens=limit), None, UsageMeter())
+    model = build_embedding_model(
+        settings_for(openai_server), EmbeddingSettings(batch_max_tokens=limit), None, UsageMeter()
+    )
     [vector] = embed(model, [text])
     model.close()
     pieces = [tokenizer.decode(tokens[i : i + limit]) for i in range(0, len(tokens), limit)]
     sent = [t for c in openai_server.calls("embeddings") for t in c["body"]["input"]]
     assert sorted(sent) == sorted(pieces)
     weights = [len(tokens[i : i + limit]) for i in range(0, len(tokens), limit)]
-    mean = [sum(w * v[d] for v, w in zip([embedding_vector(p, 64) for p in pieces], weights)) / sum(weights) for d in range(64)]
+    mean = [
+        sum(w * v[d] for v, w in zip([embedding_vector(p, 64) for p in pieces], weights)) / sum(weights)
+        for d in range(64)
+    ]
     norm = sum(x * x for x in mean) ** 0.5
     assert vector == pytest.approx([x / norm for x in mean], abs=1e-6)
 
@@ -620,12 +657,16 @@ def test_embedding_usage_and_dry_run(openai_server, db):
     assert (meter.totals().requests, meter.totals().embedding_tokens) == (2, reported)
     openai_server.reset()
     dry_meter = UsageMeter()
-    dry = build_embedding_model(settings_for(openai_server), EmbeddingSettings(batch_size=2), db, dry_meter, dry_run=True)
+    dry = build_embedding_model(
+        settings_for(openai_server), EmbeddingSettings(batch_size=2), db, dry_meter, dry_run=True
+    )
     vectors = embed(dry, ["one two", "seven", "eight nine"])
     dry.close()
     assert openai_server.calls() == []
     assert vectors[0] == pytest.approx(embedding_vector("one two", 64), abs=1e-6)
-    assert vectors[1].tolist() == [0.0] * 64 and vectors[2].tolist() == [0.0] * 64  # dimension taken from the cached hit
+    assert (
+        vectors[1].tolist() == [0.0] * 64 and vectors[2].tolist() == [0.0] * 64
+    )  # dimension taken from the cached hit
     assert (dry_meter.totals().requests, dry_meter.totals().cache_hits) == (1, 1)
     assert dry_meter.totals().embedding_tokens == count_tokens("seven") + count_tokens("eight nine")
 
@@ -635,7 +676,9 @@ def test_malformed_embedding_bodies_are_retried_then_read(openai_server):
     # invalid JSON, a list instead of an object and an object without vectors are all retried.
     openai_server.add_fault("malformed", endpoint="embeddings")
     openai_server.add_fault("status", status=200, body=[1, 2], endpoint="embeddings")
-    openai_server.add_fault("status", status=200, body={"object": "list", "data": [{"index": 0}]}, endpoint="embeddings")
+    openai_server.add_fault(
+        "status", status=200, body={"object": "list", "data": [{"index": 0}]}, endpoint="embeddings"
+    )
     model = build_embedding_model(settings_for(openai_server, max_retries=3), EmbeddingSettings(), None, UsageMeter())
     [vector] = embed(model, ["alpha beta"])
     model.close()

@@ -67,13 +67,16 @@ def test_scrub_removes_configured_and_key_shaped_secrets():
 def test_describe_failure_is_one_sentence_without_the_key():
     key = "sk-live-SECRETSECRET"
     error = describe_failure(
-        Failure("auth", False, 401, None, f"Incorrect API key provided: {key}"), 1,
+        Failure("auth", False, 401, None, f"Incorrect API key provided: {key}"),
+        1,
         FailureContext("chat", "http://host:1/v1", "gpt-x", 30, "llm.chat_model", "llm.base_url", [key]),
     )
     message = str(error)
     assert isinstance(error, LLMError)
-    assert message == ("the chat endpoint http://host:1/v1 (model 'gpt-x') failed with HTTP 401: "
-                       "Incorrect API key provided: ***; check OPENAI_API_KEY / llm.api_key.")
+    assert message == (
+        "the chat endpoint http://host:1/v1 (model 'gpt-x') failed with HTTP 401: "
+        "Incorrect API key provided: ***; check OPENAI_API_KEY / llm.api_key."
+    )
 
 
 def test_call_with_retries_stops_at_max_retries_and_propagates_bugs():

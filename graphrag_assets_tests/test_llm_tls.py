@@ -47,6 +47,13 @@ SCRIPT = textwrap.dedent(
 
 
 def test_three_event_loops_read_the_certificate_bundle_once_and_still_verify(openai_server) -> None:
-    done = subprocess.run([sys.executable, "-c", SCRIPT, openai_server.base_url], capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", SCRIPT, openai_server.base_url], capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout.strip().splitlines()[-1]) == {"loads": 1, "answered": True, "shared": True, "verifies": True}
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == {
+        "loads": 1,
+        "answered": True,
+        "shared": True,
+        "verifies": True,
+    }

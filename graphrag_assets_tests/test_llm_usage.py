@@ -8,8 +8,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from graphrag_assets.llm.usage import UsageMeter, estimate_cost
 from graphrag_assets.core.settings import Price
+from graphrag_assets.llm.usage import UsageMeter, estimate_cost
 
 
 def filled_meter() -> UsageMeter:
@@ -26,12 +26,45 @@ def filled_meter() -> UsageMeter:
 def test_counts_per_purpose_and_model():
     frame = filled_meter().to_frame()
     assert frame.rows(named=True) == [
-        {"purpose": "community_reports", "model": "gpt", "requests": 1, "cache_hits": 0, "retries": 0, "failures": 1,
-         "prompt_tokens": 0, "completion_tokens": 0, "embedding_tokens": 0, "cost_usd": 0.0, "truncated": 0},
-        {"purpose": "embed_entities", "model": "emb", "requests": 1, "cache_hits": 0, "retries": 0, "failures": 0,
-         "prompt_tokens": 0, "completion_tokens": 0, "embedding_tokens": 40, "cost_usd": 0.0, "truncated": 0},
-        {"purpose": "extract_graph", "model": "gpt", "requests": 2, "cache_hits": 3, "retries": 1, "failures": 0,
-         "prompt_tokens": 150, "completion_tokens": 30, "embedding_tokens": 0, "cost_usd": 0.75, "truncated": 0},
+        {
+            "purpose": "community_reports",
+            "model": "gpt",
+            "requests": 1,
+            "cache_hits": 0,
+            "retries": 0,
+            "failures": 1,
+            "prompt_tokens": 0,
+            "completion_tokens": 0,
+            "embedding_tokens": 0,
+            "cost_usd": 0.0,
+            "truncated": 0,
+        },
+        {
+            "purpose": "embed_entities",
+            "model": "emb",
+            "requests": 1,
+            "cache_hits": 0,
+            "retries": 0,
+            "failures": 0,
+            "prompt_tokens": 0,
+            "completion_tokens": 0,
+            "embedding_tokens": 40,
+            "cost_usd": 0.0,
+            "truncated": 0,
+        },
+        {
+            "purpose": "extract_graph",
+            "model": "gpt",
+            "requests": 2,
+            "cache_hits": 3,
+            "retries": 1,
+            "failures": 0,
+            "prompt_tokens": 150,
+            "completion_tokens": 30,
+            "embedding_tokens": 0,
+            "cost_usd": 0.75,
+            "truncated": 0,
+        },
     ]
 
 

@@ -27,16 +27,20 @@ from graphrag_assets_tests.profile_servers import VLLM_WINDOW, configure, enviro
 
 DOCUMENTS = {
     "harbour.txt": "Marta Quell chairs the Vellmouth Fishing Cooperative. Rafael Duarte skippers the trawler Gull's Pride "
-                   "for the Vellmouth Fishing Cooperative. Helga Brandt is harbour master of Port Auberon.",
+    "for the Vellmouth Fishing Cooperative. Helga Brandt is harbour master of Port Auberon.",
     "storm.txt": "Søren Holm keeps the Kestrel Point Lighthouse. Søren Holm relayed a mayday from Rafael Duarte during "
-                 "Storm Odile. Mira Santos commands the lifeboat Northern Grace of the Coastal Rescue Service.",
+    "Storm Odile. Mira Santos commands the lifeboat Northern Grace of the Coastal Rescue Service.",
     "accord.txt": "The Kestrel Accord was signed at Vellmouth Town Hall by Marta Quell and Lucien Marchetti. Lucien "
-                  "Marchetti runs Auberon Freight Lines in Port Auberon.",
+    "Marchetti runs Auberon Freight Lines in Port Auberon.",
     "minutes.txt": "the meeting opened at nine and closed at ten; nothing else was decided.",  # nothing to extract
 }
 TABLES = {
-    "documents": ["id"], "text_units": ["id"], "graph_extractions": ["text_unit_id", "record_index"],
-    "entities": ["title"], "relationships": ["source", "target"], "communities": ["level", "community"],
+    "documents": ["id"],
+    "text_units": ["id"],
+    "graph_extractions": ["text_unit_id", "record_index"],
+    "entities": ["title"],
+    "relationships": ["source", "target"],
+    "communities": ["level", "community"],
     "community_reports": ["level", "community"],
 }
 IGNORED_COLUMNS = {"period", "creation_date"}  # the run date and file modification times
@@ -115,6 +119,8 @@ EXPECTED = {
     "no-dimensions": ("embedding", {"dimensions": "ignored"}),
     "base64": ("embedding", {"base64_embeddings": True}),
 }
+
+
 @pytest.mark.parametrize("profile", sorted(EXPECTED))
 def test_each_server_kind_indexes_and_answers_like_the_well_behaved_one(profile, profile_servers, indexed, reference):
     root = indexed(profile)
@@ -135,6 +141,8 @@ def test_what_was_adapted_is_counted_in_the_run_metadata(profile_servers, indexe
     extraction = instance.get_latest_materialization_event(AssetKey("graph_extractions")).asset_materialization.metadata
     reports = instance.get_latest_materialization_event(AssetKey("community_reports")).asset_materialization.metadata
     # figures of the range run that extracted every document
-    assert extraction["run/llm/notes/think_blocks_stripped"].value >= 2 * len(DOCUMENTS)  # a first answer and a gleaning per unit
+    assert extraction["run/llm/notes/think_blocks_stripped"].value >= 2 * len(
+        DOCUMENTS
+    )  # a first answer and a gleaning per unit
     assert extraction["run/empty_units"].value == 1  # minutes.txt
     assert reports["llm/notes/json_repaired"].value >= 1

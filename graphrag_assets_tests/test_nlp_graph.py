@@ -16,9 +16,9 @@ import pytest
 
 from graphrag_assets.core.errors import UserError
 from graphrag_assets.core.ids import entity_id, relationship_id
-from graphrag_assets.index.nlp_graph import build_noun_graph, prune_graph
 from graphrag_assets.core.schemas import ENTITIES, RELATIONSHIPS
 from graphrag_assets.core.settings import PruneSettings
+from graphrag_assets.index.nlp_graph import build_noun_graph, prune_graph
 from graphrag_assets_tests.shared_data import CHRISTMAS_CAROL, require
 
 # Prune settings that change nothing, so each test can switch on one rule.
@@ -154,7 +154,11 @@ def test_same_graph_in_a_new_process() -> None:
     root = Path(__file__).resolve().parents[1]
     run = lambda seed: subprocess.run(  # noqa: E731
         [sys.executable, "-c", _PIPELINE_SCRIPT],
-        capture_output=True, text=True, check=True, timeout=60, cwd=root,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+        cwd=root,
         env={**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": str(root)},
     ).stdout.strip()
     first = run("1")

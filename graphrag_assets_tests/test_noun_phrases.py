@@ -162,7 +162,7 @@ def test_noun_phrase_records_of_nothing_is_an_empty_table() -> None:
 def test_sentences_keep_decimals_times_abbreviations_and_initials_whole() -> None:
     text = (
         "On 12 May the Kestrel Accord was signed. Auberon Freight Lines pays 1.8 million euros into a fund. "
-        "Dr. Varga met St. Paul at 3.30 p.m. on the pier. \"Is it over?\" she asked. J. R. R. Tolkien wrote it, "
+        'Dr. Varga met St. Paul at 3.30 p.m. on the pier. "Is it over?" she asked. J. R. R. Tolkien wrote it, '
         "i.e. a book. Pi is 3.14159. The crowd was 2,500 strong."
     )
     assert split_sentences(text) == [

@@ -20,7 +20,6 @@ from graphrag_assets.core.tokens import count_tokens
 from graphrag_assets_tests.openai_server import echo_responder, embedding_vector
 
 
-
 def _client(server: Any, **kwargs: Any) -> openai.AsyncOpenAI:
     return openai.AsyncOpenAI(base_url=server.base_url, api_key="test-key", max_retries=0, **kwargs)
 
@@ -36,8 +35,9 @@ def _chat(server: Any, content: str, **kwargs: Any) -> Any:
 
 
 def _post_raw(url: str, payload: dict[str, Any]) -> tuple[int, bytes]:
-    request = urllib.request.Request(url, data=json.dumps(payload).encode(), method="POST",
-                                     headers={"Content-Type": "application/json"})
+    request = urllib.request.Request(
+        url, data=json.dumps(payload).encode(), method="POST", headers={"Content-Type": "application/json"}
+    )
     try:
         with urllib.request.urlopen(request, timeout=10) as response:
             return response.status, response.read()
@@ -46,8 +46,9 @@ def _post_raw(url: str, payload: dict[str, Any]) -> tuple[int, bytes]:
 
 
 def test_chat_echoes_last_user_message_with_usage_and_records_the_request(openai_server):
-    response = _chat(openai_server, "What is a knowledge graph?", temperature=0.3,
-                     response_format={"type": "json_object"})
+    response = _chat(
+        openai_server, "What is a knowledge graph?", temperature=0.3, response_format={"type": "json_object"}
+    )
     assert response.choices[0].message.content == "echo: What is a knowledge graph?"
     expected_prompt = count_tokens("What is a knowledge graph?") + 4 + 3
     assert response.usage.prompt_tokens == expected_prompt
@@ -86,8 +87,12 @@ def test_faults_are_consumed_in_order_and_only_by_matching_requests(openai_serve
         _chat(openai_server, "third")
     assert _chat(openai_server, "fourth").choices[0].message.content == "echo: fourth"
     outcomes = [(c["body"]["messages"][0]["content"], c["outcome"], c.get("status")) for c in openai_server.calls()]
-    assert outcomes == [("first", "status", 429), ("second", "status", 503), ("third", "status", 429),
-                        ("fourth", "answered", None)]
+    assert outcomes == [
+        ("first", "status", 429),
+        ("second", "status", 503),
+        ("third", "status", 429),
+        ("fourth", "answered", None),
+    ]
 
 
 def test_malformed_drop_and_delay_faults(openai_server):
@@ -109,10 +114,15 @@ def test_malformed_drop_and_delay_faults(openai_server):
 
 
 def test_streaming_sends_deltas_then_usage_then_done(openai_server):
-    status, raw = _post_raw(openai_server.base_url + "/chat/completions", {
-        "model": "m", "stream": True, "stream_options": {"include_usage": True},
-        "messages": [{"role": "user", "content": "stream these words"}],
-    })
+    status, raw = _post_raw(
+        openai_server.base_url + "/chat/completions",
+        {
+            "model": "m",
+            "stream": True,
+            "stream_options": {"include_usage": True},
+            "messages": [{"role": "user", "content": "stream these words"}],
+        },
+    )
     assert status == 200
     events = [line.removeprefix("data: ") for line in raw.decode().split("\n\n") if line]
     assert events[-1] == "[DONE]"
@@ -146,12 +156,15 @@ def test_embeddings_of_texts_sharing_words_are_closer():
     def cosine(a: str, b: str) -> float:
         return sum(x * y for x, y in zip(embedding_vector(a, 64), embedding_vector(b, 64)))
 
-    assert cosine("Scrooge counts his money", "Scrooge and his money") > cosine("Scrooge counts his money", "a ghost appears")
+    assert cosine("Scrooge counts his money", "Scrooge and his money") > cosine(
+        "Scrooge counts his money", "a ghost appears"
+    )
 
 
 def test_base64_embeddings_are_little_endian_float32(openai_server):
-    status, raw = _post_raw(openai_server.base_url + "/embeddings",
-                            {"model": "e", "input": ["x"], "encoding_format": "base64"})
+    status, raw = _post_raw(
+        openai_server.base_url + "/embeddings", {"model": "e", "input": ["x"], "encoding_format": "base64"}
+    )
     assert status == 200
     data = base64.b64decode(json.loads(raw)["data"][0]["embedding"])
     assert list(struct.unpack("<64f", data)) == pytest.approx(embedding_vector("x", 64), abs=1e-6)
@@ -170,8 +183,12 @@ def test_stats_report_max_in_flight_and_reset_clears_everything(openai_server):
 
     async def many() -> None:
         async with _client(openai_server) as client:
-            await asyncio.gather(*(client.chat.completions.create(
-                model="m", messages=[{"role": "user", "content": str(i)}]) for i in range(4)))
+            await asyncio.gather(
+                *(
+                    client.chat.completions.create(model="m", messages=[{"role": "user", "content": str(i)}])
+                    for i in range(4)
+                )
+            )
 
     asyncio.run(many())
     stats = openai_server.stats()
@@ -186,8 +203,7 @@ def test_stats_report_max_in_flight_and_reset_clears_everything(openai_server):
 
 
 def test_factory_starts_a_server_with_a_custom_responder_and_latency(openai_server_factory):
-    server = openai_server_factory(responder="graphrag_assets_tests.openai_server:shouting_responder",
-                                   latency_ms=300)
+    server = openai_server_factory(responder="graphrag_assets_tests.openai_server:shouting_responder", latency_ms=300)
     started = time.monotonic()
     assert _chat(server, "hello").choices[0].message.content == "SHOUT HELLO"
     assert time.monotonic() - started >= 0.3

@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 from dagster import AssetKey
 
-from graphrag_assets.pipeline.indexing import IndexOptions, index_project
 from graphrag_assets.core.settings import load_settings
+from graphrag_assets.pipeline.indexing import IndexOptions, index_project
 from graphrag_assets_tests.conftest import make_llm_project, query_db
 
 REPORT_PROMPT = "You are writing a briefing about one community"
@@ -36,10 +36,14 @@ def test_standard_index_fills_every_table(standard_index: Path) -> None:
     assert communities > 3 and reports == communities
     assert query_db(standard_index, "select count(*) from community_reports where generation <> 'llm'") == [(0,)]
     # every relationship endpoint is an entity, titles are unique
-    assert query_db(standard_index, "select count(*) from relationships r anti join entities e on r.source = e.title") == [(0,)]
+    assert query_db(
+        standard_index, "select count(*) from relationships r anti join entities e on r.source = e.title"
+    ) == [(0,)]
     assert query_db(standard_index, "select count(*) - count(distinct title) from entities") == [(0,)]
     # embeddings: one vector per row, dimension taken from the model (the server's 64)
-    assert query_db(standard_index, "select count(*), min(len(vector)), max(len(vector)) from entity_embeddings") == [(entities, 64, 64)]
+    assert query_db(standard_index, "select count(*), min(len(vector)), max(len(vector)) from entity_embeddings") == [
+        (entities, 64, 64)
+    ]
 
 
 def test_usage_is_recorded_per_materialization(standard_index: Path) -> None:
@@ -68,7 +72,11 @@ def test_each_partition_describes_its_own_rows(standard_index: Path) -> None:
     from graphrag_assets.pipeline.instance import open_instance
 
     instance = open_instance(load_settings(standard_index))
-    for asset, table in (("text_units", "text_units"), ("graph_extractions", "graph_extractions"), ("text_unit_embeddings", "text_unit_embeddings")):
+    for asset, table in (
+        ("text_units", "text_units"),
+        ("graph_extractions", "graph_extractions"),
+        ("text_unit_embeddings", "text_unit_embeddings"),
+    ):
         for key in ("interviews.jsonl", "storm_odile_incident_report.md"):
             records = instance.fetch_materializations(AssetKey(asset), limit=50).records
             latest = next(r for r in records if r.partition_key == key)
@@ -108,7 +116,9 @@ def test_adding_a_document_pays_only_for_what_changed(copy_of_index: Path, graph
     report = index_project(load_settings(copy_of_index))
     assert report.success and report.changes.new == ["ferry.md"]
     new_calls = graphrag_server.calls()[start:]
-    extraction_calls = [c for c in new_calls if EXTRACT_PROMPT in str(c["body"].get("messages", [{}])[0].get("content", ""))]
+    extraction_calls = [
+        c for c in new_calls if EXTRACT_PROMPT in str(c["body"].get("messages", [{}])[0].get("content", ""))
+    ]
     assert len(extraction_calls) == 2  # the new document's one chunk: first call + one gleaning
     report_prompts = [
         "\n".join(str(m.get("content") or "") for m in c["body"].get("messages", []))
@@ -139,8 +149,12 @@ def test_failed_extraction_is_isolated(graphrag_server, tmp_path: Path) -> None:
     try:
         root = make_llm_project(tmp_path / "project", server.base_url, with_sample=False)
         inputs = root / "data" / "input"
-        (inputs / "good.txt").write_text("Marta Quell leads the Vellmouth Fishing Cooperative with Rafael Duarte.", encoding="utf-8")
-        (inputs / "also_good.txt").write_text("Søren Holm keeps the Kestrel Point Lighthouse near Vellmouth.", encoding="utf-8")
+        (inputs / "good.txt").write_text(
+            "Marta Quell leads the Vellmouth Fishing Cooperative with Rafael Duarte.", encoding="utf-8"
+        )
+        (inputs / "also_good.txt").write_text(
+            "Søren Holm keeps the Kestrel Point Lighthouse near Vellmouth.", encoding="utf-8"
+        )
         (inputs / "poison.txt").write_text("POISONED Lucien Marchetti runs Auberon Freight Lines.", encoding="utf-8")
         server.add_fault("status", status=500, message="boom", times=1000, match="POISONED", endpoint="chat")
         report = index_project(load_settings(root))

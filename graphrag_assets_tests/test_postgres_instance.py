@@ -36,10 +36,10 @@ def postgres_project(root: Path, url: str, extra: str = "") -> Path:
     return root
 
 
-def dagster_state(postgres, database: str) -> tuple[list[str], int]:
+def dagster_state(server, database: str) -> tuple[list[str], int]:
     """Document partitions and runs as PostgreSQL holds them (read with SQL, not through Dagster)."""
-    partitions = [row[0] for row in postgres.query(database, "select partition from dynamic_partitions order by 1")]
-    runs = postgres.query(database, "select count(*) from runs")[0][0]
+    partitions = [row[0] for row in server.query(database, "select partition from dynamic_partitions order by 1")]
+    runs = server.query(database, "select count(*) from runs")[0][0]
     return partitions, runs
 
 
@@ -49,12 +49,20 @@ def test_init_writes_a_postgres_dagster_yaml(tmp_path: Path) -> None:
     assert code == 0 and f"wrote {tmp_path / 'p' / 'dagster.yaml'}" in out
     config = yaml.safe_load((tmp_path / "p" / "dagster.yaml").read_text(encoding="utf-8"))
     # written with the driver dagster-postgres installs (a bare URL would need psycopg 3)
-    assert config["storage"] == {"postgres": {"postgres_url": "postgresql+psycopg2://dagster:s3cret@db.internal:5432/graphrag"}}
+    assert config["storage"] == {
+        "postgres": {"postgres_url": "postgresql+psycopg2://dagster:s3cret@db.internal:5432/graphrag"}
+    }
     assert config["run_queue"] == {"max_concurrent_runs": 1}  # the rest of the template is kept
 
     code, out = cli("init", "--root", str(tmp_path / "q"), "--instance", "postgres")
-    assert code == 1 and out.strip() == "error: --instance postgres needs --postgres-url (and --postgres-url needs --instance postgres)."
-    code, out = cli("init", "--root", str(tmp_path / "q"), "--instance", "postgres", "--postgres-url", "db.internal:5432")
+    assert (
+        code == 1
+        and out.strip()
+        == "error: --instance postgres needs --postgres-url (and --postgres-url needs --instance postgres)."
+    )
+    code, out = cli(
+        "init", "--root", str(tmp_path / "q"), "--instance", "postgres", "--postgres-url", "db.internal:5432"
+    )
     assert code == 1 and "--postgres-url must be a URL such as postgresql://" in out
     assert not (tmp_path / "q" / "dagster.yaml").exists()
 
@@ -94,9 +102,14 @@ def test_bucketed_partitions_with_dagster_state_in_postgres(postgres, tmp_path: 
     root = postgres_project(tmp_path / "project", url, extra="partitions:\n  bucket_threshold: 2\n  buckets: 4\n")
     assert index_project(load_settings(root)).success
     assert dagster_state(postgres, "bucketed")[0] == all_bucket_keys(4)
-    (root / "data" / "input" / "coop.txt").write_text("Piet Oduya chairs the Vellmouth Fishing Cooperative.", encoding="utf-8")
+    (root / "data" / "input" / "coop.txt").write_text(
+        "Piet Oduya chairs the Vellmouth Fishing Cooperative.", encoding="utf-8"
+    )
     report = index_project(load_settings(root))
     assert report.success and report.changes.changed == ["coop.txt"]
     assert query_db(root, "select document_key, status from extraction_status order by 1") == [
-        ("coop.txt", "ok"), ("light.txt", "ok"), ("port.txt", "ok")]
+        ("coop.txt", "ok"),
+        ("light.txt", "ok"),
+        ("port.txt", "ok"),
+    ]
     assert "PIET ODUYA" in {row[0] for row in query_db(root, "select title from entities")}

@@ -28,7 +28,13 @@ def run_index(root: Path, tmp_path: Path, env: dict[str, str]) -> tuple[subproce
     marker = tmp_path / "atexit.ran"
     marker.unlink(missing_ok=True)
     env = {**env, "PYTHONPATH": str(hook), "ATEXIT_MARKER": str(marker)}
-    result = subprocess.run([str(CONSOLE_SCRIPT), "index", "--root", str(root), "--json"], capture_output=True, text=True, env=env, timeout=600)
+    result = subprocess.run(
+        [str(CONSOLE_SCRIPT), "index", "--root", str(root), "--json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
     return result, marker
 
 
@@ -38,7 +44,7 @@ def test_a_successful_index_prints_everything_runs_atexit_and_exits_0(tmp_path: 
     env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "GRAPHRAG_ROOT")}
     result, marker = run_index(root, tmp_path, env)
     assert result.returncode == 0, result.stderr
-    report = json.loads(result.stdout[result.stdout.find("{"):])
+    report = json.loads(result.stdout[result.stdout.find("{") :])
     assert report["success"] is True and report["new"]
     assert marker.read_text() == "ran"
 
@@ -49,7 +55,7 @@ def test_a_failed_index_exits_1_after_printing_its_report(tmp_path: Path, openai
     root = make_llm_project(tmp_path / "project", openai_server.base_url)
     result, marker = run_index(root, tmp_path, dict(os.environ))
     assert result.returncode == 1
-    report = json.loads(result.stdout[result.stdout.find("{"):])
+    report = json.loads(result.stdout[result.stdout.find("{") :])
     assert report["success"] is False and report["failed_documents"]
     assert marker.read_text() == "ran"
 

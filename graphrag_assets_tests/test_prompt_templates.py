@@ -34,7 +34,9 @@ def test_builtin_prompts_load_from_any_working_directory(tmp_path, monkeypatch):
 
 
 def test_version_is_a_hash_of_the_text():
-    assert PromptTemplate("a", "same {x}").version == PromptTemplate("b", "same {x}").version == prompt_version("same {x}")
+    assert (
+        PromptTemplate("a", "same {x}").version == PromptTemplate("b", "same {x}").version == prompt_version("same {x}")
+    )
     assert PromptTemplate("a", "same {x}").version != PromptTemplate("a", "same {x}.").version
 
 
@@ -90,7 +92,9 @@ def test_missing_required_placeholder_message(tmp_path):
 
 
 def test_missing_prompt_file(tmp_path):
-    with pytest.raises(UserError, match=r"^prompt file prompts/nope\.txt for extract_graph was not found \(looked at .*nope\.txt\); "):
+    with pytest.raises(
+        UserError, match=r"^prompt file prompts/nope\.txt for extract_graph was not found \(looked at .*nope\.txt\); "
+    ):
         load_prompt("extract_graph", "prompts/nope.txt", root=tmp_path)
 
 
@@ -108,7 +112,9 @@ def test_prompt_path_that_is_a_directory(tmp_path):
 
 def test_unmatched_brace_is_reported(tmp_path):
     (tmp_path / "p.txt").write_text('Return JSON like {"a": 1} for {input_text}', encoding="utf-8")
-    with pytest.raises(UserError, match=r"^prompt file p\.txt contains \{\"a\": 1\}, which is not a plain placeholder name"):
+    with pytest.raises(
+        UserError, match=r"^prompt file p\.txt contains \{\"a\": 1\}, which is not a plain placeholder name"
+    ):
         load_prompt("extract_graph", "p.txt", root=tmp_path)
     (tmp_path / "q.txt").write_text("Text: {input_text} and a stray {", encoding="utf-8")
     with pytest.raises(UserError, match=r"^prompt file q\.txt has an unmatched brace .*doubled as \{\{ and \}\}\.$"):
@@ -134,7 +140,9 @@ def test_unknown_placeholder_is_reported_when_filling(tmp_path):
 
 def test_required_placeholders_can_be_given_by_the_caller(tmp_path):
     (tmp_path / "r.txt").write_text("Report on {input_text}", encoding="utf-8")
-    with pytest.raises(UserError, match=r"has no \{max_report_length\} placeholder; add it where that value should go\.$"):
+    with pytest.raises(
+        UserError, match=r"has no \{max_report_length\} placeholder; add it where that value should go\.$"
+    ):
         load_prompt("community_report", "r.txt", root=tmp_path, required=["input_text", "max_report_length"])
     assert load_prompt("community_report", "r.txt", root=tmp_path, required=[]).placeholders == ("input_text",)
 

@@ -6,10 +6,10 @@ import asyncio
 import json
 
 from graphrag_assets.core.ids import short_id
+from graphrag_assets.core.settings import QuerySettings
 from graphrag_assets.query.basic_search import basic_search
 from graphrag_assets.query.engine import run_query
 from graphrag_assets.query.types import ArrayVectorIndex
-from graphrag_assets.core.settings import QuerySettings
 from graphrag_assets_tests.test_query_local import (
     TU,
     ScriptedChat,
@@ -32,8 +32,12 @@ def data():
 
 
 def run(chat, k=6, max_context_tokens=500, **kwargs):
-    settings = QuerySettings.model_validate({"basic": {"k": k, "max_context_tokens": max_context_tokens, "mode": "vector"}})
-    return asyncio.run(basic_search(request(QUESTION, data(), chat, ScriptedEmbedder(default=(1.0, 0.0)), settings, **kwargs)))
+    settings = QuerySettings.model_validate(
+        {"basic": {"k": k, "max_context_tokens": max_context_tokens, "mode": "vector"}}
+    )
+    return asyncio.run(
+        basic_search(request(QUESTION, data(), chat, ScriptedEmbedder(default=(1.0, 0.0)), settings, **kwargs))
+    )
 
 
 def test_sources_in_similarity_order_within_the_budget():
@@ -75,7 +79,18 @@ def test_basic_through_run_query_streams():
     chat = ScriptedChat({"query_basic": "a streamed answer"})
     tokens: list[str] = []
     result = asyncio.run(
-        run_query(request(QUESTION, data(), chat, ScriptedEmbedder(default=(1.0, 0.0)), QuerySettings(), method="basic", on_token=tokens.append, count=None))
+        run_query(
+            request(
+                QUESTION,
+                data(),
+                chat,
+                ScriptedEmbedder(default=(1.0, 0.0)),
+                QuerySettings(),
+                method="basic",
+                on_token=tokens.append,
+                count=None,
+            )
+        )
     )
     assert "".join(tokens) == result.answer == "a streamed answer "
     assert result.method == "basic" and chat.calls[0].streamed
@@ -85,7 +100,9 @@ def test_basic_no_llm_mode():
     from graphrag_assets.query.extractive import HEADER
 
     index = with_unit_text(data(), 7, filler("t7w", 94) + ". Unit five is mentioned here too.")
-    index = with_unit_text(index, 5, filler("t5w", 89) + ". The harbour closed in winter. Unit five says the ferry stopped.")
+    index = with_unit_text(
+        index, 5, filler("t5w", 89) + ". The harbour closed in winter. Unit five says the ferry stopped."
+    )
     settings = QuerySettings.model_validate({"basic": {"k": 6, "max_context_tokens": 500, "mode": "vector"}})
     result = asyncio.run(basic_search(request(QUESTION, index, None, ScriptedEmbedder(default=(1.0, 0.0)), settings)))
     assert result.llm_used is False and result.usage.chat_calls == 0

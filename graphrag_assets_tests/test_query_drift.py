@@ -8,8 +8,8 @@ import json
 import pytest
 
 from graphrag_assets.core.ids import short_id
-from graphrag_assets.query.drift_search import NO_LLM_FALLBACK, drift_search, split_folds
 from graphrag_assets.core.settings import QuerySettings
+from graphrag_assets.query.drift_search import NO_LLM_FALLBACK, drift_search, split_folds
 from graphrag_assets_tests.test_query_local import REPORT_TEXT, TU, ScriptedChat, ScriptedEmbedder, make_index, request
 
 QUESTION = "What is the story?"
@@ -22,7 +22,9 @@ def answer(text: str, score: int, follow_ups: list[str], key: str = "response") 
 def primer(messages) -> str:
     prompt = messages[0]["content"]
     if REPORT_TEXT[1] in prompt:  # fold 1 holds reports 1 and 2
-        return answer("P1 from reports one and two [Data: Reports (1, 2)]", 60, ["fa", "fb", "fc"], "intermediate_answer")
+        return answer(
+            "P1 from reports one and two [Data: Reports (1, 2)]", 60, ["fa", "fb", "fc"], "intermediate_answer"
+        )
     return answer("P2 from report zero [Data: Reports (0)]", 80, ["fd"], "intermediate_answer")
 
 
@@ -97,7 +99,9 @@ def test_follow_up_rounds_respect_depth_and_pick_by_parent_score():
     assert len(local_calls) == 4
     assert all(c.json_mode and not c.use_cache for c in local_calls)
     # each follow-up is a local search whose prompt also carries the global question
-    assert all(QUESTION in c.messages[0]["content"] and "-----Sources-----" in c.messages[0]["content"] for c in local_calls)
+    assert all(
+        QUESTION in c.messages[0]["content"] and "-----Sources-----" in c.messages[0]["content"] for c in local_calls
+    )
     unanswered = [a["query"] for a in result.details["actions"] if not a["answered"]]
     assert unanswered == ["fc", "ge", "hh"]  # the pool left after two rounds; no repeats asked
     assert [a["query"] for a in result.details["actions"]].count("fb") == 1
@@ -136,9 +140,7 @@ def test_follow_up_limit_per_depth_and_unreadable_answers():
 def test_drift_without_llm_falls_back_to_local_search():
     from graphrag_assets.query.extractive import HEADER
 
-    result = asyncio.run(
-        drift_search(request(QUESTION, make_index(), None, ScriptedEmbedder(), QuerySettings()))
-    )
+    result = asyncio.run(drift_search(request(QUESTION, make_index(), None, ScriptedEmbedder(), QuerySettings())))
     assert result.method == "drift" and result.llm_used is False
     assert result.answer.startswith(NO_LLM_FALLBACK)
     assert HEADER in result.answer

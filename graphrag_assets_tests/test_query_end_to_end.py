@@ -7,9 +7,9 @@ import pytest
 from click.testing import CliRunner
 
 from graphrag_assets.cli.main import main
+from graphrag_assets.core.settings import load_settings
 from graphrag_assets.pipeline.definitions import build_definitions
 from graphrag_assets.pipeline.instance import open_instance
-from graphrag_assets.core.settings import load_settings
 from graphrag_assets_tests.conftest import query_db
 
 QUESTION = "Who is Søren Holm and what happened during Storm Odile?"
@@ -34,19 +34,28 @@ def test_every_method_answers_with_cited_records_that_exist(standard_index: Path
     assert len(graphrag_server.calls("chat")) > before
     assert result["usage"]["chat_calls"] >= 1
     records = result["context_records"]
-    tables = {"reports": "community_reports", "entities": "entities", "relationships": "relationships", "sources": "text_units"}
+    tables = {
+        "reports": "community_reports",
+        "entities": "entities",
+        "relationships": "relationships",
+        "sources": "text_units",
+    }
     cited = 0
     for kind, table in tables.items():
         ids = [record["id"] for record in records.get(kind, [])]
         cited += len(ids)
         if ids:
             quoted = ", ".join(f"'{i}'" for i in ids)
-            assert query_db(standard_index, f"select count(*) from {table} where id in ({quoted})") == [(len(set(ids)),)], kind
+            assert query_db(standard_index, f"select count(*) from {table} where id in ({quoted})") == [
+                (len(set(ids)),)
+            ], kind
     assert cited > 0
 
 
 def test_local_search_finds_the_entity_asked_about(standard_index: Path) -> None:
-    result = json_output(run_cli("query", "Tell me about Søren Holm", "--method", "local", "--root", str(standard_index), "--json"))
+    result = json_output(
+        run_cli("query", "Tell me about Søren Holm", "--method", "local", "--root", str(standard_index), "--json")
+    )
     titles = [record["title"] for record in result["context_records"]["entities"]]
     assert "SØREN HOLM" in titles
 
@@ -97,5 +106,5 @@ def test_offline_index_answers_without_a_model_and_says_so(nlp_index: Path, monk
     sources = basic["context_records"]["sources"]
     # the best source is about one of the question's two subjects (hybrid search puts a unit naming
     # Storm Odile first, vectors alone one naming Søren Holm)
-    (best,) = query_db(nlp_index, "select text from text_units where id = '%s'" % sources[0]["id"])
+    (best,) = query_db(nlp_index, f"select text from text_units where id = '{sources[0]['id']}'")
     assert "Søren Holm" in best[0] or "Storm Odile" in best[0]

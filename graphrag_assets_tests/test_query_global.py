@@ -18,6 +18,8 @@ import polars as pl
 import pytest
 
 from graphrag_assets.core.ids import entity_id, stable_uuid
+from graphrag_assets.core.schemas import COMMUNITIES, COMMUNITY_REPORTS, ENTITIES, conform
+from graphrag_assets.core.settings import QuerySettings
 from graphrag_assets.query.global_search import (
     NO_DATA_ANSWER,
     ScoredPoint,
@@ -29,8 +31,6 @@ from graphrag_assets.query.global_search import (
 )
 from graphrag_assets.query.json_answers import MapPoint
 from graphrag_assets.query.types import ArrayVectorIndex, QueryData
-from graphrag_assets.core.schemas import COMMUNITIES, COMMUNITY_REPORTS, ENTITIES, conform
-from graphrag_assets.core.settings import QuerySettings
 from graphrag_assets_tests.test_query_local import ScriptedChat, ScriptedEmbedder, filler, request, words
 
 TREE = {  # community: (level, parent, children, entity numbers)
@@ -48,7 +48,9 @@ def report_id(c: int) -> str:
     return stable_uuid("report", c)
 
 
-def make_data(content_words: int = 20, without_report: tuple[int, ...] = (), row_order: list[int] | None = None) -> QueryData:
+def make_data(
+    content_words: int = 20, without_report: tuple[int, ...] = (), row_order: list[int] | None = None
+) -> QueryData:
     names = [f"E{i}" for i in range(1, 9)]
     entities = conform(
         pl.DataFrame(
@@ -100,7 +102,9 @@ def make_data(content_words: int = 20, without_report: tuple[int, ...] = (), row
     # report vectors: similarity to the query (1, 0) is highest for c3, then c1 and c4 (a tie), ...
     angles = {0: 0.9, 1: 0.2, 2: 0.5, 3: 0.0, 4: 0.2, 5: 1.2}
     index = ArrayVectorIndex([report_id(c) for c in kept], [[math.cos(angles[c]), math.sin(angles[c])] for c in kept])
-    return QueryData(entities=entities, communities=communities, community_reports=reports, community_full_content=index)
+    return QueryData(
+        entities=entities, communities=communities, community_reports=reports, community_full_content=index
+    )
 
 
 def settings(**global_) -> QuerySettings:
@@ -178,7 +182,9 @@ def test_batches_respect_max_context_tokens_and_are_deterministic():
 
 def test_a_report_too_large_for_a_batch_is_left_out_and_reported():
     data = make_data(content_words=600)
-    result = search(ScriptedChat({"query_global_map": '{"points": []}'}), data, options=settings(max_context_tokens=500))
+    result = search(
+        ScriptedChat({"query_global_map": '{"points": []}'}), data, options=settings(max_context_tokens=500)
+    )
     assert result.details["batches"] == []
     assert "do not fit global.max_context_tokens" in result.warnings[0]
     assert result.answer == NO_DATA_ANSWER

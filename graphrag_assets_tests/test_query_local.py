@@ -16,12 +16,6 @@ import pytest
 
 from graphrag_assets.core.errors import UserError
 from graphrag_assets.core.ids import entity_id, relationship_id, short_id, stable_uuid, text_unit_id
-from graphrag_assets.llm.types import ChatOptions, ChatResult, Message
-from graphrag_assets.query.context_tables import fill_table
-from graphrag_assets.query.engine import load_query_prompts, run_query
-from graphrag_assets.query.local_search import local_search, map_entities
-from graphrag_assets.query.request import QueryOptions, SearchRequest
-from graphrag_assets.query.types import ArrayVectorIndex, QueryData
 from graphrag_assets.core.schemas import (
     COMMUNITIES,
     COMMUNITY_REPORTS,
@@ -33,6 +27,12 @@ from graphrag_assets.core.schemas import (
     conform,
 )
 from graphrag_assets.core.settings import QuerySettings
+from graphrag_assets.llm.types import ChatOptions, ChatResult, Message
+from graphrag_assets.query.context_tables import fill_table
+from graphrag_assets.query.engine import load_query_prompts, run_query
+from graphrag_assets.query.local_search import local_search, map_entities
+from graphrag_assets.query.request import QueryOptions, SearchRequest
+from graphrag_assets.query.types import ArrayVectorIndex, QueryData
 
 
 def words(text: str) -> int:
@@ -84,7 +84,9 @@ class ScriptedChat:
 
     async def chat(self, messages, *, purpose, options=None) -> ChatResult:
         options = options or ChatOptions()
-        self.calls.append(Call(purpose, list(messages), options.json_mode, options.use_cache, options.prompt_version, streamed=False))
+        self.calls.append(
+            Call(purpose, list(messages), options.json_mode, options.use_cache, options.prompt_version, streamed=False)
+        )
         await asyncio.sleep(0)
         return ChatResult(self._answer(messages, purpose), prompt_tokens=100, completion_tokens=10, cached=False)
 
@@ -217,7 +219,12 @@ def make_index() -> QueryData:
     )
     text_units = conform(
         pl.DataFrame(
-            {"id": TU, "human_readable_id": list(range(8)), "text": [filler(f"t{i}w", 100) for i in range(8)], "document_id": [DOC_ID] * 8}
+            {
+                "id": TU,
+                "human_readable_id": list(range(8)),
+                "text": [filler(f"t{i}w", 100) for i in range(8)],
+                "document_id": [DOC_ID] * 8,
+            }
         ),
         TEXT_UNITS,
     )
@@ -254,7 +261,8 @@ def make_index() -> QueryData:
         entity_description=entity_index,
         text_unit_text=ArrayVectorIndex(TU, [[1.0, 0.3 * i, 0.0, 0.0] for i in range(8)]),
         community_full_content=ArrayVectorIndex(
-            [stable_uuid("report", c) for c in ranks], [[1.0, 0.0, 0.0, 0.0], [0.0, 1.0, 0.0, 0.0], [1.0, 1.0, 0.0, 0.0]]
+            [stable_uuid("report", c) for c in ranks],
+            [[1.0, 0.0, 0.0, 0.0], [0.0, 1.0, 0.0, 0.0], [1.0, 1.0, 0.0, 0.0]],
         ),
     )
 
@@ -272,14 +280,16 @@ def local_settings_defaults() -> QuerySettings:
 
 def run_local(chat, embedder=None, data=None, settings=None, **kwargs):
     return asyncio.run(
-        local_search(request(
-            "What links alpha and bravo?",
-            data or make_index(),
-            chat,
-            embedder or ScriptedEmbedder(),
-            settings or local_settings(),
-            **kwargs,
-        ))
+        local_search(
+            request(
+                "What links alpha and bravo?",
+                data or make_index(),
+                chat,
+                embedder or ScriptedEmbedder(),
+                settings or local_settings(),
+                **kwargs,
+            )
+        )
     )
 
 
@@ -353,7 +363,11 @@ def test_local_context_exact_rows_order_and_budget_cuts():
     assert tables["Reports"]["tokens"] == 144 + 5 <= 150  # the third report in full would make 215
     assert tables["Reports"]["shortened"] == 1
     assert tables["Sources"]["tokens"] == 402 <= 500  # a fifth unit would make 502
-    assert tables["Entities"]["tokens"] + tables["Relationships"]["tokens"] + tables["Claims"]["tokens"] == 34 + 302 + 8 <= 350
+    assert (
+        tables["Entities"]["tokens"] + tables["Relationships"]["tokens"] + tables["Claims"]["tokens"]
+        == 34 + 302 + 8
+        <= 350
+    )
     records = result.context_records
     assert records.citations("reports") == ["2", "0", "1"]
     assert records.citations("entities") == ["0", "1", "2"]
@@ -432,7 +446,9 @@ def test_local_conversation_history():
     ]
     embedder = ScriptedEmbedder()
     chat = ScriptedChat({"query_local": "ok"})
-    result = run_local(chat, embedder, settings=local_settings(conversation_history_max_turns=2), conversation_history=history)
+    result = run_local(
+        chat, embedder, settings=local_settings(conversation_history_max_turns=2), conversation_history=history
+    )
     # embedded: the question, then the previous user questions, most recent first, at most 2
     assert embedder.texts == ["What links alpha and bravo?\nQ3 third\nQ2 second"]
     assert result.context_text.startswith(
@@ -462,10 +478,28 @@ def test_local_history_turns_zero_ignores_history():
 def test_local_default_budget_with_real_tokenizer_keeps_everything_ranked():
     data = make_index()
     result = asyncio.run(
-        local_search(request("q", data, ScriptedChat({"query_local": "ok"}), ScriptedEmbedder(), local_settings_defaults(), count=None))
+        local_search(
+            request(
+                "q",
+                data,
+                ScriptedChat({"query_local": "ok"}),
+                ScriptedEmbedder(),
+                local_settings_defaults(),
+                count=None,
+            )
+        )
     )
     # defaults: 10 entities (all 8 indexed real ones), no cuts at 12000 tokens
-    assert result.details["mapped_entities"] == ["ALPHA", "BRAVO", "CHARLIE", "DELTA", "ECHO", "FOXTROT", "GOLF", "HOTEL"]
+    assert result.details["mapped_entities"] == [
+        "ALPHA",
+        "BRAVO",
+        "CHARLIE",
+        "DELTA",
+        "ECHO",
+        "FOXTROT",
+        "GOLF",
+        "HOTEL",
+    ]
     assert result.details["tables"]["Sources"]["used"] == result.details["tables"]["Sources"]["offered"]
     # report 0 holds 5 mapped entities, report 1 holds 3, report 2 holds 2
     assert result.context_records.citations("reports") == ["0", "1", "2"]
@@ -503,7 +537,9 @@ def test_run_query_validates_requests():
     with pytest.raises(UserError, match="no query prompt named"):
         load_query_prompts({"nope": "x.txt"})
     long = "why " * 3000
-    with pytest.raises(UserError, match=r"the question is 3,000 tokens long and the limit is 2,000 \(query.max_question_tokens\)"):
+    with pytest.raises(
+        UserError, match=r"the question is 3,000 tokens long and the limit is 2,000 \(query.max_question_tokens\)"
+    ):
         asyncio.run(run_query(request(long, data, None, ScriptedEmbedder(), settings, method="drift")))
 
 
@@ -511,15 +547,32 @@ def test_run_query_with_a_user_prompt_file(tmp_path):
     (tmp_path / "mine.txt").write_text("MY PROMPT {response_type}\n{context_data}", encoding="utf-8")
     chat = ScriptedChat({"query_local": "ok"})
     result = asyncio.run(
-        run_query(request(
-            "What links alpha and bravo?", make_index(), chat, ScriptedEmbedder(), local_settings(), method="local",
-            prompts=load_query_prompts({"local_search": "mine.txt"}, tmp_path),
-        ))
+        run_query(
+            request(
+                "What links alpha and bravo?",
+                make_index(),
+                chat,
+                ScriptedEmbedder(),
+                local_settings(),
+                method="local",
+                prompts=load_query_prompts({"local_search": "mine.txt"}, tmp_path),
+            )
+        )
     )
     assert chat.calls[0].messages[0]["content"].startswith("MY PROMPT Multiple Paragraphs\n-----")
     assert result.method == "local"
     (tmp_path / "bad.txt").write_text("no placeholder here", encoding="utf-8")
     with pytest.raises(UserError, match="context_data"):
         asyncio.run(
-            run_query(request("q", make_index(), chat, ScriptedEmbedder(), local_settings(), method="local", prompts=load_query_prompts({"local_search": "bad.txt"}, tmp_path)))
+            run_query(
+                request(
+                    "q",
+                    make_index(),
+                    chat,
+                    ScriptedEmbedder(),
+                    local_settings(),
+                    method="local",
+                    prompts=load_query_prompts({"local_search": "bad.txt"}, tmp_path),
+                )
+            )
         )

@@ -46,7 +46,9 @@ def _open_and_keep(path: Path) -> object:
 def test_frame_of_gives_the_frame_pyarrow_gives(database: Path) -> None:
     with connect(database, read_only=True) as conn:
         assert_frame_equal(frame_of(conn.sql("select * from t")), conn.sql("select * from t").pl())
-        assert_frame_equal(frame_of(conn.sql("select * from t where n < 0")), conn.sql("select * from t where n < 0").pl())
+        assert_frame_equal(
+            frame_of(conn.sql("select * from t where n < 0")), conn.sql("select * from t where n < 0").pl()
+        )
 
 
 def test_frame_of_an_interval_is_an_ordinary_error_not_an_abort(database: Path) -> None:

@@ -9,8 +9,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from graphrag_assets.pipeline.indexing import index_project
 from graphrag_assets.core.settings import load_settings
+from graphrag_assets.pipeline.indexing import index_project
 from graphrag_assets.storage.vectors import ENTITY_TABLE, REPORT_TABLE, TEXT_UNIT_TABLE
 from graphrag_assets_tests.conftest import make_llm_project
 
@@ -76,7 +76,12 @@ def initial(graphrag_server, tmp_path_factory: pytest.TempPathFactory):
     def project(resolution: bool) -> Path:
         if resolution not in built:
             root = tmp_path_factory.mktemp("equivalence") / "initial"
-            make_llm_project(root, graphrag_server.base_url, with_sample=False, extra=LANCEDB_ALWAYS + (RESOLUTION if resolution else ""))
+            make_llm_project(
+                root,
+                graphrag_server.base_url,
+                with_sample=False,
+                extra=LANCEDB_ALWAYS + (RESOLUTION if resolution else ""),
+            )
             rng = random.Random(0)
             for i in range(5):
                 write_doc(root / "data" / "input", f"doc{i}.txt", rng)
@@ -88,7 +93,9 @@ def initial(graphrag_server, tmp_path_factory: pytest.TempPathFactory):
 
 
 @pytest.mark.parametrize(("seed", "resolution"), [(1, False), (2, False), (3, True)])
-def test_incremental_index_equals_a_rebuild(initial, graphrag_server, tmp_path: Path, seed: int, resolution: bool) -> None:
+def test_incremental_index_equals_a_rebuild(
+    initial, graphrag_server, tmp_path: Path, seed: int, resolution: bool
+) -> None:
     rng = random.Random(seed)
     root = tmp_path / "incremental"
     shutil.copytree(initial(resolution), root)
@@ -108,7 +115,12 @@ def test_incremental_index_equals_a_rebuild(initial, graphrag_server, tmp_path: 
         report = index_project(load_settings(root))
         assert report.success, report.as_dict()
 
-    rebuilt = make_llm_project(tmp_path / "rebuilt", graphrag_server.base_url, with_sample=False, extra=LANCEDB_ALWAYS + (RESOLUTION if resolution else ""))
+    rebuilt = make_llm_project(
+        tmp_path / "rebuilt",
+        graphrag_server.base_url,
+        with_sample=False,
+        extra=LANCEDB_ALWAYS + (RESOLUTION if resolution else ""),
+    )
     for path in sorted(inputs.iterdir()):
         shutil.copy2(path, rebuilt / "data" / "input" / path.name)
     assert index_project(load_settings(rebuilt)).success

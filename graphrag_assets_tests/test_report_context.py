@@ -6,6 +6,16 @@ import polars as pl
 import pytest
 
 from graphrag_assets.core import ids
+from graphrag_assets.core.schemas import (
+    COMMUNITIES,
+    COMMUNITY_REPORTS,
+    COVARIATES,
+    ENTITIES,
+    RELATIONSHIPS,
+    TEXT_UNITS,
+    conform,
+)
+from graphrag_assets.core.tokens import count_tokens
 from graphrag_assets.index.report_context import (
     ContextBudget,
     ReportTables,
@@ -16,8 +26,6 @@ from graphrag_assets.index.report_context import (
     reports_by_community,
     strip_citations,
 )
-from graphrag_assets.core.schemas import COMMUNITIES, COMMUNITY_REPORTS, COVARIATES, ENTITIES, RELATIONSHIPS, TEXT_UNITS, conform
-from graphrag_assets.core.tokens import count_tokens
 
 # title, type, description, degree (undirected neighbours in RELATIONSHIPS below)
 ENTITY_ROWS = [
@@ -49,33 +57,71 @@ def make_graph(extra_entities: list[tuple[str, str, str, int]] = ()) -> tuple[pl
     degree = {title: d for title, _, _, d in rows}
     entities = pl.DataFrame(
         [
-            {"id": ids.entity_id(t), "human_readable_id": i, "title": t, "type": ty, "description": de,
-             "text_unit_ids": [f"unit-{t.lower()}"], "frequency": 1, "degree": d}
+            {
+                "id": ids.entity_id(t),
+                "human_readable_id": i,
+                "title": t,
+                "type": ty,
+                "description": de,
+                "text_unit_ids": [f"unit-{t.lower()}"],
+                "frequency": 1,
+                "degree": d,
+            }
             for i, (t, ty, de, d) in enumerate(rows)
         ]
     )
     relationships = pl.DataFrame(
         [
-            {"id": ids.relationship_id(s, t), "human_readable_id": 100 + i, "source": s, "target": t,
-             "description": de, "weight": 1.0, "combined_degree": degree[s] + degree[t], "text_unit_ids": []}
+            {
+                "id": ids.relationship_id(s, t),
+                "human_readable_id": 100 + i,
+                "source": s,
+                "target": t,
+                "description": de,
+                "weight": 1.0,
+                "combined_degree": degree[s] + degree[t],
+                "text_unit_ids": [],
+            }
             for i, (s, t, de) in enumerate(RELATIONSHIP_ROWS)
         ]
     )
     communities = pl.DataFrame(
         [
-            {"id": f"c{c}", "human_readable_id": c, "community": c, "level": level, "parent": parent,
-             "children": children, "title": f"Community {c}",
-             "entity_ids": [ids.entity_id(m) for m in members],
-             "relationship_ids": [ids.relationship_id(s, t) for s, t, _ in RELATIONSHIP_ROWS if s in members and t in members],
-             "text_unit_ids": [], "period": "2024-01-01", "size": len(members)}
+            {
+                "id": f"c{c}",
+                "human_readable_id": c,
+                "community": c,
+                "level": level,
+                "parent": parent,
+                "children": children,
+                "title": f"Community {c}",
+                "entity_ids": [ids.entity_id(m) for m in members],
+                "relationship_ids": [
+                    ids.relationship_id(s, t) for s, t, _ in RELATIONSHIP_ROWS if s in members and t in members
+                ],
+                "text_unit_ids": [],
+                "period": "2024-01-01",
+                "size": len(members),
+            }
             for c, level, parent, children, members in COMMUNITY_ROWS
         ]
     )
     covariates = pl.DataFrame(
         [
-            {"id": "claim-1", "human_readable_id": 7, "covariate_type": "claim", "type": "DEAL",
-             "description": "C made a deal with D", "subject_id": "C", "object_id": "D", "status": "TRUE",
-             "start_date": None, "end_date": None, "source_text": None, "text_unit_id": "unit-c"}
+            {
+                "id": "claim-1",
+                "human_readable_id": 7,
+                "covariate_type": "claim",
+                "type": "DEAL",
+                "description": "C made a deal with D",
+                "subject_id": "C",
+                "object_id": "D",
+                "status": "TRUE",
+                "start_date": None,
+                "end_date": None,
+                "source_text": None,
+                "text_unit_id": "unit-c",
+            }
         ]
     )
     return (
@@ -89,7 +135,10 @@ def make_graph(extra_entities: list[tuple[str, str, str, int]] = ()) -> tuple[pl
 def contexts(max_input_length: int = 8000, child_reports=None, extra_entities=(), level: int | None = 0):
     entities, relationships, communities, covariates = make_graph(list(extra_entities))
     return build_report_contexts(
-        ReportTables(communities, entities, relationships, covariates), child_reports, level, ContextBudget(max_input_length)
+        ReportTables(communities, entities, relationships, covariates),
+        child_reports,
+        level,
+        ContextBudget(max_input_length),
     )
 
 
@@ -273,18 +322,30 @@ def test_fitting_context_ignores_available_reports():
 
 
 def test_child_report_rendering_is_independent_of_global_numbering():
-    local = {"title": "T", "summary": "S [Data: Entities (1, 2)].", "findings": [{"summary": "F", "explanation": "X [Data: Relationships (3, +more)]"}]}
-    stored = {"title": "T", "summary": "S [Data: Entities (412, 1093)].", "findings": [{"summary": "F", "explanation": "X [Data: Relationships (77, +more)]"}]}
+    local = {
+        "title": "T",
+        "summary": "S [Data: Entities (1, 2)].",
+        "findings": [{"summary": "F", "explanation": "X [Data: Relationships (3, +more)]"}],
+    }
+    stored = {
+        "title": "T",
+        "summary": "S [Data: Entities (412, 1093)].",
+        "findings": [{"summary": "F", "explanation": "X [Data: Relationships (77, +more)]"}],
+    }
     assert render_report_for_parent(local) == render_report_for_parent(stored) == "S.\nFindings:\n- F: X"
     assert strip_citations("a [data: Claims (1)] b") == "a b"
 
 
 def test_reports_by_community_reads_a_reports_frame():
     frame = conform(
-        pl.DataFrame([{"community": 1, "title": "T", "summary": "S", "findings": [{"summary": "f", "explanation": "e"}]}]),
+        pl.DataFrame(
+            [{"community": 1, "title": "T", "summary": "S", "findings": [{"summary": "f", "explanation": "e"}]}]
+        ),
         COMMUNITY_REPORTS,
     )
-    assert reports_by_community(frame) == {1: {"title": "T", "summary": "S", "findings": [{"summary": "f", "explanation": "e"}]}}
+    assert reports_by_community(frame) == {
+        1: {"title": "T", "summary": "S", "findings": [{"summary": "f", "explanation": "e"}]}
+    }
 
 
 # --- text variant -------------------------------------------------------------------------------
@@ -313,9 +374,9 @@ def text_graph() -> tuple[pl.DataFrame, pl.DataFrame]:
     entities, _, communities, _ = make_graph()
     shared = {"A": ["unit-a", "unit-shared"], "D": ["unit-d", "unit-shared"]}
     entities = entities.with_columns(
-        pl.struct("title", "text_unit_ids").map_elements(
-            lambda r: shared.get(r["title"], r["text_unit_ids"]), return_dtype=pl.List(pl.String)
-        ).alias("text_unit_ids")
+        pl.struct("title", "text_unit_ids")
+        .map_elements(lambda r: shared.get(r["title"], r["text_unit_ids"]), return_dtype=pl.List(pl.String))
+        .alias("text_unit_ids")
     )
     return entities, communities
 
@@ -343,7 +404,10 @@ def test_text_context_substitutes_child_reports():
     # is mentioned by both children, so no single report covers it and it stays.
     assert (context.substituted, context.trimmed) == (1, False)
     assert context.text.startswith("-----Reports-----\nReport 1: The trio of A, B and C\n")
-    sources = [line.split("|", 1)[1].split(" More")[0] for line in context.text.split("-----Sources-----\nid|text\n")[1].split("\n")]
+    sources = [
+        line.split("|", 1)[1].split(" More")[0]
+        for line in context.text.split("-----Sources-----\nid|text\n")[1].split("\n")
+    ]
     assert sources == ["A and D meet.", '"Port text | D.', "E text.", "F text."]
     assert context.citations["Sources"] == tuple(ids.short_id(u) for u in ["unit-shared", "unit-d", "unit-e", "unit-f"])
     assert context.tokens <= full.tokens - 1

@@ -72,12 +72,16 @@ def test_the_same_prompt_for_the_same_members_at_another_level_is_reused() -> No
 
 
 def test_a_parent_without_substitution_is_context_changed_even_when_a_child_changed() -> None:
-    current = reports([(0, 0, "root", "p-root-2", 0, [2, 3]), (2, 1, "kid-a", "p-a-2", 0, []), (3, 1, "kid-b", "p-b", 0, [])])
+    current = reports(
+        [(0, 0, "root", "p-root-2", 0, [2, 3]), (2, 1, "kid-a", "p-a-2", 0, []), (3, 1, "kid-b", "p-b", 0, [])]
+    )
     assert outcomes(reuse_plan(PREVIOUS, current))["root"] == CONTEXT_CHANGED
 
 
 def test_a_parent_whose_children_were_all_reused_is_context_changed() -> None:
-    current = reports([(0, 0, "root", "p-root-2", 2, [2, 3]), (2, 1, "kid-a", "p-a", 0, []), (3, 1, "kid-b", "p-b", 0, [])])
+    current = reports(
+        [(0, 0, "root", "p-root-2", 2, [2, 3]), (2, 1, "kid-a", "p-a", 0, []), (3, 1, "kid-b", "p-b", 0, [])]
+    )
     assert outcomes(reuse_plan(PREVIOUS, current))["root"] == CONTEXT_CHANGED
 
 
@@ -113,7 +117,17 @@ def test_without_comparable_previous_reports_everything_is_new() -> None:
 def test_prompt_hash_depends_on_template_length_and_context() -> None:
     base = prompt_hash("v1", 2000, "context")
     assert base == prompt_hash("v1", 2000, "context")
-    assert len({base, prompt_hash("v2", 2000, "context"), prompt_hash("v1", 1500, "context"), prompt_hash("v1", 2000, "context!")}) == 4
+    assert (
+        len(
+            {
+                base,
+                prompt_hash("v2", 2000, "context"),
+                prompt_hash("v1", 1500, "context"),
+                prompt_hash("v1", 2000, "context!"),
+            }
+        )
+        == 4
+    )
 
 
 # --- prediction --------------------------------------------------------------------------------

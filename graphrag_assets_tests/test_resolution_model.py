@@ -38,10 +38,19 @@ def settings_for(server, root: Path, **resolution) -> Settings:
 def profiles(rows: list[tuple[str, str, int, list[str]]]) -> pl.DataFrame:
     return pl.DataFrame(
         {
-            "title": [r[0] for r in rows], "type": [r[1] for r in rows], "frequency": [r[2] for r in rows],
-            "descriptions": [r[3] for r in rows], "text_unit_ids": [[f"u{i}"] for i, _ in enumerate(rows)],
+            "title": [r[0] for r in rows],
+            "type": [r[1] for r in rows],
+            "frequency": [r[2] for r in rows],
+            "descriptions": [r[3] for r in rows],
+            "text_unit_ids": [[f"u{i}"] for i, _ in enumerate(rows)],
         },
-        schema={"title": pl.String, "type": pl.String, "frequency": pl.Int64, "descriptions": pl.List(pl.String), "text_unit_ids": pl.List(pl.String)},
+        schema={
+            "title": pl.String,
+            "type": pl.String,
+            "frequency": pl.Int64,
+            "descriptions": pl.List(pl.String),
+            "text_unit_ids": pl.List(pl.String),
+        },
     )
 
 
@@ -59,12 +68,14 @@ def groups_answer(*groups: list[int], reason: str = "scripted") -> str:
     return json.dumps({"groups": [{"members": g, "confidence": 0.8, "reason": reason} for g in groups]})
 
 
-SCROOGE = profiles([
-    ("SCROOGE", "PERSON", 37, ["Scrooge is a miser.", "Scrooge runs a counting-house."]),
-    ("EBENEZER SCROOGE", "PERSON", 4, ["Ebenezer Scrooge is the main character."]),
-    ("MARLEY", "PERSON", 5, ["Marley was Scrooge's partner."]),
-    ("MARLEY'S GHOST", "PERSON", 3, ["The ghost of Marley visits Scrooge."]),
-])
+SCROOGE = profiles(
+    [
+        ("SCROOGE", "PERSON", 37, ["Scrooge is a miser.", "Scrooge runs a counting-house."]),
+        ("EBENEZER SCROOGE", "PERSON", 4, ["Ebenezer Scrooge is the main character."]),
+        ("MARLEY", "PERSON", 5, ["Marley was Scrooge's partner."]),
+        ("MARLEY'S GHOST", "PERSON", 3, ["The ghost of Marley visits Scrooge."]),
+    ]
+)
 
 
 def test_the_prompt_lists_each_group_sorted_with_types_and_descriptions(openai_server, tmp_path: Path) -> None:
@@ -82,8 +93,12 @@ def test_the_prompt_lists_each_group_sorted_with_types_and_descriptions(openai_s
 
 def test_one_call_per_group_of_at_most_max_group_size(openai_server, tmp_path: Path) -> None:
     names = ["ALPHA", "BRAVO", "CHARLIE", "DELTA", "ECHO"]
-    frame = profiles([(name, "PERSON", 1, [f"{name} of the house."]) for name in names] + [("HOUSE", "GEO", 9, ["The house."])])
-    frame = frame.with_columns(pl.col("title").map_elements(lambda t: t if t == "HOUSE" else f"{t} HOUSE", return_dtype=pl.String))
+    frame = profiles(
+        [(name, "PERSON", 1, [f"{name} of the house."]) for name in names] + [("HOUSE", "GEO", 9, ["The house."])]
+    )
+    frame = frame.with_columns(
+        pl.col("title").map_elements(lambda t: t if t == "HOUSE" else f"{t} HOUSE", return_dtype=pl.String)
+    )
     openai_server.add_rule(re.escape(PROMPT_HEAD), groups_answer())
     resolution = resolve(settings_for(openai_server, tmp_path, max_group_size=3), frame)
     prompts = verdict_calls(openai_server)
@@ -112,7 +127,10 @@ def test_a_group_asked_before_is_not_asked_again_even_when_rejected(openai_serve
     assert verdict_calls(openai_server) == []
     # a group whose content changed (a new description) is a new question
     changed = SCROOGE.with_columns(
-        pl.when(pl.col("title") == "MARLEY").then(pl.lit(["Marley died seven years ago."])).otherwise(pl.col("descriptions")).alias("descriptions")
+        pl.when(pl.col("title") == "MARLEY")
+        .then(pl.lit(["Marley died seven years ago."]))
+        .otherwise(pl.col("descriptions"))
+        .alias("descriptions")
     )
     assert resolve(settings, changed).aliases["alias"].to_list() == ["MARLEY'S GHOST"]
     assert len(verdict_calls(openai_server)) == 1
@@ -129,10 +147,16 @@ def test_an_unusable_answer_merges_nothing_and_is_asked_again(openai_server, tmp
     assert len(verdict_calls(openai_server)) == 2
 
 
-def test_a_chain_across_two_groups_without_a_verdict_with_the_centre_is_not_merged(openai_server, tmp_path: Path) -> None:
-    frame = profiles([
-        ("ALPHA BETA", "PERSON", 5, ["Alpha Beta."]), ("BETA", "PERSON", 3, ["Beta."]), ("BETA GAMMA", "PERSON", 1, ["Beta Gamma."]),
-    ])
+def test_a_chain_across_two_groups_without_a_verdict_with_the_centre_is_not_merged(
+    openai_server, tmp_path: Path
+) -> None:
+    frame = profiles(
+        [
+            ("ALPHA BETA", "PERSON", 5, ["Alpha Beta."]),
+            ("BETA", "PERSON", 3, ["Beta."]),
+            ("BETA GAMMA", "PERSON", 1, ["Beta Gamma."]),
+        ]
+    )
     openai_server.add_rule(re.escape(PROMPT_HEAD), groups_answer([1, 2]))  # each pair: "the same"
     resolution = resolve(settings_for(openai_server, tmp_path, max_group_size=2), frame)
     assert len(verdict_calls(openai_server)) == 2  # (ALPHA BETA, BETA) and (BETA, BETA GAMMA)
@@ -142,15 +166,19 @@ def test_a_chain_across_two_groups_without_a_verdict_with_the_centre_is_not_merg
 def test_different_types_merge_when_the_verdict_says_so(openai_server, tmp_path: Path) -> None:
     frame = profiles([("LONDON", "GEO", 4, ["The city."]), ("THE LONDON", "ORGANIZATION", 1, ["The city of London."])])
     openai_server.add_rule(re.escape(PROMPT_HEAD), groups_answer([1, 2]))
-    assert resolve(settings_for(openai_server, tmp_path), frame).aliases.select("alias", "canonical_title").rows() == [("THE LONDON", "LONDON")]
+    assert resolve(settings_for(openai_server, tmp_path), frame).aliases.select("alias", "canonical_title").rows() == [
+        ("THE LONDON", "LONDON")
+    ]
 
 
 def test_nearest_neighbours_propose_names_that_share_nothing(openai_server, tmp_path: Path) -> None:
-    frame = profiles([
-        ("FRED", "PERSON", 7, ["Fred is the nephew of Scrooge who invites him to Christmas dinner."]),
-        ("SCROOGE'S NEPHEW", "PERSON", 6, ["The nephew of Scrooge invites him to Christmas dinner."]),
-        ("LONDON", "GEO", 2, ["A foggy city of counting-houses and narrow courts."]),
-    ])
+    frame = profiles(
+        [
+            ("FRED", "PERSON", 7, ["Fred is the nephew of Scrooge who invites him to Christmas dinner."]),
+            ("SCROOGE'S NEPHEW", "PERSON", 6, ["The nephew of Scrooge invites him to Christmas dinner."]),
+            ("LONDON", "GEO", 2, ["A foggy city of counting-houses and narrow courts."]),
+        ]
+    )
     openai_server.add_rule(re.escape(PROMPT_HEAD), groups_answer())
     resolve(settings_for(openai_server, tmp_path, neighbours=1, min_similarity=0.5), frame)
     prompts = verdict_calls(openai_server)
@@ -176,8 +204,14 @@ def test_a_failed_call_fails_the_step_after_caching_the_others(openai_server, tm
     ("answer", "expected"),
     [
         ('{"groups": [{"members": [1, 3], "confidence": 0.7, "reason": "r"}]}', [([0, 2], 0.7, "r")]),
-        ('{"groups": [{"members": [1, 9]}, {"members": [2]}, {"members": "1,2"}]}', []),  # out of range, too small, not a list
-        ('{"groups": [{"members": [1, 2]}, {"members": [2, 3]}]}', [([0, 1], 1.0, "")]),  # an entity in two groups: the first wins
+        (
+            '{"groups": [{"members": [1, 9]}, {"members": [2]}, {"members": "1,2"}]}',
+            [],
+        ),  # out of range, too small, not a list
+        (
+            '{"groups": [{"members": [1, 2]}, {"members": [2, 3]}]}',
+            [([0, 1], 1.0, "")],
+        ),  # an entity in two groups: the first wins
         ('{"groups": [{"members": [1, 2], "confidence": "high"}]}', [([0, 1], 1.0, "")]),
         ('{"groups": []}', []),
         ('{"duplicates": [[1, 2]]}', None),

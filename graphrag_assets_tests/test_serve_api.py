@@ -98,8 +98,20 @@ def every_route(client: TestClient) -> list[tuple[str, str]]:
 def test_every_route_but_the_login_needs_the_key(client: TestClient) -> None:
     routes = every_route(client)
     paths = {p for _, p in routes}
-    assert {"/v1/chat/completions", "/v1/models", "/api/query", "/api/entities", "/api/entities/1", "/api/communities",
-            "/api/reports/1", "/api/status", "/", "/docs", "/openapi.json", "/login"} <= paths
+    assert {
+        "/v1/chat/completions",
+        "/v1/models",
+        "/api/query",
+        "/api/entities",
+        "/api/entities/1",
+        "/api/communities",
+        "/api/reports/1",
+        "/api/status",
+        "/",
+        "/docs",
+        "/openapi.json",
+        "/login",
+    } <= paths
     for method, path in routes:
         for prefix in ("", "/p/offline"):
             response = client.request(method, prefix + path, json={} if method == "POST" else None)
@@ -109,7 +121,9 @@ def test_every_route_but_the_login_needs_the_key(client: TestClient) -> None:
             assert response.status_code == 401, (method, prefix + path, response.status_code)
             assert "needs an API key" in error_of(response)
             assert response.headers["www-authenticate"] == "Bearer"
-            wrong = client.request(method, prefix + path, headers={"Authorization": "Bearer nope"}, json={} if method == "POST" else None)
+            wrong = client.request(
+                method, prefix + path, headers={"Authorization": "Bearer nope"}, json={} if method == "POST" else None
+            )
             assert wrong.status_code == 401 and "the API key is wrong" in error_of(wrong)
             allowed = client.request(method, prefix + path, headers=AUTH, json={} if method == "POST" else None)
             assert allowed.status_code != 401, (method, prefix + path)
@@ -120,11 +134,19 @@ def test_the_key_in_a_header_or_the_login_cookie(client: TestClient) -> None:
     assert client.get("/api/status", headers={"Authorization": f"bearer {KEY}"}).status_code == 200
     page = client.get("/", headers={"Accept": "text/html"}, follow_redirects=False)
     assert page.status_code == 303 and page.headers["location"] == "/login"
-    assert client.get("/p/offline/", headers={"Accept": "text/html"}, follow_redirects=False).headers["location"] == "/p/offline/login"
+    assert (
+        client.get("/p/offline/", headers={"Accept": "text/html"}, follow_redirects=False).headers["location"]
+        == "/p/offline/login"
+    )
     assert 'name="key"' in client.get("/login").text
     wrong = client.post("/login", content="key=nope", headers={"Content-Type": "application/x-www-form-urlencoded"})
     assert wrong.status_code == 401 and "not the server's key" in wrong.text and "set-cookie" not in wrong.headers
-    right = client.post("/login", content=f"key={KEY}", headers={"Content-Type": "application/x-www-form-urlencoded"}, follow_redirects=False)
+    right = client.post(
+        "/login",
+        content=f"key={KEY}",
+        headers={"Content-Type": "application/x-www-form-urlencoded"},
+        follow_redirects=False,
+    )
     assert right.status_code == 303
     cookie = right.headers["set-cookie"]
     assert "HttpOnly" in cookie and "SameSite=strict" in cookie and KEY not in cookie
@@ -152,31 +174,76 @@ def test_request_size_and_question_length_are_limited(client: TestClient) -> Non
     assert long.status_code == 400 and "8,004 characters long and the limit is 8,000" in error_of(long)
     prompt = client.post("/api/query", json={"question": "why?", "system_prompt": "x" * 8_001}, headers=AUTH)
     assert prompt.status_code == 400 and "system prompt is 8,001 characters" in error_of(prompt)
-    chat = client.post("/v1/chat/completions", json={"model": "graphrag-local", "messages": [{"role": "user", "content": "q" * 9_000}]}, headers=AUTH)
+    chat = client.post(
+        "/v1/chat/completions",
+        json={"model": "graphrag-local", "messages": [{"role": "user", "content": "q" * 9_000}]},
+        headers=AUTH,
+    )
     assert chat.status_code == 400 and "9,000 characters" in error_of(chat)
 
 
 def test_errors_are_one_json_sentence(client: TestClient) -> None:
     cases = [
         (client.post("/api/query", json={"method": "local"}, headers=AUTH), 400, "'question' is required."),
-        (client.post("/api/query", json={"question": "q", "method": "sideways"}, headers=AUTH), 400, "'method': input should be"),
+        (
+            client.post("/api/query", json={"question": "q", "method": "sideways"}, headers=AUTH),
+            400,
+            "'method': input should be",
+        ),
         (client.post("/api/query", json={"question": "q", "colour": 1}, headers=AUTH), 400, "'colour': extra inputs"),
-        (client.post("/api/query", content=b"{not json", headers={**AUTH, "Content-Type": "application/json"}), 400, "not valid JSON"),
+        (
+            client.post("/api/query", content=b"{not json", headers={**AUTH, "Content-Type": "application/json"}),
+            400,
+            "not valid JSON",
+        ),
         (client.post("/api/query", json={"question": "   "}, headers=AUTH), 400, "the question is empty"),
-        (client.post("/api/query", json={"question": "q", "method": "global", "conversation_history": [{"role": "user", "content": "a"}]}, headers=AUTH),
-         400, "only used by local search"),
+        (
+            client.post(
+                "/api/query",
+                json={"question": "q", "method": "global", "conversation_history": [{"role": "user", "content": "a"}]},
+                headers=AUTH,
+            ),
+            400,
+            "only used by local search",
+        ),
         (client.get("/api/nowhere", headers=AUTH), 404, "there is no route GET /api/nowhere"),
         (client.get("/api/query", headers=AUTH), 405, "GET is not allowed on /api/query"),
-        (client.get("/p/elsewhere/api/status", headers=AUTH), 404, "there is no project named 'elsewhere'; this server has: harbour, offline."),
-        (client.get("/api/status", headers={**AUTH, "X-GraphRAG-Project": "elsewhere"}), 404, "no project named 'elsewhere'"),
+        (
+            client.get("/p/elsewhere/api/status", headers=AUTH),
+            404,
+            "there is no project named 'elsewhere'; this server has: harbour, offline.",
+        ),
+        (
+            client.get("/api/status", headers={**AUTH, "X-GraphRAG-Project": "elsewhere"}),
+            404,
+            "no project named 'elsewhere'",
+        ),
         (client.get("/api/entities/999999", headers=AUTH), 404, "there is no entity '999999' in this build"),
         (client.get("/api/claims/1", headers=AUTH), 404, "there is no claim '1'"),
         (client.get("/api/entities?limit=0", headers=AUTH), 400, "'limit': input should be greater than or equal to 1"),
-        (client.post("/v1/chat/completions", json={"model": "gpt-4o", "messages": [{"role": "user", "content": "q"}]}, headers=AUTH),
-         404, "the model 'gpt-4o' does not exist"),
-        (client.post("/v1/chat/completions", json={"model": "graphrag-local", "messages": [{"role": "assistant", "content": "q"}]}, headers=AUTH),
-         400, "the last message must be the user's question"),
-        (client.post("/v1/chat/completions", json={"model": "graphrag-local", "messages": []}, headers=AUTH), 400, "'messages'"),
+        (
+            client.post(
+                "/v1/chat/completions",
+                json={"model": "gpt-4o", "messages": [{"role": "user", "content": "q"}]},
+                headers=AUTH,
+            ),
+            404,
+            "the model 'gpt-4o' does not exist",
+        ),
+        (
+            client.post(
+                "/v1/chat/completions",
+                json={"model": "graphrag-local", "messages": [{"role": "assistant", "content": "q"}]},
+                headers=AUTH,
+            ),
+            400,
+            "the last message must be the user's question",
+        ),
+        (
+            client.post("/v1/chat/completions", json={"model": "graphrag-local", "messages": []}, headers=AUTH),
+            400,
+            "'messages'",
+        ),
     ]
     for response, status, message in cases:
         assert response.status_code == status, (message, response.text)
@@ -187,8 +254,12 @@ def test_a_failing_model_server_is_a_502_and_an_error_event(client: TestClient, 
     graphrag_server.add_fault("status", status=400, message="model says no", endpoint="chat", times=2)
     try:
         response = client.post("/api/query", json={"question": QUESTION, "method": "basic"}, headers=AUTH)
-        assert response.status_code == 502 and "HTTP 400" in error_of(response) and "model says no" in error_of(response)
-        streamed = client.post("/api/query", json={"question": QUESTION, "method": "basic", "stream": True}, headers=AUTH)
+        assert (
+            response.status_code == 502 and "HTTP 400" in error_of(response) and "model says no" in error_of(response)
+        )
+        streamed = client.post(
+            "/api/query", json={"question": QUESTION, "method": "basic", "stream": True}, headers=AUTH
+        )
         names = [name for name, _ in events(streamed.text)]
         assert streamed.status_code == 200 and names[0] == "start" and names[-1] == "error"
         assert "model says no" in events(streamed.text)[-1][1]["error"]["message"]
@@ -234,7 +305,13 @@ def test_chat_answers_with_references_that_resolve(client: TestClient, served: d
 
 
 def test_chat_streams_text_then_references_then_usage(client: TestClient) -> None:
-    response = chat(client, "harbour/graphrag-local", [{"role": "user", "content": QUESTION}], stream=True, stream_options={"include_usage": True})
+    response = chat(
+        client,
+        "harbour/graphrag-local",
+        [{"role": "user", "content": QUESTION}],
+        stream=True,
+        stream_options={"include_usage": True},
+    )
     assert response.status_code == 200 and response.headers["content-type"].startswith("text/event-stream")
     chunks = [data for _, data in events(response.text)]
     assert chunks[-1] == "[DONE]"
@@ -249,7 +326,9 @@ def test_chat_streams_text_then_references_then_usage(client: TestClient) -> Non
     assert text.startswith("Answer to: ") and "[Data:" in text
 
 
-def test_history_goes_to_local_search_and_the_system_prompt_to_the_final_answer(client: TestClient, graphrag_server) -> None:
+def test_history_goes_to_local_search_and_the_system_prompt_to_the_final_answer(
+    client: TestClient, graphrag_server
+) -> None:
     graphrag_server.reset()
     messages = [
         {"role": "system", "content": "Answer like a harbour pilot."},
@@ -279,7 +358,11 @@ def test_history_goes_to_local_search_and_the_system_prompt_to_the_final_answer(
 
 
 def test_a_streamed_query_sends_start_tokens_then_the_result(client: TestClient) -> None:
-    response = client.post("/api/query", json={"question": QUESTION, "method": "basic", "stream": True}, headers={**AUTH, "X-GraphRAG-Project": "harbour"})
+    response = client.post(
+        "/api/query",
+        json={"question": QUESTION, "method": "basic", "stream": True},
+        headers={**AUTH, "X-GraphRAG-Project": "harbour"},
+    )
     parsed = events(response.text)
     names = [name for name, _ in parsed]
     assert names[0] == "start" and names[-1] == "result" and set(names[1:-1]) == {"token"} and len(names) > 5
@@ -292,42 +375,68 @@ def test_a_streamed_query_sends_start_tokens_then_the_result(client: TestClient)
 @pytest.mark.parametrize("method", ["local", "global", "drift", "basic"])
 def test_context_only_retrieves_without_a_chat_call(client: TestClient, graphrag_server, method: str) -> None:
     graphrag_server.reset()
-    response = client.post("/p/harbour/api/query", json={"question": QUESTION, "method": method, "context_only": True}, headers=AUTH)
+    response = client.post(
+        "/p/harbour/api/query", json={"question": QUESTION, "method": method, "context_only": True}, headers=AUTH
+    )
     body = response.json()
-    assert response.status_code == 200 and body["answer"] == "" and body["context_only"] is True and body["llm_used"] is False
+    assert (
+        response.status_code == 200
+        and body["answer"] == ""
+        and body["context_only"] is True
+        and body["llm_used"] is False
+    )
     assert graphrag_server.calls("chat") == []
     assert body["context_text"].startswith("-----") and "|" in body["context_text"]
     kinds = {kind for kind, rows in body["references"].items() if rows}
-    assert ({"reports"} if method in ("global", "drift") else {"entities", "sources"} if method == "local" else {"sources"}) <= kinds
+    assert (
+        {"reports"} if method in ("global", "drift") else {"entities", "sources"} if method == "local" else {"sources"}
+    ) <= kinds
     assert not any(r["cited"] for rows in body["references"].values() for r in rows)
 
 
 def test_query_options_reach_the_engine(client: TestClient, served: dict[str, Path], graphrag_server) -> None:
     graphrag_server.reset()
-    body = {"question": QUESTION, "method": "local", "response_type": "Single Haiku", "system_prompt": "Answer in French."}
+    body = {
+        "question": QUESTION,
+        "method": "local",
+        "response_type": "Single Haiku",
+        "system_prompt": "Answer in French.",
+    }
     assert client.post("/api/query", json=body, headers=AUTH).status_code == 200
     (final,) = graphrag_server.calls("chat")
     system = final["body"]["messages"][0]["content"]
     assert "Single Haiku" in system and system.endswith("\n\nAnswer in French.")
-    body = client.post("/api/query", json={"question": QUESTION, "method": "global", "community_level": 0}, headers=AUTH).json()
+    body = client.post(
+        "/api/query", json={"question": QUESTION, "method": "global", "community_level": 0}, headers=AUTH
+    ).json()
     assert body["details"]["community_level"] == 0 and body["method"] == "global"
     numbers = ", ".join(r["citation"] for r in body["references"]["reports"])
-    assert numbers and query_db(served["harbour"], f"select distinct level from community_reports where community in ({numbers})") == [(0,)]
+    assert numbers and query_db(
+        served["harbour"], f"select distinct level from community_reports where community in ({numbers})"
+    ) == [(0,)]
 
 
 def test_explore_entities_and_their_neighbourhood(client: TestClient, served: dict[str, Path]) -> None:
     root = served["offline"]
     found = client.get("/p/offline/api/entities?q=holm", headers=AUTH).json()
-    assert [e["title"] for e in found["items"]] == ["HOLM", "SØREN HOLM"] and found["total"] == 2  # names starting with it first
-    hrid, title, degree = query_db(root, "select human_readable_id, title, degree from entities where title = 'SØREN HOLM'")[0]
-    (total,) = query_db(root, "select count(*) from relationships where source = 'SØREN HOLM' or target = 'SØREN HOLM'")[0]
+    assert [e["title"] for e in found["items"]] == ["HOLM", "SØREN HOLM"] and found[
+        "total"
+    ] == 2  # names starting with it first
+    hrid, title, degree = query_db(
+        root, "select human_readable_id, title, degree from entities where title = 'SØREN HOLM'"
+    )[0]
+    (total,) = query_db(
+        root, "select count(*) from relationships where source = 'SØREN HOLM' or target = 'SØREN HOLM'"
+    )[0]
     first = client.get(f"/p/offline/api/entities/{hrid}?limit=3", headers=AUTH).json()
     assert first["title"] == title and first["degree"] == degree and first["relationships"]["total"] == total > 3
     assert len(first["relationships"]["items"]) == 3 and first["relationships"]["next_offset"] == 3
     seen = [r["id"] for r in first["relationships"]["items"]]
     offset = 3
     while offset is not None:
-        page = client.get(f"/p/offline/api/entities/{hrid}?limit=3&offset={offset}", headers=AUTH).json()["relationships"]
+        page = client.get(f"/p/offline/api/entities/{hrid}?limit=3&offset={offset}", headers=AUTH).json()[
+            "relationships"
+        ]
         seen += [r["id"] for r in page["items"]]
         offset = page["next_offset"]
     assert len(seen) == len(set(seen)) == total
@@ -344,7 +453,9 @@ def test_explore_entities_and_their_neighbourhood(client: TestClient, served: di
 
 def test_explore_relationships_sources_communities_reports(client: TestClient, served: dict[str, Path]) -> None:
     root = served["offline"]
-    rid, source, target = query_db(root, "select human_readable_id, source, target from relationships order by weight desc limit 1")[0]
+    rid, source, target = query_db(
+        root, "select human_readable_id, source, target from relationships order by weight desc limit 1"
+    )[0]
     rel = client.get(f"/p/offline/api/relationships/{rid}", headers=AUTH).json()
     assert (rel["source"]["title"], rel["target"]["title"]) == (source, target) and rel["sources"]
     unit_id, text = query_db(root, "select id, text from text_units limit 1")[0]
@@ -353,10 +464,14 @@ def test_explore_relationships_sources_communities_reports(client: TestClient, s
     level0 = client.get("/p/offline/api/communities?level=0", headers=AUTH).json()
     expected = query_db(root, "select community from communities where level = 0 order by size desc, community")
     assert [c["community"] for c in level0["items"]] == [c for (c,) in expected]
-    assert level0["levels"] == [lvl for (lvl,) in query_db(root, "select distinct level from communities order by level")]
+    assert level0["levels"] == [
+        lvl for (lvl,) in query_db(root, "select distinct level from communities order by level")
+    ]
     number = level0["items"][0]["community"]
     report = client.get(f"/p/offline/api/reports/{number}", headers=AUTH).json()
-    (title, content) = query_db(root, f"select title, full_content from community_reports where community = {number}")[0]
+    (title, content) = query_db(root, f"select title, full_content from community_reports where community = {number}")[
+        0
+    ]
     assert report["title"] == title == level0["items"][0]["title"] and report["full_content"] == content
     graph = client.get("/p/offline/api/graph", headers=AUTH).json()
     (count,) = query_db(root, "select count(*) from communities")[0]
@@ -367,7 +482,11 @@ def test_status_names_projects_builds_and_limits(client: TestClient, served: dic
     status = client.get("/api/status", headers=AUTH).json()
     assert status["project"] == status["default_project"] == "harbour" and status["auth"] is True
     by_name = {p["name"]: p for p in status["projects"]}
-    assert by_name["offline"]["state"] == "ready" and by_name["offline"]["llm"] is False and by_name["harbour"]["llm"] is True
+    assert (
+        by_name["offline"]["state"] == "ready"
+        and by_name["offline"]["llm"] is False
+        and by_name["harbour"]["llm"] is True
+    )
     (entities,) = query_db(served["offline"], "select count(*) from entities")[0]
     assert by_name["offline"]["counts"]["entities"] == entities
     assert status["limits"]["max_request_bytes"] == 1_000_000
@@ -399,7 +518,9 @@ def test_docs_and_page_fetch_nothing_from_elsewhere(client: TestClient) -> None:
 
 def test_a_project_without_an_index_is_served_once_it_has_one(nlp_index: Path, tmp_path: Path) -> None:
     root = make_project(tmp_path / "later", with_sample=False)
-    (root / "graphrag.yaml").write_text("method: nlp\nllm:\n  embeddings: local\nserve:\n  reload_interval_seconds: 0.1\n", encoding="utf-8")
+    (root / "graphrag.yaml").write_text(
+        "method: nlp\nllm:\n  embeddings: local\nserve:\n  reload_interval_seconds: 0.1\n", encoding="utf-8"
+    )
     config = build_config([root], None, "127.0.0.1", 0, None)
     with TestClient(create_app(config)) as test_client:
         waiting = test_client.post("/api/query", json={"question": QUESTION, "method": "local"})
@@ -410,4 +531,6 @@ def test_a_project_without_an_index_is_served_once_it_has_one(nlp_index: Path, t
         while test_client.get("/api/status").json()["projects"][0]["state"] != "ready":
             assert time.monotonic() < deadline, test_client.get("/api/status").json()
             time.sleep(0.1)
-        assert test_client.post("/api/query", json={"question": QUESTION, "method": "local"}).json()["references"]["entities"]
+        assert test_client.post("/api/query", json={"question": QUESTION, "method": "local"}).json()["references"][
+            "entities"
+        ]

@@ -37,7 +37,9 @@ WATCH_ANSWER = """() => {
 }"""
 
 
-def test_ask_cite_browse_and_draw_in_chromium(server: ServeProcess, standard_index: Path, graphrag_server, chromium, tmp_path: Path) -> None:
+def test_ask_cite_browse_and_draw_in_chromium(
+    server: ServeProcess, standard_index: Path, graphrag_server, chromium, tmp_path: Path
+) -> None:
     root = standard_index
     graphrag_server.reset()
     graphrag_server.set_chunk_delay(30)  # the model writes its answer piece by piece
@@ -84,19 +86,29 @@ def test_ask_cite_browse_and_draw_in_chromium(server: ServeProcess, standard_ind
             report_cite = page.locator('#answer .cite[data-kind="reports"]').first
             community = int(report_cite.get_attribute("data-ref"))
             report_cite.click()
-            (title, content) = query_db(root, f"select title, full_content from community_reports where community = {community}")[0]
+            (title, content) = query_db(
+                root, f"select title, full_content from community_reports where community = {community}"
+            )[0]
             page.wait_for_function("t => document.getElementById('detail-title').textContent === t", arg=title)
             shown = page.text_content("#detail-text")
             assert shown.startswith(content.split("[Data:")[0])  # the report's text, its citations as buttons
-            cited_ids = [i for group in re.findall(r"\[Data:([^\]]*)\]", content) for _, ids in re.findall(r"(\w+) \(([^)]*)\)", group)
-                         for i in ids.split(",") if i.strip().isdigit()]
+            cited_ids = [
+                i
+                for group in re.findall(r"\[Data:([^\]]*)\]", content)
+                for _, ids in re.findall(r"(\w+) \(([^)]*)\)", group)
+                for i in ids.split(",")
+                if i.strip().isdigit()
+            ]
             assert page.locator("#detail-text .cite").count() == len(cited_ids) > 0
             page.screenshot(path=str(tmp_path / "2-cited-report.png"))
             source_cite = page.locator('#answer .cite[data-kind="sources"]').first
             source_ref = source_cite.get_attribute("data-ref")
             source_cite.click()
             (text,) = query_db(root, f"select text from text_units where replace(id, '-', '') like '{source_ref}%'")[0]
-            page.wait_for_function("t => document.getElementById('detail-text') && document.getElementById('detail-text').textContent === t", arg=text)
+            page.wait_for_function(
+                "t => document.getElementById('detail-text') && document.getElementById('detail-text').textContent === t",
+                arg=text,
+            )
             assert page.locator('#answer .cite.active[data-kind="sources"]').count() >= 1
 
             # communities of a level; one opened, then shown on the community map
@@ -105,9 +117,14 @@ def test_ask_cite_browse_and_draw_in_chromium(server: ServeProcess, standard_ind
             levels = [lvl for (lvl,) in query_db(root, "select distinct level from communities order by level")]
             assert page.locator("#level-buttons button").count() == len(levels) >= 2
             page.click('#level-buttons button[data-level="1"]')
-            expected = query_db(root, "select c.community, r.title from communities c join community_reports r using (community) "
-                                      "where c.level = 1 order by c.size desc, c.community")
-            page.wait_for_function("n => document.querySelectorAll('#community-list .community-item').length === n", arg=len(expected))
+            expected = query_db(
+                root,
+                "select c.community, r.title from communities c join community_reports r using (community) "
+                "where c.level = 1 order by c.size desc, c.community",
+            )
+            page.wait_for_function(
+                "n => document.querySelectorAll('#community-list .community-item').length === n", arg=len(expected)
+            )
             first, first_title = expected[0]
             page.click(f'#community-list .community-item[data-community="{first}"]')
             page.wait_for_function("t => document.getElementById('detail-title').textContent === t", arg=first_title)
@@ -130,8 +147,11 @@ def test_ask_cite_browse_and_draw_in_chromium(server: ServeProcess, standard_ind
             page.wait_for_function("t => document.getElementById('detail-title').textContent === t", arg=name)
             page.click("#entity-graph-button")
             page.wait_for_selector("#graph-view.neighbourhood #entity-graph circle.entity")
-            (neighbours,) = query_db(root, f"""select count(distinct case when source = '{name.replace("'", "''")}' then target else source end)
-                from relationships r where source = '{name.replace("'", "''")}' or target = '{name.replace("'", "''")}'""")[0]
+            (neighbours,) = query_db(
+                root,
+                f"""select count(distinct case when source = '{name.replace("'", "''")}' then target else source end)
+                from relationships r where source = '{name.replace("'", "''")}' or target = '{name.replace("'", "''")}'""",
+            )[0]
             assert page.locator("#entity-graph circle.entity").count() == min(neighbours, 60) + 1
             assert page.text_content("#entity-info strong") == name
             assert page.locator("#entity-graph circle.entity.selected").count() == 1

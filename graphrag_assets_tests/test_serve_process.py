@@ -39,15 +39,23 @@ def server(standard_index: Path, nlp_index: Path, tmp_path_factory: pytest.TempP
 
 
 def test_the_start_line_says_where_and_how(server: ServeProcess) -> None:
-    assert f"serving 2 project(s) (harbour, offline) at http://127.0.0.1:{server.port}/ (API key required; API docs at /docs)" in server.output()
+    assert (
+        f"serving 2 project(s) (harbour, offline) at http://127.0.0.1:{server.port}/ (API key required; API docs at /docs)"
+        in server.output()
+    )
 
 
 def test_the_openai_client_lists_models_and_gets_answers_with_references(server: ServeProcess) -> None:
     client = openai.OpenAI(base_url=f"{server.url}/v1", api_key=KEY, max_retries=0)
     ids = [m.id for m in client.models.list()]
-    assert ids[:4] == ["graphrag-local", "graphrag-global", "graphrag-drift", "graphrag-basic"] and "offline/graphrag-local" in ids
+    assert (
+        ids[:4] == ["graphrag-local", "graphrag-global", "graphrag-drift", "graphrag-basic"]
+        and "offline/graphrag-local" in ids
+    )
 
-    completion = client.chat.completions.create(model="graphrag-local", messages=[{"role": "user", "content": QUESTION}])
+    completion = client.chat.completions.create(
+        model="graphrag-local", messages=[{"role": "user", "content": QUESTION}]
+    )
     answer = completion.choices[0].message.content
     assert answer.startswith("Answer to: ") and "[Data:" in answer
     references = completion.model_extra["references"]
@@ -55,7 +63,9 @@ def test_the_openai_client_lists_models_and_gets_answers_with_references(server:
     assert completion.model_extra["graphrag"]["project"] == "harbour" and completion.usage.total_tokens > 0
 
     pieces, final = [], None
-    for chunk in client.chat.completions.create(model="graphrag-basic", messages=[{"role": "user", "content": QUESTION}], stream=True):
+    for chunk in client.chat.completions.create(
+        model="graphrag-basic", messages=[{"role": "user", "content": QUESTION}], stream=True
+    ):
         if chunk.choices and chunk.choices[0].delta.content:
             pieces.append(chunk.choices[0].delta.content)
         if chunk.choices and chunk.choices[0].finish_reason == "stop":
@@ -67,10 +77,17 @@ def test_the_openai_client_lists_models_and_gets_answers_with_references(server:
 
 def test_a_project_by_base_url_or_model_name(server: ServeProcess) -> None:
     by_url = openai.OpenAI(base_url=f"{server.url}/p/offline/v1", api_key=KEY, max_retries=0)
-    completion = by_url.chat.completions.create(model="graphrag-basic", messages=[{"role": "user", "content": QUESTION}])
-    assert completion.model_extra["graphrag"]["project"] == "offline" and completion.model_extra["graphrag"]["llm_used"] is False
+    completion = by_url.chat.completions.create(
+        model="graphrag-basic", messages=[{"role": "user", "content": QUESTION}]
+    )
+    assert (
+        completion.model_extra["graphrag"]["project"] == "offline"
+        and completion.model_extra["graphrag"]["llm_used"] is False
+    )
     by_model = openai.OpenAI(base_url=f"{server.url}/v1", api_key=KEY, max_retries=0)
-    completion = by_model.chat.completions.create(model="offline/graphrag-local", messages=[{"role": "user", "content": QUESTION}])
+    completion = by_model.chat.completions.create(
+        model="offline/graphrag-local", messages=[{"role": "user", "content": QUESTION}]
+    )
     assert completion.model_extra["graphrag"]["project"] == "offline"
     assert completion.choices[0].message.content.startswith("(Extractive answer: no language model was used")
 
@@ -84,7 +101,9 @@ def test_the_openai_client_sees_our_errors(server: ServeProcess, graphrag_server
         client.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": QUESTION}])
     graphrag_server.add_fault("status", status=400, message="model says no", endpoint="chat", times=1)
     try:
-        stream = client.chat.completions.create(model="graphrag-basic", messages=[{"role": "user", "content": QUESTION}], stream=True)
+        stream = client.chat.completions.create(
+            model="graphrag-basic", messages=[{"role": "user", "content": QUESTION}], stream=True
+        )
         with pytest.raises(openai.APIError, match="model says no"):
             for _ in stream:
                 pass
@@ -142,7 +161,9 @@ def test_serve_api_key_in_the_settings_allows_any_address(tmp_path: Path) -> Non
     (root / "graphrag.yaml").write_text("serve:\n  api_key: ${MY_KEY}\n  max_question_chars: 100\n", encoding="utf-8")
     with pytest.raises(UserError):
         build_config([root], None, "0.0.0.0", 8000, None)  # ${MY_KEY} is not set
-    (root / "graphrag.yaml").write_text("serve:\n  api_key: from-the-file\n  max_question_chars: 100\n", encoding="utf-8")
+    (root / "graphrag.yaml").write_text(
+        "serve:\n  api_key: from-the-file\n  max_question_chars: 100\n", encoding="utf-8"
+    )
     config = build_config([root], None, "0.0.0.0", 8000, None)
     assert config.api_key == "from-the-file" and config.limits.max_question_chars == 100
     assert build_config([root], None, "0.0.0.0", 8000, "from-the-flag").api_key == "from-the-flag"
@@ -187,12 +208,16 @@ def read_events(response) -> Any:
             name, data = "message", []
 
 
-def test_a_newer_build_is_swapped_in_while_a_request_finishes_on_the_old_one(standard_index: Path, graphrag_server, tmp_path: Path) -> None:
+def test_a_newer_build_is_swapped_in_while_a_request_finishes_on_the_old_one(
+    standard_index: Path, graphrag_server, tmp_path: Path
+) -> None:
     root = tmp_path / "switch"
     shutil.copytree(standard_index, root, ignore=shutil.ignore_patterns("*.lock"))
     with open(root / "graphrag.yaml", "a", encoding="utf-8") as settings:
         settings.write("serve:\n  reload_interval_seconds: 0.2\n")
-    (hrid, old_run) = query_db(root, "select e.human_readable_id, b.run_id from entities e, corpus_build b where e.title = 'SØREN HOLM'")[0]
+    (hrid, old_run) = query_db(
+        root, "select e.human_readable_id, b.run_id from entities e, corpus_build b where e.title = 'SØREN HOLM'"
+    )[0]
     process = ServeProcess.start("--root", str(root))
     url = process.url
     graphrag_server.reset()
@@ -209,15 +234,20 @@ def test_a_newer_build_is_swapped_in_while_a_request_finishes_on_the_old_one(sta
                 seen.append(("failed", repr(exc)))
 
     try:
-        request = urllib.request.Request(f"{url}/api/query", data=json.dumps({"question": QUESTION, "method": "local", "stream": True}).encode(),
-                                         headers={"Content-Type": "application/json"})
+        request = urllib.request.Request(
+            f"{url}/api/query",
+            data=json.dumps({"question": QUESTION, "method": "local", "stream": True}).encode(),
+            headers={"Content-Type": "application/json"},
+        )
         with urllib.request.urlopen(request, timeout=60) as response:
             stream = read_events(response)
             name, start = next(stream)
             assert name == "start" and start["build"]["run_id"] == old_run
             watcher = threading.Thread(target=hammer)
             watcher.start()
-            subprocess.run([sys.executable, "-c", PUBLISH_BUILD_2, str(root / "data" / "graphrag.duckdb")], check=True, timeout=60)
+            subprocess.run(
+                [sys.executable, "-c", PUBLISH_BUILD_2, str(root / "data" / "graphrag.duckdb")], check=True, timeout=60
+            )
             deadline = time.monotonic() + 30
             while get_json(f"{url}/api/status")[0]["projects"][0]["build"]["run_id"] != "switch-2":
                 assert time.monotonic() < deadline, "the new build was not picked up"
@@ -231,8 +261,11 @@ def test_a_newer_build_is_swapped_in_while_a_request_finishes_on_the_old_one(sta
         assert name == "result" and result["build"]["run_id"] == old_run
         titles = [r["title"] for r in result["references"]["entities"]]
         assert titles and not any(t.endswith("(BUILD 2)") for t in titles)
-        fresh = urllib.request.Request(f"{url}/api/query", data=json.dumps({"question": QUESTION, "method": "local", "context_only": True}).encode(),
-                                       headers={"Content-Type": "application/json"})
+        fresh = urllib.request.Request(
+            f"{url}/api/query",
+            data=json.dumps({"question": QUESTION, "method": "local", "context_only": True}).encode(),
+            headers={"Content-Type": "application/json"},
+        )
         with urllib.request.urlopen(fresh, timeout=60) as response:
             after = json.load(response)
         assert after["build"]["run_id"] == "switch-2"

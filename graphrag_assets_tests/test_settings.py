@@ -23,7 +23,9 @@ def test_defaults_without_file_are_offline(tmp_path: Path) -> None:
 
 
 def test_standard_openai_variables_select_the_standard_method(tmp_path: Path) -> None:
-    settings = load_settings(tmp_path, environ={"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": "http://127.0.0.1:9/v1/"})
+    settings = load_settings(
+        tmp_path, environ={"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": "http://127.0.0.1:9/v1/"}
+    )
     assert settings.resolved_method == "standard"
     assert settings.llm.api_key == "sk-test"
     assert settings.llm.base_url == "http://127.0.0.1:9/v1"
@@ -31,7 +33,10 @@ def test_standard_openai_variables_select_the_standard_method(tmp_path: Path) ->
 
 
 def test_file_values_and_env_substitution(tmp_path: Path) -> None:
-    write(tmp_path, "method: fast\nllm:\n  chat_model: ${MODEL}\n  api_key: ${KEY:-}\nchunking:\n  size: 300\n  overlap: 30\n")
+    write(
+        tmp_path,
+        "method: fast\nllm:\n  chat_model: ${MODEL}\n  api_key: ${KEY:-}\nchunking:\n  size: 300\n  overlap: 30\n",
+    )
     settings = load_settings(tmp_path, environ={"MODEL": "llama3"})
     assert settings.llm.chat_model == "llama3"
     assert settings.llm.api_key is None
@@ -109,7 +114,9 @@ def test_an_invalid_api_key_value_is_never_echoed(tmp_path: Path) -> None:
 
 def test_an_unknown_tokenizer_encoding_is_an_error(tmp_path: Path) -> None:
     write(tmp_path, "chunking:\n  encoding: cl100k_bsae\n")
-    with pytest.raises(ConfigError, match=r"'chunking.encoding': unknown tokenizer encoding 'cl100k_bsae'; use one of: cl100k_base, "):
+    with pytest.raises(
+        ConfigError, match=r"'chunking.encoding': unknown tokenizer encoding 'cl100k_bsae'; use one of: cl100k_base, "
+    ):
         load_settings(tmp_path, environ={})
 
 

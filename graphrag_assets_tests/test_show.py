@@ -57,4 +57,7 @@ def test_status_says_pending_input_changes_are_not_in_the_graph_yet(nlp_index: P
     (root / "data" / "input" / "letter_holm_to_varga.txt").write_text("A different letter.", encoding="utf-8")
     result = CliRunner().invoke(main, ["status", "--root", str(root)])
     assert "  changed  letter_holm_to_varga.txt" in result.output
-    assert "corpus graph: up to date with the indexed documents; 'graphrag-assets index' adds the input changes above" in result.output
+    assert (
+        "corpus graph: up to date with the indexed documents; 'graphrag-assets index' adds the input changes above"
+        in result.output
+    )

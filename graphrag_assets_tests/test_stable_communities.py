@@ -7,7 +7,14 @@ import random
 import polars as pl
 import pytest
 
-from graphrag_assets.index.communities import LeidenOptions, build_communities, hierarchical_leiden, partition_modularity
+from graphrag_assets.core.ids import entity_id
+from graphrag_assets.core.settings import CommunitySettings
+from graphrag_assets.index.communities import (
+    LeidenOptions,
+    build_communities,
+    hierarchical_leiden,
+    partition_modularity,
+)
 from graphrag_assets.index.stable_communities import (
     ClusteringRequest,
     cluster_for_update,
@@ -15,8 +22,6 @@ from graphrag_assets.index.stable_communities import (
     previous_assignments,
     warm_start_hierarchy,
 )
-from graphrag_assets.core.ids import entity_id
-from graphrag_assets.core.settings import CommunitySettings
 from graphrag_assets_tests.test_communities import clique, edge_frame
 
 
@@ -125,7 +130,9 @@ def merged_cliques() -> tuple[pl.DataFrame, pl.DataFrame]:
 
 def test_drift_above_the_threshold_triggers_a_fresh_clustering() -> None:
     edges, previous = merged_cliques()
-    outcome = cluster_for_update(edges, ClusteringRequest(stable(max_cluster_size=20), previous=previous, warm_starts=3))
+    outcome = cluster_for_update(
+        edges, ClusteringRequest(stable(max_cluster_size=20), previous=previous, warm_starts=3)
+    )
     assert outcome.strategy == "fresh" and "drift" in outcome.reason
     assert outcome.assignments.equals(hierarchical_leiden(edges, LeidenOptions(max_cluster_size=20)))
     assert outcome.drift == 0.0 and outcome.warm_starts == 0
@@ -161,7 +168,9 @@ def test_fresh_clustering_reasons(settings: CommunitySettings, request_args: dic
 
 def test_schedule_not_yet_due_warm_starts() -> None:
     edges = edge_frame(noisy_groups("N"))
-    outcome = cluster_for_update(edges, ClusteringRequest(stable(recluster_every=2), previous=hierarchical_leiden(edges), warm_starts=1))
+    outcome = cluster_for_update(
+        edges, ClusteringRequest(stable(recluster_every=2), previous=hierarchical_leiden(edges), warm_starts=1)
+    )
     assert outcome.strategy == "warm" and outcome.warm_starts == 2
 
 

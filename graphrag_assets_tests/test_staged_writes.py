@@ -31,7 +31,9 @@ def test_chunked_write_reads_back_equal(tmp_path: Path, monkeypatch: pytest.Monk
     assert read_staged(path, "relationships").equals(FRAME)
 
 
-def test_vectors_go_in_chunks_of_about_a_megabyte_and_read_back_equal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_vectors_go_in_chunks_of_about_a_megabyte_and_read_back_equal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Rows of 2 KB (512 float32) go about 512 to a statement; narrow rows keep STAGE_CHUNK_ROWS."""
     chunks: list[int] = []
 
@@ -74,7 +76,9 @@ def test_publish_puts_the_staged_tables_in_place_and_leaves_none_staged(tmp_path
         conn.execute("create table document_steps as select 'untouched' as document_key")
     write_staged(path, "relationships", FRAME)
     write_staged(path, "entities", FRAME.select("id"))
-    assert read_table(path, "relationships").to_dicts() == [{"id": "old"}]  # readers see the published build until the commit
+    assert read_table(path, "relationships").to_dicts() == [
+        {"id": "old"}
+    ]  # readers see the published build until the commit
 
     published = corpus.publish_corpus(path, pl.DataFrame({"document_key": ["a.txt"]}), {"run_id": "r1"})
 

@@ -30,7 +30,12 @@ def chunk_count(chunks: pl.DataFrame) -> pl.DataFrame:
 
 
 def run(db: Path, instance: DagsterInstance, assets, partition_key: str | None = None):
-    result = materialize(assets, instance=instance, partition_key=partition_key, resources={"io_manager": DuckDBPolarsIOManager(database=str(db))})
+    result = materialize(
+        assets,
+        instance=instance,
+        partition_key=partition_key,
+        resources={"io_manager": DuckDBPolarsIOManager(database=str(db))},
+    )
     let_go()  # the tests read the file with DuckDB directly, which cannot share the warm read-write instance
     return result
 
@@ -48,7 +53,11 @@ def test_partitions_round_trip_through_dagster(tmp_path: Path, instance: Dagster
     db = tmp_path / file_name
     for key in ("a", "b", "empty"):
         assert run(db, instance, [chunks], key).success
-    result = materialize([chunks.to_source_asset(), chunk_count], instance=instance, resources={"io_manager": DuckDBPolarsIOManager(database=str(db))})
+    result = materialize(
+        [chunks.to_source_asset(), chunk_count],
+        instance=instance,
+        resources={"io_manager": DuckDBPolarsIOManager(database=str(db))},
+    )
     assert result.success
     counts = result.output_for_node("chunk_count")
     assert counts.to_dicts() == [{"document_key": "a", "rows": 2}, {"document_key": "b", "rows": 1}]
@@ -91,7 +100,9 @@ def test_partition_replace_is_atomic(tmp_path: Path) -> None:
 
 def test_writing_rows_of_another_partition_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="cannot be written"):
-        write_partitions(tmp_path / "g.duckdb", "t", pl.DataFrame({"document_key": ["b"], "x": [1]}), "document_key", ["a"])
+        write_partitions(
+            tmp_path / "g.duckdb", "t", pl.DataFrame({"document_key": ["b"], "x": [1]}), "document_key", ["a"]
+        )
 
 
 def test_new_columns_are_added_to_existing_tables(tmp_path: Path) -> None:
@@ -104,7 +115,9 @@ def test_new_columns_are_added_to_existing_tables(tmp_path: Path) -> None:
 def test_delete_partitions_removes_rows_from_every_table(tmp_path: Path) -> None:
     db = tmp_path / "g.duckdb"
     for table in ("t1", "t2"):
-        write_partitions(db, table, pl.DataFrame({"document_key": ["a", "b", "b"], "x": [1, 2, 3]}), "document_key", ["a", "b"])
+        write_partitions(
+            db, table, pl.DataFrame({"document_key": ["a", "b", "b"], "x": [1, 2, 3]}), "document_key", ["a", "b"]
+        )
     deleted = delete_partitions(db, ["t1", "t2", "missing"], "document_key", ["b"])
     assert deleted == {"t1": 2, "t2": 2}
     assert read_table(db, "t1")["x"].to_list() == [1]
@@ -119,9 +132,15 @@ def test_whole_table_write_replaces_atomically(tmp_path: Path) -> None:
 
 def test_a_new_vector_size_replaces_the_column_type(tmp_path: Path) -> None:
     db = tmp_path / "g.duckdb"
-    wide = pl.DataFrame({"document_key": ["a", "b"], "vector": [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]}, schema={"document_key": pl.String, "vector": pl.Array(pl.Float32, 3)})
+    wide = pl.DataFrame(
+        {"document_key": ["a", "b"], "vector": [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]},
+        schema={"document_key": pl.String, "vector": pl.Array(pl.Float32, 3)},
+    )
     write_partitions(db, "emb", wide, "document_key", ["a", "b"])
-    narrow = pl.DataFrame({"document_key": ["a"], "vector": [[7.0, 8.0]]}, schema={"document_key": pl.String, "vector": pl.Array(pl.Float32, 2)})
+    narrow = pl.DataFrame(
+        {"document_key": ["a"], "vector": [[7.0, 8.0]]},
+        schema={"document_key": pl.String, "vector": pl.Array(pl.Float32, 2)},
+    )
     write_partitions(db, "emb", narrow, "document_key", ["a"])
     rows = read_table(db, "emb").sort("document_key")
     assert rows.schema["vector"] == pl.Array(pl.Float32, 2)
@@ -138,25 +157,37 @@ def test_frames_make_the_column_types_pyarrow_made(tmp_path: Path) -> None:
     import datetime as dt
 
     db = tmp_path / "g.duckdb"
-    frame = pl.DataFrame({
-        "text": ["a", None],
-        "category": pl.Series(["x", "y"], dtype=pl.Categorical),
-        "at": pl.Series([dt.datetime(2024, 1, 1, 12), None], dtype=pl.Datetime("us")),
-        "day": [dt.date(2024, 1, 1), None],
-        "count": pl.Series([1, None], dtype=pl.Int64),
-        "small": pl.Series([1, None], dtype=pl.UInt32),
-        "score": [0.5, None],
-        "flag": [True, None],
-        "ids": pl.Series([["a", "b"], []], dtype=pl.List(pl.String)),
-        "children": pl.Series([[1], None], dtype=pl.List(pl.Int64)),
-        "vector": pl.Series([[1.0, 2.0], None], dtype=pl.Array(pl.Float32, 2)),
-        "nested": pl.Series([{"k": "v", "n": 1}, None]),
-        "nothing": [None, None],
-    })
+    frame = pl.DataFrame(
+        {
+            "text": ["a", None],
+            "category": pl.Series(["x", "y"], dtype=pl.Categorical),
+            "at": pl.Series([dt.datetime(2024, 1, 1, 12), None], dtype=pl.Datetime("us")),
+            "day": [dt.date(2024, 1, 1), None],
+            "count": pl.Series([1, None], dtype=pl.Int64),
+            "small": pl.Series([1, None], dtype=pl.UInt32),
+            "score": [0.5, None],
+            "flag": [True, None],
+            "ids": pl.Series([["a", "b"], []], dtype=pl.List(pl.String)),
+            "children": pl.Series([[1], None], dtype=pl.List(pl.Int64)),
+            "vector": pl.Series([[1.0, 2.0], None], dtype=pl.Array(pl.Float32, 2)),
+            "nested": pl.Series([{"k": "v", "n": 1}, None]),
+            "nothing": [None, None],
+        }
+    )
     expected = {
-        "text": "VARCHAR", "category": "VARCHAR", "at": "TIMESTAMP", "day": "DATE", "count": "BIGINT",
-        "small": "UINTEGER", "score": "DOUBLE", "flag": "BOOLEAN", "ids": "VARCHAR[]", "children": "BIGINT[]",
-        "vector": "FLOAT[2]", "nested": "STRUCT(k VARCHAR, n BIGINT)", "nothing": '"NULL"',
+        "text": "VARCHAR",
+        "category": "VARCHAR",
+        "at": "TIMESTAMP",
+        "day": "DATE",
+        "count": "BIGINT",
+        "small": "UINTEGER",
+        "score": "DOUBLE",
+        "flag": "BOOLEAN",
+        "ids": "VARCHAR[]",
+        "children": "BIGINT[]",
+        "vector": "FLOAT[2]",
+        "nested": "STRUCT(k VARCHAR, n BIGINT)",
+        "nothing": '"NULL"',
     }
     write_table(db, "with_rows", frame)
     write_table(db, "without_rows", frame.clear())
@@ -165,6 +196,20 @@ def test_frames_make_the_column_types_pyarrow_made(tmp_path: Path) -> None:
         for table in ("with_rows", "without_rows"):
             assert {row[0]: row[1] for row in conn.sql(f"describe {table}").fetchall()} == expected, table
         assert conn.sql("select * from with_rows").fetchall() == [
-            ("a", "x", dt.datetime(2024, 1, 1, 12), dt.date(2024, 1, 1), 1, 1, 0.5, True, ["a", "b"], [1], (1.0, 2.0), {"k": "v", "n": 1}, None),
+            (
+                "a",
+                "x",
+                dt.datetime(2024, 1, 1, 12),
+                dt.date(2024, 1, 1),
+                1,
+                1,
+                0.5,
+                True,
+                ["a", "b"],
+                [1],
+                (1.0, 2.0),
+                {"k": "v", "n": 1},
+                None,
+            ),
             (None, "y", None, None, None, None, None, None, [], None, None, None, None),
         ]

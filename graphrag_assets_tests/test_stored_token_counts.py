@@ -42,7 +42,8 @@ def test_with_content_tokens_counts_the_trimmed_text_and_keeps_nulls() -> None:
     frame = pl.DataFrame({"full_content": ["  # Title\n\nSome text.\n", None]})
     encoding = get_tokenizer("cl100k_base")
     assert with_content_tokens(frame, lambda t: len(encoding.encode_ordinary(t)))[TOKENS_COLUMN].to_list() == [
-        len(encoding.encode_ordinary("# Title\n\nSome text.")), None,
+        len(encoding.encode_ordinary("# Title\n\nSome text.")),
+        None,
     ]
 
 
@@ -65,7 +66,12 @@ def test_global_search_end_to_end_does_not_tokenize_stored_reports() -> None:
     data = make_data(content_words=150)
     data.community_reports = with_content_tokens(data.community_reports, CountingEncoding().count)
     encoding = CountingEncoding()
-    result = search(ScriptedChat({"query_global_map": '{"points": []}'}), data, options=settings(max_context_tokens=1200), count=encoding.count)
+    result = search(
+        ScriptedChat({"query_global_map": '{"points": []}'}),
+        data,
+        options=settings(max_context_tokens=1200),
+        count=encoding.count,
+    )
     assert len(result.details["batches"]) > 1
     assert encoding.texts and not encoding.saw_any(data.community_reports["full_content"].to_list())
 
@@ -76,7 +82,13 @@ def test_the_local_reports_table_uses_stored_counts(stored: bool) -> None:
     encoding = CountingEncoding()
     table = fill_table("Reports", REPORT_COLUMNS, report_rows(frame, encoding.count), 2000, encoding.count)
     assert encoding.saw_any(frame["full_content"].to_list()) is not stored
-    counted = fill_table("Reports", REPORT_COLUMNS, frame.select("human_readable_id", "title", "full_content").rows(), 2000, CountingEncoding().count)
+    counted = fill_table(
+        "Reports",
+        REPORT_COLUMNS,
+        frame.select("human_readable_id", "title", "full_content").rows(),
+        2000,
+        CountingEncoding().count,
+    )
     assert (table.rows_used, table.text) == (counted.rows_used, counted.text) and table.rows_used >= 2
 
 
@@ -89,7 +101,9 @@ def test_a_sized_row_is_within_a_token_or_two_of_counting_the_line() -> None:
 
 
 def test_sources_rows_are_sized_from_text_unit_n_tokens() -> None:
-    units = pl.DataFrame({"id": ["a" * 32, "b" * 32], "text": ["alpha beta gamma " * 50, "delta"], "n_tokens": [150, None]})
+    units = pl.DataFrame(
+        {"id": ["a" * 32, "b" * 32], "text": ["alpha beta gamma " * 50, "delta"], "n_tokens": [150, None]}
+    )
     encoding = CountingEncoding()
     rows = source_rows(units, encoding.count)
     assert rows[0].tokens == encoding.count(format_row((rows[0][0], None)) + "\n") + 150

@@ -9,15 +9,15 @@ from collections.abc import Sequence
 import pytest
 
 from graphrag_assets.core.errors import LLMError
-from graphrag_assets.prompts.templates import PromptTemplate, load_prompt
 from graphrag_assets.index.summarize import (
+    SummaryOptions,
     distinct_descriptions,
     item_name,
     plan_summary_chunks,
-    SummaryOptions,
     summarize_all,
 )
 from graphrag_assets.llm.types import ChatOptions, ChatResult, Message
+from graphrag_assets.prompts.templates import PromptTemplate, load_prompt
 
 
 def words(text: str) -> int:
@@ -39,11 +39,15 @@ class ScriptedModel:
         self.prompts: list[str] = []
         self.calls: list[dict] = []
 
-    async def chat(self, messages: Sequence[Message], *, purpose: str, options: ChatOptions | None = None) -> ChatResult:
+    async def chat(
+        self, messages: Sequence[Message], *, purpose: str, options: ChatOptions | None = None
+    ) -> ChatResult:
         prompt_version = (options or ChatOptions()).prompt_version
         prompt = messages[0]["content"]
         self.prompts.append(prompt)
-        self.calls.append({"roles": [m["role"] for m in messages], "purpose": purpose, "prompt_version": prompt_version})
+        self.calls.append(
+            {"roles": [m["role"] for m in messages], "purpose": purpose, "prompt_version": prompt_version}
+        )
         await asyncio.sleep(0)
         if self.answer is not None:
             return ChatResult(text=self.answer, prompt_tokens=1, completion_tokens=1, cached=False)
@@ -58,9 +62,7 @@ class ScriptedModel:
 
 
 def run(model, items, max_input_tokens=1000, max_length=50):
-    return asyncio.run(
-        summarize_all(model, items, SummaryOptions(TEMPLATE, max_input_tokens, max_length, words))
-    )
+    return asyncio.run(summarize_all(model, items, SummaryOptions(TEMPLATE, max_input_tokens, max_length, words)))
 
 
 # --- planning ----------------------------------------------------------------------------------
@@ -144,9 +146,7 @@ def test_rolling_summary_when_descriptions_do_not_fit():
 def test_real_prompt_and_default_tokenizer():
     template = load_prompt("summarize_descriptions")
     model = ScriptedModel(answer="merged")
-    result = asyncio.run(
-        summarize_all(model, [("A", ["one", "two"])], SummaryOptions(template, max_length=120))
-    )
+    result = asyncio.run(summarize_all(model, [("A", ["one", "two"])], SummaryOptions(template, max_length=120)))
     assert result == {"A": "merged"}
     assert '["one", "two"]' in model.prompts[0] and "120 words" in model.prompts[0] and '"A"' in model.prompts[0]
 
@@ -158,6 +158,8 @@ def test_empty_answer_keeps_the_descriptions():
 
 def test_failed_item_raises_after_the_others_finished():
     model = ScriptedModel(fail=['"B"'])
-    with pytest.raises(LLMError, match=r"^1 of 3 description summaries failed \(first: the model endpoint refused the request\.\); "):
+    with pytest.raises(
+        LLMError, match=r"^1 of 3 description summaries failed \(first: the model endpoint refused the request\.\); "
+    ):
         run(model, [("A", ["1", "2"]), ("B", ["3", "4"]), ("C", ["5", "6"])])
     assert len(model.prompts) == 3  # A and C were still asked (and so cached by the real client)

@@ -9,8 +9,42 @@ from graphrag_assets.core.tokens import get_tokenizer
 
 TEXT = "Søren Holm keeps the Kestrel Point light. <|endoftext|> Ünïcödé, tabs\tand 12345 digits."
 # cl100k_base of TEXT, from a complete tiktoken encoding (special tokens as plain text)
-TOKENS = [50, 6282, 1466, 16071, 76, 13912, 279, 735, 478, 3833, 5236, 3177, 13, 83739, 8862, 728, 428, 91, 29,
-          31612, 77, 38672, 66, 3029, 67, 978, 11, 23204, 53577, 220, 4513, 1774, 19016, 13]
+TOKENS = [
+    50,
+    6282,
+    1466,
+    16071,
+    76,
+    13912,
+    279,
+    735,
+    478,
+    3833,
+    5236,
+    3177,
+    13,
+    83739,
+    8862,
+    728,
+    428,
+    91,
+    29,
+    31612,
+    77,
+    38672,
+    66,
+    3029,
+    67,
+    978,
+    11,
+    23204,
+    53577,
+    220,
+    4513,
+    1774,
+    19016,
+    13,
+]
 
 
 def test_the_tokenizer_encodes_and_decodes_as_cl100k_base() -> None:

@@ -15,8 +15,8 @@ import polars as pl
 from click.testing import CliRunner
 
 from graphrag_assets.cli.main import main
-from graphrag_assets.pipeline.indexing import index_project
 from graphrag_assets.core.settings import load_settings
+from graphrag_assets.pipeline.indexing import index_project
 from graphrag_assets_tests.conftest import make_llm_project
 from graphrag_assets_tests.test_rebuild_equivalence import TABLE_ORDER, tables
 
@@ -40,7 +40,9 @@ POSITIONAL = ["community", "human_readable_id", "title", "parent", "children", "
 
 
 def project(root: Path, server, update: str = "exact", extra: str = "") -> Path:
-    make_llm_project(root, server.base_url, with_sample=False, extra=COMMUNITY_SETTINGS + f"  update: {update}\n" + extra)
+    make_llm_project(
+        root, server.base_url, with_sample=False, extra=COMMUNITY_SETTINGS + f"  update: {update}\n" + extra
+    )
     (root / "data" / "input" / "a.txt").write_text(GROUP_A, encoding="utf-8")
     (root / "data" / "input" / "z.txt").write_text(GROUP_Z, encoding="utf-8")
     return root
@@ -68,7 +70,9 @@ def run_cli(*args: str) -> dict:
     return json.loads(result.stdout)
 
 
-def test_an_untouched_component_keeps_its_communities_and_reports_byte_identical(graphrag_server, tmp_path: Path) -> None:
+def test_an_untouched_component_keeps_its_communities_and_reports_byte_identical(
+    graphrag_server, tmp_path: Path
+) -> None:
     root = project(tmp_path / "p", graphrag_server)
     assert index_project(load_settings(root)).success
     communities_before, reports_before = a_group(root)
@@ -93,7 +97,10 @@ def test_reason_counts_add_up_and_match_the_calls_made(graphrag_server, tmp_path
     first = index_project(load_settings(root))
     total = read(root, "select count(*) as n from community_reports")["n"][0]
     assert first.reports == {
-        "total": total, "reused": 0, "regenerated": total, "deleted": 0,
+        "total": total,
+        "reused": 0,
+        "regenerated": total,
+        "deleted": 0,
         "reasons": {"members changed": total, "child report changed": 0, "context changed": 0},
     }
     (root / "data" / "input" / "z.txt").write_text(GROUP_Z + Z_ADDITION, encoding="utf-8")
@@ -101,10 +108,17 @@ def test_reason_counts_add_up_and_match_the_calls_made(graphrag_server, tmp_path
     total = read(root, "select count(*) as n from community_reports")["n"][0]
     assert second["reused"] + second["regenerated"] == second["total"] == total
     assert sum(second["reasons"].values()) == second["regenerated"] > 0
-    usage = read(root, "select requests, reused, regenerated, deleted, reasons from llm_usage where reused is not null order by recorded_at")
+    usage = read(
+        root,
+        "select requests, reused, regenerated, deleted, reasons from llm_usage where reused is not null order by recorded_at",
+    )
     last = usage.row(-1, named=True)
     assert last["requests"] == second["regenerated"]  # each regenerated prompt was new: one call each
-    assert (last["reused"], last["regenerated"], last["deleted"]) == (second["reused"], second["regenerated"], second["deleted"])
+    assert (last["reused"], last["regenerated"], last["deleted"]) == (
+        second["reused"],
+        second["regenerated"],
+        second["deleted"],
+    )
     assert json.loads(last["reasons"]) == second["reasons"]
 
 
@@ -116,7 +130,9 @@ def test_stable_mode_keeps_warm_starting_then_recluster_equals_a_rebuild(graphra
     assert status["update"] == "stable" and status["last_run"]["clustering_reason"] == "no previous communities"
 
     (root / "data" / "input" / "z.txt").write_text(GROUP_Z + Z_ADDITION, encoding="utf-8")
-    (root / "data" / "input" / "a.txt").write_text(GROUP_A + " Zelda Crane visited Anna Berg at Alder Quay.", encoding="utf-8")
+    (root / "data" / "input" / "a.txt").write_text(
+        GROUP_A + " Zelda Crane visited Anna Berg at Alder Quay.", encoding="utf-8"
+    )
     assert index_project(load_settings(root)).success
     last = run_cli("status", "--root", str(root))["communities"]["last_run"]
     assert last["clustering"] == "warm" and last["warm_starts"] == 1 and "drift" in last
@@ -124,7 +140,11 @@ def test_stable_mode_keeps_warm_starting_then_recluster_equals_a_rebuild(graphra
     output = run_cli("index", "--root", str(root), "--recluster")
     assert [run["job"] for run in output["runs"]] == ["corpus_job"]  # nothing changed: --recluster alone runs it
     last = run_cli("status", "--root", str(root))["communities"]["last_run"]
-    assert last["clustering"] == "fresh" and last["clustering_reason"] == "re-cluster requested" and last["warm_starts"] == 0
+    assert (
+        last["clustering"] == "fresh"
+        and last["clustering_reason"] == "re-cluster requested"
+        and last["warm_starts"] == 0
+    )
 
     rebuilt = project(tmp_path / "rebuilt", graphrag_server, update="stable")
     for path in (root / "data" / "input").iterdir():
@@ -136,7 +156,9 @@ def test_stable_mode_keeps_warm_starting_then_recluster_equals_a_rebuild(graphra
 
 
 def test_scheduled_recluster_after_the_given_number_of_warm_starts(graphrag_server, tmp_path: Path) -> None:
-    root = project(tmp_path / "p", graphrag_server, update="stable", extra="  recluster_every: 1\n  drift_threshold: 1.0\n")
+    root = project(
+        tmp_path / "p", graphrag_server, update="stable", extra="  recluster_every: 1\n  drift_threshold: 1.0\n"
+    )
     assert index_project(load_settings(root)).success
     strategies = []
     for addition in (" Zelda Crane met Zora Quint.", " Zelda Crane met Zeno Marsh."):
@@ -152,7 +174,9 @@ def test_switching_the_update_mode_rebuilds_nothing(graphrag_server, tmp_path: P
     root = project(tmp_path / "p", graphrag_server)
     assert index_project(load_settings(root)).success
     settings_file = root / "graphrag.yaml"
-    settings_file.write_text(settings_file.read_text(encoding="utf-8").replace("update: exact", "update: stable"), encoding="utf-8")
+    settings_file.write_text(
+        settings_file.read_text(encoding="utf-8").replace("update: exact", "update: stable"), encoding="utf-8"
+    )
     assert run_cli("status", "--root", str(root))["corpus"]["stale"] is False
     assert index_project(load_settings(root)).runs == []
 
@@ -189,15 +213,31 @@ def test_reuse_counts_are_materialization_metadata(graphrag_server, tmp_path: Pa
 def test_index_and_status_output_lines() -> None:
     from graphrag_assets.cli.output import render_clustering, render_report_outcomes
 
-    reports = {"total": 10, "reused": 7, "regenerated": 3, "deleted": 2,
-               "reasons": {"members changed": 2, "child report changed": 0, "context changed": 1}}
-    assert render_report_outcomes(reports) == "7 reused, 3 regenerated (2 members changed, 1 context changed), 2 deleted (of 10 reports)"
-    warm = {"update": "stable", "drift_threshold": 0.02, "recluster_every": 0,
-            "last_run": {"clustering": "warm", "clustering_reason": "warm start", "drift": 0.0041, "warm_starts": 2}}
+    reports = {
+        "total": 10,
+        "reused": 7,
+        "regenerated": 3,
+        "deleted": 2,
+        "reasons": {"members changed": 2, "child report changed": 0, "context changed": 1},
+    }
+    assert (
+        render_report_outcomes(reports)
+        == "7 reused, 3 regenerated (2 members changed, 1 context changed), 2 deleted (of 10 reports)"
+    )
+    warm = {
+        "update": "stable",
+        "drift_threshold": 0.02,
+        "recluster_every": 0,
+        "last_run": {"clustering": "warm", "clustering_reason": "warm start", "drift": 0.0041, "warm_starts": 2},
+    }
     assert render_clustering(warm) == (
         "communities: stable updates; last run warm start (2 since a fresh clustering), drift 0.41% (re-cluster above 2.00%)"
     )
-    fresh = {"update": "exact", "drift_threshold": 0.02, "recluster_every": 0,
-             "last_run": {"clustering": "fresh", "clustering_reason": "exact mode", "drift": 0.0, "warm_starts": 0}}
+    fresh = {
+        "update": "exact",
+        "drift_threshold": 0.02,
+        "recluster_every": 0,
+        "last_run": {"clustering": "fresh", "clustering_reason": "exact mode", "drift": 0.0, "warm_starts": 0},
+    }
     assert render_clustering(fresh) == "communities: exact updates; last run clustered from scratch (exact mode)"
     assert render_clustering({**fresh, "last_run": {}}) == "communities: exact updates; not clustered yet"

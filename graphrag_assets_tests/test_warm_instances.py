@@ -68,7 +68,9 @@ def test_connections_in_a_burst_share_one_instance_which_closes_when_idle(databa
         assert conn.execute("select count(*) from t").fetchone() == (30,)
 
 
-def test_a_read_only_connect_while_a_read_write_anchor_is_open_succeeds_at_once(database: Path, long_idle: None) -> None:
+def test_a_read_only_connect_while_a_read_write_anchor_is_open_succeeds_at_once(
+    database: Path, long_idle: None
+) -> None:
     with connect(database) as conn:
         conn.execute("insert into t values (1)")
     started = time.monotonic()
@@ -89,7 +91,9 @@ def test_a_write_after_reads_closes_the_idle_read_only_anchor_at_once(database: 
     assert time.monotonic() - started < QUICK
 
 
-def test_a_connection_with_settings_while_anchored_does_not_wait_and_keeps_its_settings(database: Path, long_idle: None) -> None:
+def test_a_connection_with_settings_while_anchored_does_not_wait_and_keeps_its_settings(
+    database: Path, long_idle: None
+) -> None:
     with connect(database) as conn:
         conn.execute("insert into t values (1)")
     started = time.monotonic()
@@ -174,7 +178,9 @@ def test_a_long_hold_is_kept_while_no_other_process_waits(database: Path, monkey
     assert not _wait_signal(database).exists()
 
 
-def test_a_wait_signal_left_behind_makes_no_rest_until_it_changes(database: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_wait_signal_left_behind_makes_no_rest_until_it_changes(
+    database: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A waiter killed while waiting leaves its signal; only a fresh touch means someone waits."""
     monkeypatch.setattr(warm, "IDLE_SECONDS", 60.0)
     monkeypatch.setattr(warm, "HOLD_SECONDS", 0.2)
@@ -222,7 +228,9 @@ def _other_process_can_write(path: Path) -> bool:
     return out.stdout.strip() == "opened"
 
 
-def test_another_process_can_write_once_the_idle_window_has_passed(database: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_another_process_can_write_once_the_idle_window_has_passed(
+    database: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(warm, "IDLE_SECONDS", 60.0)
     with connect(database) as conn:
         conn.execute("insert into t values (1)")
@@ -252,7 +260,9 @@ print("rests", warm_instances().stats.rests, flush=True)
 def test_a_reader_in_another_process_gets_in_while_a_process_keeps_writing(database: Path, tmp_path: Path) -> None:
     """Like the CLI's ``status`` during an indexing run whose cache writer writes every few ms."""
     stop = tmp_path / "stop"
-    writer = subprocess.Popen([sys.executable, "-c", _WRITER, str(database), str(stop)], stdout=subprocess.PIPE, text=True)
+    writer = subprocess.Popen(
+        [sys.executable, "-c", _WRITER, str(database), str(stop)], stdout=subprocess.PIPE, text=True
+    )
     try:
         assert writer.stdout.readline().strip() == "writing"
         time.sleep(0.5)
@@ -319,7 +329,9 @@ def test_an_in_process_dagster_run_ends_with_the_file_let_go_of(database: Path, 
             conn.execute("insert into t values (7)")
 
     job = Definitions(assets=[written], jobs=[define_asset_job("write_job")]).resolve_job_def("write_job")
-    result = execute_without_capture(job, run_config={}, instance=DagsterInstance.ephemeral(), partition_key=None, tags={})
+    result = execute_without_capture(
+        job, run_config={}, instance=DagsterInstance.ephemeral(), partition_key=None, tags={}
+    )
     assert result.success
     assert _direct_read_only_open(database)
     with duckdb.connect(str(database), read_only=True) as conn:

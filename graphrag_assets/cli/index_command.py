@@ -19,28 +19,63 @@ from graphrag_assets.project.index_run import IndexOptions
 
 @click.command(short_help="Index what changed in the input folder and update the graph.")
 @ROOT_OPTION
-@click.option("--method", type=click.Choice(["standard", "fast", "nlp"]), default=None, help="Indexing method (default: settings, or nlp when no model endpoint is configured).")
-@click.option("--dry-run", is_flag=True, help="Print how many model calls and tokens the next run would need, without calling the model.")
+@click.option(
+    "--method",
+    type=click.Choice(["standard", "fast", "nlp"]),
+    default=None,
+    help="Indexing method (default: settings, or nlp when no model endpoint is configured).",
+)
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="Print how many model calls and tokens the next run would need, without calling the model.",
+)
 @click.option("--full", is_flag=True, help="Also rebuild the corpus-wide assets when no document changed.")
-@click.option("--allow-empty-input", is_flag=True, help="Accept a missing or empty input folder and remove every document from the index.")
-@click.option("--recluster", is_flag=True, help="Cluster communities from scratch (communities.update: stable keeps them otherwise); implies a corpus run.")
+@click.option(
+    "--allow-empty-input",
+    is_flag=True,
+    help="Accept a missing or empty input folder and remove every document from the index.",
+)
+@click.option(
+    "--recluster",
+    is_flag=True,
+    help="Cluster communities from scratch (communities.update: stable keeps them otherwise); implies a corpus run.",
+)
 @click.option("--verbose", "-v", is_flag=True, help="Show Dagster's own log lines.")
 @JSON_OPTION
 @guard
-def index(root: Path | None, method: str | None, dry_run: bool, full: bool, allow_empty_input: bool, recluster: bool, verbose: bool, as_json: bool) -> None:
+def index(
+    root: Path | None,
+    method: str | None,
+    dry_run: bool,
+    full: bool,
+    allow_empty_input: bool,
+    recluster: bool,
+    verbose: bool,
+    as_json: bool,
+) -> None:
     """Index what changed in data/input (new, changed and deleted documents) and update the graph."""
     overrides = {"method": method} if method else None
     settings = project_settings(root, overrides)
     if not as_json:
-        why = {"nlp": "(no model endpoint configured: offline noun-phrase graph and local embeddings)", "standard": "(model endpoint configured)"}
-        click.echo(f"method: {settings.resolved_method} {why.get(settings.resolved_method, '') if settings.method == 'auto' else '(from the settings)'}".rstrip())
+        why = {
+            "nlp": "(no model endpoint configured: offline noun-phrase graph and local embeddings)",
+            "standard": "(model endpoint configured)",
+        }
+        click.echo(
+            f"method: {settings.resolved_method} {why.get(settings.resolved_method, '') if settings.method == 'auto' else '(from the settings)'}".rstrip()
+        )
     if dry_run:
-        from graphrag_assets.project.dry_run import estimate_next_run  # the extraction steps and model client: only for --dry-run
+        from graphrag_assets.project.dry_run import (
+            estimate_next_run,  # the extraction steps and model client: only for --dry-run
+        )
 
         estimate = estimate_next_run(settings)
         print_json(estimate.as_dict()) if as_json else click.echo(estimate.render())
         return
-    options = IndexOptions(overrides=overrides, force_corpus=full, allow_empty_input=allow_empty_input, recluster=recluster)
+    options = IndexOptions(
+        overrides=overrides, force_corpus=full, allow_empty_input=allow_empty_input, recluster=recluster
+    )
     report = nothing_to_index(settings, options)
     if report is None:
         from graphrag_assets.pipeline.indexing import index_project  # imports Dagster (~1 s): only when there is work

@@ -12,10 +12,21 @@ from graphrag_assets.interop.commands import EXPORT_FORMATS, export_index, impor
 
 @click.command(name="export")
 @click.argument("out_dir", type=click.Path(path_type=Path))
-@click.option("--format", "fmt", type=click.Choice(list(EXPORT_FORMATS)), default="msgraphrag", show_default=True,
-              help="msgraphrag: Microsoft GraphRAG v3 parquet (+ LanceDB) that its query API reads; graphml: one graph file; neo4j: CSV files for neo4j-admin import and a Cypher script; cypher: Cypher statements for FalkorDB and Neo4j, with retrieval queries; html: one self-contained page to look at the communities and their entity graphs.")
-@click.option("--load", "load", metavar="URL", default=None,
-              help="With --format cypher: also load the graph into falkordb://HOST:PORT[/GRAPH] or bolt://HOST:PORT[/DATABASE] (--force replaces a graph already there).")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(list(EXPORT_FORMATS)),
+    default="msgraphrag",
+    show_default=True,
+    help="msgraphrag: Microsoft GraphRAG v3 parquet (+ LanceDB) that its query API reads; graphml: one graph file; neo4j: CSV files for neo4j-admin import and a Cypher script; cypher: Cypher statements for FalkorDB and Neo4j, with retrieval queries; html: one self-contained page to look at the communities and their entity graphs.",
+)
+@click.option(
+    "--load",
+    "load",
+    metavar="URL",
+    default=None,
+    help="With --format cypher: also load the graph into falkordb://HOST:PORT[/GRAPH] or bolt://HOST:PORT[/DATABASE] (--force replaces a graph already there).",
+)
 @click.option("--force", is_flag=True, help="Write into a folder that is not empty (replacing this format's files).")
 @ROOT_OPTION
 @JSON_OPTION
@@ -31,14 +42,23 @@ def export_command(out_dir: Path, fmt: str, load: str | None, force: bool, root:
         click.echo(f"  {name}")
     if result.loaded:
         loaded = result.loaded
-        click.echo(f"loaded into {loaded['target']}: {loaded['nodes']:,} nodes, {loaded['relationships']:,} relationships")
+        click.echo(
+            f"loaded into {loaded['target']}: {loaded['nodes']:,} nodes, {loaded['relationships']:,} relationships"
+        )
     for warning in result.warnings:
         click.echo(f"warning: {warning}")
 
+
 @click.command(name="import")
 @click.argument("source_dir", type=click.Path(path_type=Path, file_okay=False))
-@click.option("--format", "fmt", type=click.Choice(["msgraphrag"]), default="msgraphrag", show_default=True,
-              help="msgraphrag: a Microsoft GraphRAG v3 output folder (parquet files, optional lancedb/).")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["msgraphrag"]),
+    default="msgraphrag",
+    show_default=True,
+    help="msgraphrag: a Microsoft GraphRAG v3 output folder (parquet files, optional lancedb/).",
+)
 @click.option("--force", is_flag=True, help="Replace the index the project already holds.")
 @ROOT_OPTION
 @JSON_OPTION

@@ -26,10 +26,18 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "query": ("query_command", "query", "Answer a question about the indexed documents."),
     "show": ("show", "show", "List or show entities, communities and reports."),
     "export": ("interop_commands", "export_command", "Export the index for other tools."),
-    "import": ("interop_commands", "import_command", "Load an index made by another tool, to query it with our engines."),
+    "import": (
+        "interop_commands",
+        "import_command",
+        "Load an index made by another tool, to query it with our engines.",
+    ),
     "doctor": ("doctor", "doctor", "Check the model endpoints: what works, latency, the next index's cost."),
     "dev": ("project_commands", "dev", "Start the Dagster UI (dagster dev) for the project."),
-    "vacuum": ("vacuum_command", "vacuum", "Compact the index files: old LanceDB versions, DuckDB free space, optionally the response cache."),
+    "vacuum": (
+        "vacuum_command",
+        "vacuum",
+        "Compact the index files: old LanceDB versions, DuckDB free space, optionally the response cache.",
+    ),
     "serve": ("serve", "serve", "Serve the index over HTTP: OpenAI-compatible chat, a native API and a web page."),
 }
 

@@ -12,7 +12,9 @@ from graphrag_assets.query.citations import cited_records
 
 def render_frame(frame: pl.DataFrame, limit: int = 200) -> str:
     """A plain text table (polars' own formatting, wide enough for real values)."""
-    with pl.Config(tbl_rows=limit, tbl_cols=-1, fmt_str_lengths=80, tbl_width_chars=200, tbl_hide_dataframe_shape=False):
+    with pl.Config(
+        tbl_rows=limit, tbl_cols=-1, fmt_str_lengths=80, tbl_width_chars=200, tbl_hide_dataframe_shape=False
+    ):
         return str(frame.head(limit))
 
 
@@ -43,10 +45,14 @@ def render_index_report(report) -> str:
         calls = sum(u["calls"] for u in data["usage"].values())
         cached = sum(u["cached"] for u in data["usage"].values())
         failed = sum(u.get("failed", 0) for u in data["usage"].values())
-        lines.append(f"model calls: {calls} made{f' ({failed} failed)' if failed else ''}, {cached} answered from the cache")
+        lines.append(
+            f"model calls: {calls} made{f' ({failed} failed)' if failed else ''}, {cached} answered from the cache"
+        )
         truncated = sum(u.get("truncated", 0) for u in data["usage"].values())
         if truncated:
-            lines.append(f"  {truncated} answer(s) were cut off at the token limit: used as they are, not cached; the next index asks again")
+            lines.append(
+                f"  {truncated} answer(s) were cut off at the token limit: used as they are, not cached; the next index asks again"
+            )
         for purpose, u in data["usage"].items():
             failures = f" ({u['failed']} failed)" if u.get("failed") else ""
             lines.append(
@@ -104,7 +110,9 @@ def render_status(report: dict[str, Any]) -> str:
     for entry in docs.get("passed_over", []):
         lines.append(f"  skipped  {entry}")
     for failed in docs["failed"]:
-        lines.append(f"  failed   {paths.get(failed['document_key'], failed['document_key'])}: extraction failed ({failed['error']}); 'index' retries it")
+        lines.append(
+            f"  failed   {paths.get(failed['document_key'], failed['document_key'])}: extraction failed ({failed['error']}); 'index' retries it"
+        )
     for unparsed in docs.get("parse_failures", []):
         lines.append(
             f"  partial  {paths.get(unparsed['document_key'], unparsed['document_key'])}: {unparsed['parse_failures']} "
@@ -136,11 +144,15 @@ def render_status(report: dict[str, Any]) -> str:
                 f"{len(since['removed'])} removed since it was built{settings_note})"
             )
         elif pending:
-            lines.append("corpus graph: up to date with the indexed documents; 'graphrag-assets index' adds the input changes above")
+            lines.append(
+                "corpus graph: up to date with the indexed documents; 'graphrag-assets index' adds the input changes above"
+            )
         else:
             lines.append("corpus graph: up to date")
         if corpus.get("lancedb_missing"):
-            lines.append("  the index has outgrown in-memory search and has no LanceDB tables yet; 'graphrag-assets index' builds them")
+            lines.append(
+                "  the index has outgrown in-memory search and has no LanceDB tables yet; 'graphrag-assets index' builds them"
+            )
         if corpus.get("truncated_answers"):
             lines.append(
                 f"  {corpus['truncated_answers']} model answer(s) of the last corpus run were cut off at the token limit; "
@@ -160,6 +172,8 @@ def render_status(report: dict[str, Any]) -> str:
 
 
 SHOWN_RELATIONSHIPS = 20
+
+
 def render_query_result(result, *, show_answer: bool = True, show_context: bool = False) -> str:
     """The answer, what it cites (by name), then what it was built from and what it cost."""
     lines: list[str] = []
@@ -180,7 +194,11 @@ def render_query_result(result, *, show_answer: bool = True, show_context: bool 
     usage = result.usage
     lines.append("")
     lines.append(f"context: {counts or 'nothing'}")
-    model = f"{usage.chat_calls} model call(s), {usage.prompt_tokens + usage.completion_tokens} tokens" if result.llm_used else "no language model used"
+    model = (
+        f"{usage.chat_calls} model call(s), {usage.prompt_tokens + usage.completion_tokens} tokens"
+        if result.llm_used
+        else "no language model used"
+    )
     lines.append(f"{result.method} search: {model}, {usage.seconds:.2f} s")
     for warning in result.warnings:
         if warning not in result.answer:  # e.g. DRIFT's "needs an LLM", which the answer already says
@@ -200,12 +218,18 @@ def render_entity(detail: dict[str, Any]) -> str:
     relationships = detail["relationships"]
     if relationships:
         lines += ["", "relationships (strongest first):"]
-        lines += [f"  {r['other']} (weight {r['weight']:g}): {(r['description'] or '').strip()[:160]}" for r in relationships[:SHOWN_RELATIONSHIPS]]
+        lines += [
+            f"  {r['other']} (weight {r['weight']:g}): {(r['description'] or '').strip()[:160]}"
+            for r in relationships[:SHOWN_RELATIONSHIPS]
+        ]
         if len(relationships) > SHOWN_RELATIONSHIPS:
             lines.append(f"  … and {len(relationships) - SHOWN_RELATIONSHIPS} more (--json lists them all)")
     if detail["communities"]:
         lines += ["", "communities:"]
-        lines += [f"  level {c['level']}: community {c['community']} ({c['size']} entities) {c['report'] or ''}".rstrip() for c in detail["communities"]]
+        lines += [
+            f"  level {c['level']}: community {c['community']} ({c['size']} entities) {c['report'] or ''}".rstrip()
+            for c in detail["communities"]
+        ]
     if detail["sources"]:
         lines += ["", "sources:"]
         lines += [f"  {s['path']} ({s['text_units']} text unit(s))" for s in detail["sources"]]
@@ -214,5 +238,7 @@ def render_entity(detail: dict[str, Any]) -> str:
 
 def render_report(detail: dict[str, Any]) -> str:
     """A community report as ``show report`` prints it: its place in the hierarchy, then the text."""
-    head = f"community {detail['community']}, level {detail['level']}, {detail['size']} entities, rank {detail['rank']:g}"
+    head = (
+        f"community {detail['community']}, level {detail['level']}, {detail['size']} entities, rank {detail['rank']:g}"
+    )
     return f"{head}\n\n{(detail['full_content'] or '').strip()}"

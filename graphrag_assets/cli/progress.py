@@ -13,6 +13,7 @@ from graphrag_assets.core import progress
 def live_progress(enabled: bool = True) -> Iterator[Callable[[str], None]]:
     """Show one progress bar per stage while the block runs; yields a function for status lines."""
     if not enabled or not sys.stderr.isatty():
+
         def announce(message: str) -> None:
             print(message, file=sys.stderr, flush=True)
 
@@ -44,7 +45,9 @@ def live_progress(enabled: bool = True) -> Iterator[Callable[[str], None]]:
         bars.update(tasks[stage], completed=done, total=total)
 
     progress.set_listener(on_progress)
-    progress.set_warning_listener(lambda message: bars.console.print(f"[yellow]warning:[/yellow] {message}", markup=True, highlight=False))
+    progress.set_warning_listener(
+        lambda message: bars.console.print(f"[yellow]warning:[/yellow] {message}", markup=True, highlight=False)
+    )
     try:
         with bars:
             yield lambda message: bars.console.print(message, markup=False, highlight=False)

@@ -13,15 +13,23 @@ from graphrag_assets.cli.common import ROOT_OPTION, guard, project_settings
 from graphrag_assets.core.errors import UserError
 from graphrag_assets.project.init_files import write_project_files
 
-
 DEFINITIONS_MODULE = "graphrag_assets.pipeline.definitions"
 DEV_SUPERSEDED_WARNING = "ignore:Function `dev_command` is superseded"
+
 
 @click.command(short_help="Write graphrag.yaml, dagster.yaml, workspace.yaml and data/input/.")
 @ROOT_OPTION
 @click.option("--force", is_flag=True, help="Overwrite existing files.")
-@click.option("--instance", type=click.Choice(["sqlite", "postgres"]), default="sqlite", show_default=True, help="Where Dagster keeps runs, events and partitions (docs/SCALING.md).")
-@click.option("--postgres-url", default=None, help="postgresql://user:password@host:5432/database, for --instance postgres.")
+@click.option(
+    "--instance",
+    type=click.Choice(["sqlite", "postgres"]),
+    default="sqlite",
+    show_default=True,
+    help="Where Dagster keeps runs, events and partitions (docs/SCALING.md).",
+)
+@click.option(
+    "--postgres-url", default=None, help="postgresql://user:password@host:5432/database, for --instance postgres."
+)
 @guard
 def init(root: Path | None, force: bool, instance: str, postgres_url: str | None) -> None:
     """Create graphrag.yaml, dagster.yaml, workspace.yaml and data/input/ in the project folder."""
@@ -35,6 +43,7 @@ def init(root: Path | None, force: bool, instance: str, postgres_url: str | None
         click.echo(f"kept existing {path} (use --force to overwrite)")
     click.echo(f"Put documents in {target / 'data' / 'input'} and run: graphrag-assets index --root {target}")
 
+
 @click.command()
 @ROOT_OPTION
 @click.option("--port", type=int, default=3000, show_default=True)
@@ -44,9 +53,16 @@ def dev(root: Path | None, port: int) -> None:
     settings = project_settings(root)
     # `dagster dev` warns on every start that it is superseded by `dg dev` (a separate package).
     quiet = ",".join(filter(None, [os.environ.get("PYTHONWARNINGS"), DEV_SUPERSEDED_WARNING]))
-    env = {**os.environ, "DAGSTER_HOME": str(settings.root), "GRAPHRAG_ROOT": str(settings.root), "PYTHONWARNINGS": quiet}
+    env = {
+        **os.environ,
+        "DAGSTER_HOME": str(settings.root),
+        "GRAPHRAG_ROOT": str(settings.root),
+        "PYTHONWARNINGS": quiet,
+    }
     if not (settings.root / "dagster.yaml").exists():
-        raise UserError(f"{settings.root} has no dagster.yaml; run 'graphrag-assets init --root {settings.root}' first.")
+        raise UserError(
+            f"{settings.root} has no dagster.yaml; run 'graphrag-assets init --root {settings.root}' first."
+        )
     # workspace.yaml names the code location as the CLI's runs are tagged, so they are listed under
     # their jobs (a project without one loads the module, whose location is named after it).
     location = ["-w", "workspace.yaml"] if (settings.root / "workspace.yaml").exists() else ["-m", DEFINITIONS_MODULE]

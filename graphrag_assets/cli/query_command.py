@@ -15,10 +15,25 @@ from graphrag_assets.query.request import QueryOptions
 @click.command()
 @click.argument("question")
 @ROOT_OPTION
-@click.option("--method", "-m", type=click.Choice(["local", "global", "drift", "basic"]), default="global", show_default=True)
-@click.option("--community-level", type=int, default=None, help="Community level for global search (default 2); the deepest level local/DRIFT use.")
-@click.option("--dynamic-selection/--no-dynamic-selection", default=None, help="Global search: let the model pick relevant communities from the root down.")
-@click.option("--response-type", default=None, help='Shape of the answer, e.g. "Single Paragraph" (default from settings: "Multiple Paragraphs").')
+@click.option(
+    "--method", "-m", type=click.Choice(["local", "global", "drift", "basic"]), default="global", show_default=True
+)
+@click.option(
+    "--community-level",
+    type=int,
+    default=None,
+    help="Community level for global search (default 2); the deepest level local/DRIFT use.",
+)
+@click.option(
+    "--dynamic-selection/--no-dynamic-selection",
+    default=None,
+    help="Global search: let the model pick relevant communities from the root down.",
+)
+@click.option(
+    "--response-type",
+    default=None,
+    help='Shape of the answer, e.g. "Single Paragraph" (default from settings: "Multiple Paragraphs").',
+)
 @click.option("--stream", is_flag=True, help="Print the answer as it is generated.")
 @click.option("--show-context", is_flag=True, help="Also print the context tables the answer was built from.")
 @JSON_OPTION

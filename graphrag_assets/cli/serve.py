@@ -10,14 +10,30 @@ from graphrag_assets.cli.common import guard
 
 
 @click.command(short_help="Serve the index over HTTP: OpenAI-compatible chat, a native API and a web page.")
-@click.option("--root", "roots", multiple=True, type=click.Path(file_okay=False, path_type=Path),
-              help="A project folder; give it once per project (default: $GRAPHRAG_ROOT or the current directory).")
-@click.option("--projects", "projects_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="A folder of project folders: each one that holds graphrag.yaml or an index is served.")
-@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on; any but loopback needs an API key.")
+@click.option(
+    "--root",
+    "roots",
+    multiple=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="A project folder; give it once per project (default: $GRAPHRAG_ROOT or the current directory).",
+)
+@click.option(
+    "--projects",
+    "projects_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="A folder of project folders: each one that holds graphrag.yaml or an index is served.",
+)
+@click.option(
+    "--host", default="127.0.0.1", show_default=True, help="Address to listen on; any but loopback needs an API key."
+)
 @click.option("--port", type=int, default=8000, show_default=True, help="Port to listen on (0: any free port).")
-@click.option("--api-key", envvar="GRAPHRAG_SERVE_API_KEY", default=None,
-              help="Key every request must send (Authorization: Bearer KEY); default: $GRAPHRAG_SERVE_API_KEY, else serve.api_key.")
+@click.option(
+    "--api-key",
+    envvar="GRAPHRAG_SERVE_API_KEY",
+    default=None,
+    help="Key every request must send (Authorization: Bearer KEY); default: $GRAPHRAG_SERVE_API_KEY, else serve.api_key.",
+)
 @guard
 def serve(roots: tuple[Path, ...], projects_dir: Path | None, host: str, port: int, api_key: str | None) -> None:
     """Serve one or more projects' indexes over HTTP until interrupted (Ctrl-C).

@@ -3,15 +3,25 @@
 from __future__ import annotations
 
 from pathlib import Path
+
 import click
 import polars as pl
 
 from graphrag_assets.cli.common import JSON_OPTION, ROOT_OPTION, guard, print_json, project_settings
 from graphrag_assets.cli.output import render_entity, render_frame, render_report
-from graphrag_assets.project.inspect import Listing, entity_detail, list_communities, list_entities, list_reports, report_detail
+from graphrag_assets.project.inspect import (
+    Listing,
+    entity_detail,
+    list_communities,
+    list_entities,
+    list_reports,
+    report_detail,
+)
 
 LEVEL_OPTION = click.option("--level", type=int, default=None, help="Only this community level (0 is the coarsest).")
-SEARCH_OPTION = click.option("--search", default=None, help="Only rows whose name or title contains this text (any case).")
+SEARCH_OPTION = click.option(
+    "--search", default=None, help="Only rows whose name or title contains this text (any case)."
+)
 LIMIT_OPTION = click.option("--limit", type=int, default=50, show_default=True, help="At most this many rows.")
 
 

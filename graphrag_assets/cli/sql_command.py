@@ -17,7 +17,9 @@ from graphrag_assets.storage.readonly_sql import run_readonly_query
 @JSON_OPTION
 @click.option("--csv", "as_csv", is_flag=True, help="Print CSV.")
 @click.option("--limit", type=int, default=200, show_default=True, help="Rows to print in table output.")
-@click.option("--allow-file-access", is_flag=True, help="Let the query read files (read_csv, read_text, ...); off by default.")
+@click.option(
+    "--allow-file-access", is_flag=True, help="Let the query read files (read_csv, read_text, ...); off by default."
+)
 @guard
 def sql(query: str, root: Path | None, as_json: bool, as_csv: bool, limit: int, allow_file_access: bool) -> None:
     """Run a read-only SQL query against the index database."""

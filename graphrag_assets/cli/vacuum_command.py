@@ -10,9 +10,13 @@ from graphrag_assets.cli.common import JSON_OPTION, ROOT_OPTION, guard, print_js
 from graphrag_assets.project.vacuum import vacuum_index
 
 
-@click.command(short_help="Compact the index files: old LanceDB versions, DuckDB free space, optionally the response cache.")
+@click.command(
+    short_help="Compact the index files: old LanceDB versions, DuckDB free space, optionally the response cache."
+)
 @ROOT_OPTION
-@click.option("--drop-cache", is_flag=True, help="Also empty the model response cache (the next index pays for every call again).")
+@click.option(
+    "--drop-cache", is_flag=True, help="Also empty the model response cache (the next index pays for every call again)."
+)
 @JSON_OPTION
 @guard
 def vacuum(root: Path | None, drop_cache: bool, as_json: bool) -> None:
@@ -22,7 +26,9 @@ def vacuum(root: Path | None, drop_cache: bool, as_json: bool) -> None:
         print_json(report.as_dict())
         return
     freed = report.bytes_before - report.bytes_after
-    click.echo(f"index files: {report.bytes_before / 1e6:,.1f} MB -> {report.bytes_after / 1e6:,.1f} MB ({freed / 1e6:,.1f} MB freed)")
+    click.echo(
+        f"index files: {report.bytes_before / 1e6:,.1f} MB -> {report.bytes_after / 1e6:,.1f} MB ({freed / 1e6:,.1f} MB freed)"
+    )
     click.echo(f"LanceDB tables compacted, older versions deleted: {len(report.lancedb_tables)}")
     if drop_cache:
         click.echo(f"response cache emptied: {report.cache_rows_deleted:,} rows")

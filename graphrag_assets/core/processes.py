@@ -42,14 +42,14 @@ class ProcessId:
     start: int | None
 
     @classmethod
-    def current(cls) -> "ProcessId":
+    def current(cls) -> ProcessId:
         return cls(socket.gethostname(), os.getpid(), _start_ticks(os.getpid()))
 
     def as_tag(self) -> str:
         return f"{self.host}:{self.pid}:{self.start if self.start is not None else ''}"
 
     @classmethod
-    def from_tag(cls, tag: str) -> "ProcessId | None":
+    def from_tag(cls, tag: str) -> ProcessId | None:
         host, _, rest = tag.rpartition(":")
         host, _, pid = host.rpartition(":")
         if not host or not pid.isdigit():

@@ -62,7 +62,7 @@ class Counter:
     log: logging.Logger | None = None
     done: int = 0
 
-    def start(self) -> "Counter":
+    def start(self) -> Counter:
         report(self.stage, 0, self.total, self.log)
         return self
 

@@ -173,7 +173,14 @@ COMMUNITY_REPORTS = {
 
 
 # Tables written one document partition at a time (their rows go when the document goes).
-PER_DOCUMENT_TABLES = ("source_files", "documents", "text_units", "graph_extractions", "extraction_status", "text_unit_embeddings")
+PER_DOCUMENT_TABLES = (
+    "source_files",
+    "documents",
+    "text_units",
+    "graph_extractions",
+    "extraction_status",
+    "text_unit_embeddings",
+)
 
 
 def empty_frame(schema: dict[str, pl.DataType]) -> pl.DataFrame:

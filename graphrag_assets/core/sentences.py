@@ -13,8 +13,20 @@ from dataclasses import dataclass
 
 from graphrag_assets.core.words import WordLists, word_lists
 
-_QUOTES = str.maketrans({"\u2018": "'", "\u2019": "'", "\u02bc": "'", "\u201c": '"', "\u201d": '"',
-                         "\u201e": '"', "\u00ab": '"', "\u00bb": '"', "\u2011": "-", "\u00a0": " "})
+_QUOTES = str.maketrans(
+    {
+        "\u2018": "'",
+        "\u2019": "'",
+        "\u02bc": "'",
+        "\u201c": '"',
+        "\u201d": '"',
+        "\u201e": '"',
+        "\u00ab": '"',
+        "\u00bb": '"',
+        "\u2011": "-",
+        "\u00a0": " ",
+    }
+)
 _SOFT_HYPHEN = "\u00ad"
 _LINE_HYPHEN = re.compile(r"(?<=[^\W\d_])-[ \t]*\r?\n[ \t]*(?=[^\W\d_])")
 _URL = re.compile(r"(?:https?://|www\.)\S+|[\w.+-]+@[\w-]+(?:\.[\w-]+)+", re.IGNORECASE)
@@ -95,9 +107,13 @@ def tokenize(prepared: str) -> list[Token]:
             word_end = m.end("word")
             possessive = len(word) > 2 and word[-2] == "'" and word[-1] in "sS"
             base = word[:-2] if possessive else word
-            is_abbreviation = dot and not possessive and (
-                base.lower() in lists.abbreviations
-                or (len(base) == 1 and base.isupper() and _initial_before(prepared, end, lists))
+            is_abbreviation = (
+                dot
+                and not possessive
+                and (
+                    base.lower() in lists.abbreviations
+                    or (len(base) == 1 and base.isupper() and _initial_before(prepared, end, lists))
+                )
             )
             base_end = word_end - (2 if possessive else 0)
             tokens.append(Token("word", base, start, base_end, initial=at_start))

@@ -122,7 +122,9 @@ class InputSettings(_Section):
         try:
             "a".encode(value)
         except LookupError:
-            raise ValueError(f"unknown text encoding {value!r}; use a Python codec name such as utf-8 or latin-1") from None
+            raise ValueError(
+                f"unknown text encoding {value!r}; use a Python codec name such as utf-8 or latin-1"
+            ) from None
         return value
 
 
@@ -140,7 +142,7 @@ class ChunkingSettings(_Section):
         return value
 
     @model_validator(mode="after")
-    def _overlap_below_size(self) -> "ChunkingSettings":
+    def _overlap_below_size(self) -> ChunkingSettings:
         if self.overlap >= self.size:
             raise ValueError(f"overlap ({self.overlap}) must be smaller than size ({self.size})")
         return self
@@ -235,7 +237,7 @@ class LocalSearchSettings(_Section):
     passage_weight: float = Field(0.05, ge=0)  # reset mass of the best-matching passage, relative to all seed entities
 
     @model_validator(mode="after")
-    def _props(self) -> "LocalSearchSettings":
+    def _props(self) -> LocalSearchSettings:
         if self.text_unit_prop + self.community_prop > 1:
             raise ValueError("text_unit_prop + community_prop must not exceed 1")
         return self
@@ -439,16 +441,22 @@ def load_settings(
             mark = getattr(exc, "problem_mark", None)
             where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
             problem = getattr(exc, "problem", None) or "invalid YAML"
-            raise ConfigError(f"{SETTINGS_FILE} is not valid YAML{where}: {problem}; fix the file or delete it to use defaults.") from None
+            raise ConfigError(
+                f"{SETTINGS_FILE} is not valid YAML{where}: {problem}; fix the file or delete it to use defaults."
+            ) from None
         if loaded is None:
             loaded = {}
         if not isinstance(loaded, dict):
-            raise ConfigError(f"{SETTINGS_FILE} must hold a mapping of settings at the top level, not a {type(loaded).__name__}.")
+            raise ConfigError(
+                f"{SETTINGS_FILE} must hold a mapping of settings at the top level, not a {type(loaded).__name__}."
+            )
         raw = substitute_env(loaded, env)
     if overrides:
         raw = _deep_merge(raw, overrides)
     if "root" in raw:
-        raise ConfigError(f"{SETTINGS_FILE}: 'root' cannot be set in the file; pass --root or set GRAPHRAG_ROOT instead.")
+        raise ConfigError(
+            f"{SETTINGS_FILE}: 'root' cannot be set in the file; pass --root or set GRAPHRAG_ROOT instead."
+        )
     llm = dict(raw.get("llm") or {})
     if not isinstance(raw.get("llm", {}), (dict, type(None))):
         raise ConfigError(f"{SETTINGS_FILE}: 'llm' must be a mapping of settings.")

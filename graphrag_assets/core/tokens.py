@@ -39,12 +39,12 @@ class Tokenizer(Protocol):
 
 
 @functools.lru_cache(maxsize=8)
-def get_tokenizer(encoding_name: str = "cl100k_base") -> "Tokenizer":
+def get_tokenizer(encoding_name: str = "cl100k_base") -> Tokenizer:
     """Return a tiktoken encoding, falling back to the bundled offline cl100k_base."""
     return _without_python_ranks(_load(encoding_name))
 
 
-def _without_python_ranks(encoding: "tiktoken.Encoding") -> "tiktoken.Encoding":
+def _without_python_ranks(encoding: tiktoken.Encoding) -> tiktoken.Encoding:
     """``encoding`` without tiktoken's Python copy of its rank table.
 
     tiktoken keeps the table it was built from (100,256 byte strings for cl100k_base) beside the
@@ -72,7 +72,7 @@ def release_tokenizers() -> None:
         _registered.clear()
 
 
-def _load(encoding_name: str) -> "tiktoken.Encoding":
+def _load(encoding_name: str) -> tiktoken.Encoding:
     if encoding_name in BUNDLED:
         return _registry_encoding(BUNDLED[encoding_name])
     try:
@@ -88,7 +88,7 @@ def _load(encoding_name: str) -> "tiktoken.Encoding":
         return _registry_encoding(OFFLINE_FALLBACK)
 
 
-def _registry_encoding(name: str) -> "tiktoken.Encoding":
+def _registry_encoding(name: str) -> tiktoken.Encoding:
     import tiktoken
 
     encoding = tiktoken.get_encoding(name)

@@ -60,11 +60,10 @@ one report call that a reshuffled community costs.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import random
 import threading
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import igraph
@@ -144,7 +143,9 @@ class _Graph(igraph.Graph):
     handle igraph passes when it makes a graph of this class.
     """
 
-    def __init__(self, n: int = 0, edges: Sequence[tuple[int, int]] = (), directed: bool = False, **handle: Any) -> None:
+    def __init__(
+        self, n: int = 0, edges: Sequence[tuple[int, int]] = (), directed: bool = False, **handle: Any
+    ) -> None:
         if handle:
             igraph.GraphBase.__init__(self, **handle)  # {"__ptr": ...}: a graph igraph derived from this one
         else:
@@ -185,9 +186,7 @@ def _run_seed(seed: int, names: Sequence[str]) -> int:
     return int(stable_hash(seed, *names)[:8], 16) & 0x7FFFFFFF
 
 
-def _leiden(
-    graph: igraph.Graph, backend: str, seed: int, resolution: float, n_iterations: int
-) -> list[list[int]]:
+def _leiden(graph: igraph.Graph, backend: str, seed: int, resolution: float, n_iterations: int) -> list[list[int]]:
     """One flat modularity Leiden clustering: lists of vertex indices, each list ascending."""
     if backend == "igraph":
         with _IGRAPH_RNG_LOCK:
@@ -256,7 +255,9 @@ class LeidenOptions:
 
 
 def leiden_options(settings: CommunitySettings) -> LeidenOptions:
-    return LeidenOptions(settings.max_cluster_size, settings.seed, settings.use_lcc, settings.backend, settings.resolution)
+    return LeidenOptions(
+        settings.max_cluster_size, settings.seed, settings.use_lcc, settings.backend, settings.resolution
+    )
 
 
 def hierarchical_leiden(edges: pl.DataFrame, options: LeidenOptions = LeidenOptions()) -> pl.DataFrame:
@@ -329,9 +330,7 @@ def assemble_hierarchy(graph: igraph.Graph, split: SplitFunction, max_cluster_si
             levels.extend([level] * len(members))
             parents.extend([parent] * len(members))
             if len(members) >= max_cluster_size:
-                pending.append(
-                    (community, subgraph.induced_subgraph(members, implementation="create_from_scratch"))
-                )
+                pending.append((community, subgraph.induced_subgraph(members, implementation="create_from_scratch")))
         level += 1
 
     return pl.DataFrame(
@@ -470,4 +469,3 @@ def communities_from_assignments(
         for level, entity_ids in zip(table["level"].to_list(), table["entity_ids"].to_list())
     ]
     return conform(table.with_columns(pl.Series("id", ids, dtype=pl.String)), COMMUNITIES)
-

@@ -61,13 +61,9 @@ def check_hierarchy(communities: pl.DataFrame, *, max_cluster_size: int = 10) ->
         nested.filter(pl.col("parent_level").is_null())
     )
     if not orphans.is_empty():
-        problems.append(
-            f"communities whose parent is missing or not one level up: {_ids(orphans.sort('community'))}"
-        )
+        problems.append(f"communities whose parent is missing or not one level up: {_ids(orphans.sort('community'))}")
 
-    declared = table.select(
-        "community", pl.col("children").list.sort().fill_null(pl.lit([], dtype=pl.List(pl.Int64)))
-    )
+    declared = table.select("community", pl.col("children").list.sort().fill_null(pl.lit([], dtype=pl.List(pl.Int64))))
     derived = (
         table.filter(pl.col("parent") >= 0)
         .group_by("parent")
@@ -90,9 +86,7 @@ def check_hierarchy(communities: pl.DataFrame, *, max_cluster_size: int = 10) ->
     if not wrong_size.is_empty():
         problems.append(f"size differs from the number of entity ids: {_ids(wrong_size)}")
 
-    memberships = table.select("community", "level", "parent", pl.col("entity_ids").alias("entity")).explode(
-        "entity"
-    )
+    memberships = table.select("community", "level", "parent", pl.col("entity_ids").alias("entity")).explode("entity")
     shared = (
         memberships.group_by("level", "entity")
         .agg(pl.col("community").n_unique().alias("n"))
@@ -100,9 +94,7 @@ def check_hierarchy(communities: pl.DataFrame, *, max_cluster_size: int = 10) ->
         .sort("level", "entity")
     )
     if not shared.is_empty():
-        problems.append(
-            f"entities in more than one community of the same level: {_ids(shared, 'entity')}"
-        )
+        problems.append(f"entities in more than one community of the same level: {_ids(shared, 'entity')}")
 
     child_entities = (
         memberships.filter(pl.col("parent") >= 0)
@@ -117,9 +109,7 @@ def check_hierarchy(communities: pl.DataFrame, *, max_cluster_size: int = 10) ->
         .sort("community")
     )
     if not not_partitioned.is_empty():
-        problems.append(
-            f"communities whose children do not partition their entities: {_ids(not_partitioned)}"
-        )
+        problems.append(f"communities whose children do not partition their entities: {_ids(not_partitioned)}")
 
     unsplit = (
         table.filter((pl.col("size") >= max_cluster_size) & (pl.col("children").list.len().fill_null(0) == 0))

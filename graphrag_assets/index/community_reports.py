@@ -38,20 +38,20 @@ import polars as pl
 
 from graphrag_assets.core.errors import LLMError
 from graphrag_assets.core.ids import stable_uuid
+from graphrag_assets.core.schemas import COMMUNITY_REPORTS, empty_frame
 from graphrag_assets.core.settings import Settings
 from graphrag_assets.index.methods import method_steps
-from graphrag_assets.index.report_reuse import prompt_hash
-from graphrag_assets.prompts.templates import PromptTemplate, load_prompt
 from graphrag_assets.index.report_context import (
-    ReportContext,
     ContextBudget,
+    ReportContext,
     ReportTables,
     Variant,
     build_report_contexts,
     build_text_report_contexts,
 )
+from graphrag_assets.index.report_reuse import prompt_hash
 from graphrag_assets.llm.types import ChatModel, ChatOptions, JsonSchema, Message
-from graphrag_assets.core.schemas import COMMUNITY_REPORTS, empty_frame
+from graphrag_assets.prompts.templates import PromptTemplate, load_prompt
 
 PURPOSE = "community_report"
 PROMPT_NAMES: dict[str, str] = {"graph": "community_report", "text": "community_report_text"}
@@ -323,7 +323,8 @@ async def _report_for(model: ChatModel, template: PromptTemplate, context: Repor
         # A still-broken answer is not cached, so the next run asks again for this community
         # (the first, broken answer stays cached: it is part of this conversation).
         again = await model.chat(
-            retry, purpose=PURPOSE,
+            retry,
+            purpose=PURPOSE,
             options=with_changes(options, cache_if=lambda text: parse_report_answer(text) is not None),
         )
         report = parse_report_answer(again.text)
@@ -375,9 +376,9 @@ async def generate_reports(
     build = build_report_contexts if options.variant == "graph" else build_text_report_contexts
     info = {
         row["community"]: row
-        for row in tables.communities.select("id", "community", "level", "parent", "children", "period", "size").iter_rows(
-            named=True
-        )
+        for row in tables.communities.select(
+            "id", "community", "level", "parent", "children", "period", "size"
+        ).iter_rows(named=True)
     }
     total = len(info)
     answers: dict[int, dict[str, Any]] = {}  # community -> parsed answer (what parents' contexts use)

@@ -14,7 +14,7 @@ import io
 import json
 import sys
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -73,7 +73,7 @@ def decode(data: bytes, encoding: str = "utf-8") -> tuple[str, int]:
     """Decode bytes, replacing invalid sequences; returns the text and how many bytes were replaced."""
     _replacement_counter[0] = 0
     if data.startswith(codecs.BOM_UTF8) and encoding.lower().replace("_", "-") in ("utf-8", "utf8"):
-        data = data[len(codecs.BOM_UTF8):]
+        data = data[len(codecs.BOM_UTF8) :]
     text = data.decode(encoding, errors=_REPLACED)
     return text, _replacement_counter[0]
 
@@ -121,7 +121,7 @@ def looks_binary(data: bytes, encoding: str = "utf-8") -> bool:
 
 
 def _iso_mtime(path: Path) -> str:
-    return datetime.fromtimestamp(path.stat().st_mtime, tz=timezone.utc).isoformat()
+    return datetime.fromtimestamp(path.stat().st_mtime, tz=UTC).isoformat()
 
 
 def _csv_rows(text: str, rel_path: str, warnings: list[str]) -> list[dict[str, Any]]:
@@ -197,7 +197,9 @@ def read_file_documents(input_dir: Path, rel_path: str, document_key: str, setti
     empty.content_hash = content_hash
     encoding = file_encoding(data, settings.encoding)
     if looks_binary(data, encoding):
-        warnings.append(f"{rel_path}: skipped, it looks like a binary file, not {encoding} text (input.encoding sets the text encoding)")
+        warnings.append(
+            f"{rel_path}: skipped, it looks like a binary file, not {encoding} text (input.encoding sets the text encoding)"
+        )
         return empty
     text, replaced = decode(data, encoding)
     del data
@@ -228,7 +230,9 @@ def read_file_documents(input_dir: Path, rel_path: str, document_key: str, setti
             "raw_data": None,
             **base,
         }
-        return FileDocuments(schemas.conform(pl.DataFrame([row]), schemas.DOCUMENTS), warnings, replaced, content_hash=content_hash)
+        return FileDocuments(
+            schemas.conform(pl.DataFrame([row]), schemas.DOCUMENTS), warnings, replaced, content_hash=content_hash
+        )
 
     try:
         rows = _rows_from_tabular(text, suffix, rel_path, warnings)
@@ -253,7 +257,11 @@ def read_file_documents(input_dir: Path, rel_path: str, document_key: str, setti
         if not body:
             blank += 1
             continue
-        row_key = _as_text(row.get(settings.id_column)) if settings.id_column and row.get(settings.id_column) not in (None, "") else str(index)
+        row_key = (
+            _as_text(row.get(settings.id_column))
+            if settings.id_column and row.get(settings.id_column) not in (None, "")
+            else str(index)
+        )
         if row_key in seen_keys:
             warnings.append(f"{rel_path}: duplicate id {row_key!r} in row {index}; using the row number instead")
             row_key = f"row-{index}"
@@ -274,4 +282,6 @@ def read_file_documents(input_dir: Path, rel_path: str, document_key: str, setti
         warnings.append(f"{rel_path}: skipped {blank} row(s) with an empty '{settings.text_column}'")
     if not out:
         return FileDocuments(empty.frame, warnings, replaced, skipped=True, content_hash=content_hash)
-    return FileDocuments(schemas.conform(pl.DataFrame(out), schemas.DOCUMENTS), warnings, replaced, content_hash=content_hash)
+    return FileDocuments(
+        schemas.conform(pl.DataFrame(out), schemas.DOCUMENTS), warnings, replaced, content_hash=content_hash
+    )

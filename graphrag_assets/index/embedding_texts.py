@@ -46,12 +46,16 @@ def report_texts(reports: pl.DataFrame) -> pl.DataFrame:
 async def embed_frame(model: EmbeddingModel, texts: pl.DataFrame, *, purpose: str) -> pl.DataFrame:
     """The frame without ``text`` plus ``text_hash`` and a ``vector`` column (float32, fixed size
     from the model), made from the vectors' bytes by polars (see :mod:`graphrag_assets.core.float32`)."""
-    texts = texts.with_columns(pl.Series("text_hash", text_hashes(model.model, texts["text"].to_list()), dtype=pl.String))
+    texts = texts.with_columns(
+        pl.Series("text_hash", text_hashes(model.model, texts["text"].to_list()), dtype=pl.String)
+    )
     blobs = [to_le_bytes(vector) for vector in await model.embed(texts["text"].to_list(), purpose=purpose)]
     if not blobs or len(blobs) != texts.height:
         raise ValueError(f"the embedding model returned {len(blobs)} vectors for {texts.height} texts")
     sizes = {len(blob) for blob in blobs}
     if len(sizes) != 1:
         raise ValueError(f"the embedding model returned vectors of {len(sizes)} different sizes")
-    vectors = pl.Series("vector", blobs, dtype=pl.Binary).bin.reinterpret(dtype=pl.Array(pl.Float32, sizes.pop() // 4), endianness="little")
+    vectors = pl.Series("vector", blobs, dtype=pl.Binary).bin.reinterpret(
+        dtype=pl.Array(pl.Float32, sizes.pop() // 4), endianness="little"
+    )
     return texts.drop("text").with_columns(vectors)

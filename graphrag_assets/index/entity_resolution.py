@@ -24,7 +24,12 @@ import polars as pl
 from graphrag_assets.core.errors import UserError
 from graphrag_assets.core.settings import Settings
 from graphrag_assets.index.methods import method_steps
-from graphrag_assets.index.resolution_candidates import candidate_groups, merge_candidates, name_candidates, neighbour_candidates
+from graphrag_assets.index.resolution_candidates import (
+    candidate_groups,
+    merge_candidates,
+    name_candidates,
+    neighbour_candidates,
+)
 from graphrag_assets.index.resolution_clusters import build_clusters
 from graphrag_assets.index.resolution_rules import NameEvidence, rule_verdicts
 from graphrag_assets.index.resolution_verdicts import Member, judge_groups
@@ -126,7 +131,9 @@ async def resolve_with_model(
     return Resolution(build_clusters(profiles, judged.verdicts), candidates.height, len(groups), judged.unusable)
 
 
-async def model_candidates(embedder: EmbeddingModel, profiles: pl.DataFrame, options: ResolutionOptions) -> pl.DataFrame:
+async def model_candidates(
+    embedder: EmbeddingModel, profiles: pl.DataFrame, options: ResolutionOptions
+) -> pl.DataFrame:
     """Candidate pairs from names plus the nearest neighbours of the entities' embeddings."""
     titles = profiles.get_column("title").to_list()
     by_name = name_candidates(titles)
@@ -163,7 +170,9 @@ def merged_profiles(merged_entities: pl.DataFrame) -> pl.DataFrame:
 
 def noun_phrase_profiles(records: pl.DataFrame, phrase_type: str) -> pl.DataFrame:
     """Profiles of noun phrases: title, the given type, the text units mentioning it, no descriptions."""
-    phrases = records.filter((pl.col("record_type") == "noun_phrase") & pl.col("title").is_not_null() & (pl.col("title") != ""))
+    phrases = records.filter(
+        (pl.col("record_type") == "noun_phrase") & pl.col("title").is_not_null() & (pl.col("title") != "")
+    )
     return (
         phrases.group_by("title")
         .agg(

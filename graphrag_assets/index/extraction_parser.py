@@ -37,7 +37,7 @@ CLAIM_FIELDS = 8
 DEFAULT_WEIGHT = 1.0
 
 _RECORD_TYPES = {"entity": "entity", "relationship": "relationship", "relation": "relationship"}
-_DOUBLE_QUOTES = "\"“”„«»"
+_DOUBLE_QUOTES = '"“”„«»'
 _SINGLE_QUOTES = "'‘’`"
 _CONTROL_CHARS = re.compile(r"[\x00-\x08\x0e-\x1f\x7f-\x9f]")  # all but whitespace ones
 _WHITESPACE = re.compile(r"\s+")
@@ -111,9 +111,7 @@ def parse_graph_answer(
     completion_delimiter: str = COMPLETION_DELIMITER,
 ) -> ParsedAnswer:
     """Entity and relationship records of one (possibly joined) extraction answer."""
-    records, failures, ignored = _parse(
-        text, _graph_record, tuple_delimiter, record_delimiter, completion_delimiter
-    )
+    records, failures, ignored = _parse(text, _graph_record, tuple_delimiter, record_delimiter, completion_delimiter)
     entities = [r for r in records if isinstance(r, EntityRecord)]
     relationships = [r for r in records if isinstance(r, RelationshipRecord)]
     return ParsedAnswer(entities, relationships, failures, ignored)
@@ -127,9 +125,7 @@ def parse_claims_answer(
     completion_delimiter: str = COMPLETION_DELIMITER,
 ) -> ParsedClaims:
     """Claim records of one (possibly joined) claim-extraction answer."""
-    records, failures, ignored = _parse(
-        text, _claim_record, tuple_delimiter, record_delimiter, completion_delimiter
-    )
+    records, failures, ignored = _parse(text, _claim_record, tuple_delimiter, record_delimiter, completion_delimiter)
     return ParsedClaims([r for r in records if isinstance(r, ClaimRecord)], failures, ignored)
 
 

@@ -34,8 +34,8 @@ from dataclasses import dataclass
 import polars as pl
 
 from graphrag_assets.core.ids import short_id, stable_uuid
-from graphrag_assets.core.sentences import sentences_with_keys, shorten
 from graphrag_assets.core.schemas import COMMUNITY_REPORTS, conform, empty_frame
+from graphrag_assets.core.sentences import sentences_with_keys, shorten
 
 GENERATION = "extractive"
 TITLE_ENTITIES = 3
@@ -61,7 +61,7 @@ def rating(size: int, mean_degree: float) -> float:
 
 
 def join_names(names: Sequence[str]) -> str:
-    """"A", "A and B", "A, B and C"."""
+    """ "A", "A and B", "A, B and C"."""
     if len(names) <= 1:
         return "".join(names)
     return ", ".join(names[:-1]) + " and " + names[-1]
@@ -79,9 +79,7 @@ def citation(unit_id: str) -> str:
     return f"[Data: Sources ({short_id(unit_id)})]"
 
 
-def _unit_sentences(
-    unit_ids: set[str], entities: pl.DataFrame, text_units: pl.DataFrame
-) -> dict[str, list[_Sentence]]:
+def _unit_sentences(unit_ids: set[str], entities: pl.DataFrame, text_units: pl.DataFrame) -> dict[str, list[_Sentence]]:
     """Sentences of the needed units, each with the entity titles it mentions."""
     titles_by_unit: dict[str, list[str]] = {}
     exploded = entities.select("title", unit="text_unit_ids").explode("unit").drop_nulls("unit")
@@ -147,7 +145,12 @@ def _internal_links(communities: pl.DataFrame, relationships: pl.DataFrame) -> d
     """
     if "relationship_ids" not in communities.columns:
         return {}
-    ids = communities.select("community", id=pl.col("relationship_ids").cast(pl.List(pl.String))).explode("id").drop_nulls("id").unique()
+    ids = (
+        communities.select("community", id=pl.col("relationship_ids").cast(pl.List(pl.String)))
+        .explode("id")
+        .drop_nulls("id")
+        .unique()
+    )
     if "id" in relationships.columns and not relationships.is_empty():
         ids = ids.join(relationships.select("id"), on="id", how="semi")
     return dict(ids.group_by("community").agg(pl.len()).iter_rows())

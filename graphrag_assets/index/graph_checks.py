@@ -32,8 +32,10 @@ def check_graph(entities: pl.DataFrame, relationships: pl.DataFrame) -> GraphRep
     orphans = relationships.join(titles, left_on="source", right_on="title", how="anti")
     orphans = pl.concat([orphans, relationships.join(titles, left_on="target", right_on="title", how="anti")])
     duplicates = entities.group_by("title").agg(pl.len()).filter(pl.col("len") > 1)["title"].sort().to_list()
-    degrees = entities.select("title", "degree").join(expected_degrees(relationships), on="title", how="left").with_columns(
-        pl.col("expected").fill_null(0)
+    degrees = (
+        entities.select("title", "degree")
+        .join(expected_degrees(relationships), on="title", how="left")
+        .with_columns(pl.col("expected").fill_null(0))
     )
     bad_entities = degrees.filter(pl.col("degree") != pl.col("expected"))["title"].sort().to_list()
     lookup = degrees.select("title", "expected")

@@ -40,14 +40,14 @@ from graphrag_assets.index.extraction_parser import (
     RECORD_DELIMITER,
     TUPLE_DELIMITER,
     EntityRecord,
-    ParseFailure,
     ParsedAnswer,
     ParsedClaims,
+    ParseFailure,
     parse_claims_answer,
     parse_graph_answer,
 )
-from graphrag_assets.prompts.templates import PromptTemplate, load_prompt
 from graphrag_assets.llm.types import ChatModel, ChatOptions, Message
+from graphrag_assets.prompts.templates import PromptTemplate, load_prompt
 
 GRAPH_PURPOSE = "extract_graph"
 CLAIMS_PURPOSE = "extract_claims"
@@ -91,7 +91,9 @@ def extraction_plan(settings: ExtractionSettings, root: Path | None = None) -> E
     """
     claims = None
     if settings.claims.enabled:
-        claims = ClaimOptions(settings.claims.description, claim_prompts(settings.claims.prompt, root), settings.claims.max_gleanings)
+        claims = ClaimOptions(
+            settings.claims.description, claim_prompts(settings.claims.prompt, root), settings.claims.max_gleanings
+        )
     return ExtractionPlan(settings.entity_types, graph_prompts(settings.prompt, root), settings.max_gleanings, claims)
 
 
@@ -105,7 +107,7 @@ class Usage:
     completion_tokens: int = 0
     truncated: int = 0  # answers cut off at the token limit (not cached: the document is extracted again)
 
-    def add(self, other: "Usage") -> None:
+    def add(self, other: Usage) -> None:
         self.calls += other.calls
         self.cached_calls += other.cached_calls
         self.prompt_tokens += other.prompt_tokens
@@ -314,7 +316,9 @@ def _graph_rows(parsed: ParsedAnswer) -> list[dict[str, object]]:
     rows: list[dict[str, object]] = []
     for record in sorted([*parsed.entities, *parsed.relationships], key=lambda r: r.index):
         if isinstance(record, EntityRecord):
-            rows.append({"record_type": "entity", "title": record.title, "type": record.type, "description": record.description})
+            rows.append(
+                {"record_type": "entity", "title": record.title, "type": record.type, "description": record.description}
+            )
         else:
             rows.append(
                 {
@@ -394,7 +398,9 @@ async def extract_graph_records(
         if not result.rows and (unit["text"] or "").strip():
             output.empty_units.append(unit["id"])
         for index, row in enumerate(result.rows):
-            rows.append({**row, "text_unit_id": unit["id"], "record_index": index, "document_key": unit["document_key"]})
+            rows.append(
+                {**row, "text_unit_id": unit["id"], "record_index": index, "document_key": unit["document_key"]}
+            )
     if rows:
         output.records = schemas.conform(pl.DataFrame(rows, infer_schema_length=None), schemas.GRAPH_EXTRACTIONS)
     return output

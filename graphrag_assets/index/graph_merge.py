@@ -156,9 +156,13 @@ def finalize_graph(
     entities = merged_entities.sort("title")
     relationships = merged_relationships.sort("source", "target")
 
-    ends = relationships.select(
-        pl.min_horizontal("source", "target").alias("a"), pl.max_horizontal("source", "target").alias("b")
-    ).unique().filter(pl.col("a") != pl.col("b"))
+    ends = (
+        relationships.select(
+            pl.min_horizontal("source", "target").alias("a"), pl.max_horizontal("source", "target").alias("b")
+        )
+        .unique()
+        .filter(pl.col("a") != pl.col("b"))
+    )
     degrees = (
         pl.concat([ends.select(pl.col("a").alias("title")), ends.select(pl.col("b").alias("title"))])
         .group_by("title")
@@ -190,8 +194,18 @@ def finalize_graph(
     degree_of = degrees.rename({"title": "key"})
     relationships = (
         relationships.join(relationship_summary_frame, on=["source", "target"], how="left", maintain_order="left")
-        .join(degree_of.rename({"key": "source", "degree": "source_degree"}), on="source", how="left", maintain_order="left")
-        .join(degree_of.rename({"key": "target", "degree": "target_degree"}), on="target", how="left", maintain_order="left")
+        .join(
+            degree_of.rename({"key": "source", "degree": "source_degree"}),
+            on="source",
+            how="left",
+            maintain_order="left",
+        )
+        .join(
+            degree_of.rename({"key": "target", "degree": "target_degree"}),
+            on="target",
+            how="left",
+            maintain_order="left",
+        )
         .with_columns(
             _description().alias("description"),
             (pl.col("source_degree").fill_null(0) + pl.col("target_degree").fill_null(0)).alias("combined_degree"),
@@ -229,7 +243,17 @@ def finalize_covariates(claim_rows: pl.DataFrame) -> pl.DataFrame:
         )
         .unique()
         .sort(
-            ["subject_id", "object_id", "type", "text_unit_id", "description", "status", "start_date", "end_date", "source_text"],
+            [
+                "subject_id",
+                "object_id",
+                "type",
+                "text_unit_id",
+                "description",
+                "status",
+                "start_date",
+                "end_date",
+                "source_text",
+            ],
             nulls_last=True,
         )
     )

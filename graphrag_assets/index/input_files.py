@@ -63,7 +63,9 @@ def scan_input_files(input_dir: Path, file_types: list[str]) -> InputScan:
         for name in sorted(d for d in dirnames if not d.startswith(".")):
             target = (here / name).resolve()
             if target in visited:
-                scan.passed_over.append(f"{(here / name).relative_to(input_dir).as_posix()}: a link to a folder already read, not followed again")
+                scan.passed_over.append(
+                    f"{(here / name).relative_to(input_dir).as_posix()}: a link to a folder already read, not followed again"
+                )
                 continue
             visited.add(target)
             keep.append(name)
@@ -76,7 +78,11 @@ def scan_input_files(input_dir: Path, file_types: list[str]) -> InputScan:
             try:
                 stat = full.stat()
             except OSError as exc:
-                reason = "a link to a file that does not exist" if full.is_symlink() else f"it cannot be read ({exc.strerror})"
+                reason = (
+                    "a link to a file that does not exist"
+                    if full.is_symlink()
+                    else f"it cannot be read ({exc.strerror})"
+                )
                 scan.passed_over.append(f"{relative}: skipped, {reason}")
                 continue
             scan.files.append(InputFile(relative, partition_key_for(relative), stat.st_size, stat.st_mtime))

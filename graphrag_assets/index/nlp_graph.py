@@ -38,8 +38,8 @@ import polars as pl
 
 from graphrag_assets.core.errors import UserError
 from graphrag_assets.core.ids import entity_id, relationship_id
-from graphrag_assets.core.sentences import sentences_with_keys, shorten
 from graphrag_assets.core.schemas import ENTITIES, RELATIONSHIPS, conform, empty_frame
+from graphrag_assets.core.sentences import sentences_with_keys, shorten
 from graphrag_assets.core.settings import PruneSettings
 from graphrag_assets.index.noun_phrases import NOUN_PHRASE_TYPE
 
@@ -276,9 +276,7 @@ def finalize_graph(entities: pl.DataFrame, relationships: pl.DataFrame) -> tuple
     ``relationships`` must hold each unordered pair once (as :func:`build_noun_graph` makes them).
     """
     entities = entities.sort("title")
-    entities = entities.with_columns(
-        id=_batch_ids(entity_id, "entity", entities["title"])
-    )
+    entities = entities.with_columns(id=_batch_ids(entity_id, "entity", entities["title"]))
     relationships = relationships.sort("source", "target")
     relationships = relationships.with_columns(
         id=_batch_ids(relationship_id, "relationship", relationships["source"], relationships["target"])
@@ -321,13 +319,18 @@ def _batch_ids(reference: Callable[..., str], prefix: str, *columns: pl.Series) 
     if not columns or columns[0].is_empty():
         return pl.Series([], dtype=pl.String)
     sha256 = hashlib.sha256
-    inline = _uuid_text(sha256("\x1f".join((prefix, *(c[0] for c in columns))).encode("utf-8", "surrogatepass")).hexdigest())
+    inline = _uuid_text(
+        sha256("\x1f".join((prefix, *(c[0] for c in columns))).encode("utf-8", "surrogatepass")).hexdigest()
+    )
     exact = inline == reference(*(c[0] for c in columns))
     chunks: list[pl.Series] = []
     for start in range(0, len(columns[0]), ID_CHUNK_ROWS):
         rows = zip(*(c.slice(start, ID_CHUNK_ROWS).to_list() for c in columns), strict=True)
         if exact:
-            ids = [_uuid_text(sha256("\x1f".join((prefix, *row)).encode("utf-8", "surrogatepass")).hexdigest()) for row in rows]
+            ids = [
+                _uuid_text(sha256("\x1f".join((prefix, *row)).encode("utf-8", "surrogatepass")).hexdigest())
+                for row in rows
+            ]
         else:
             ids = [reference(*row) for row in rows]
         chunks.append(pl.Series(ids, dtype=pl.String))
@@ -528,7 +531,9 @@ def _upper_bound(values: np.ndarray, k: float) -> float:
 
 def _largest_component(alive: np.ndarray, source: np.ndarray, target: np.ndarray) -> np.ndarray:
     """Mask of the largest connected component among ``alive`` nodes; ties: the smallest code."""
-    membership = np.asarray(igraph.Graph(n=len(alive), edges=np.column_stack((source, target)).tolist()).connected_components().membership)
+    membership = np.asarray(
+        igraph.Graph(n=len(alive), edges=np.column_stack((source, target)).tolist()).connected_components().membership
+    )
     nodes = np.flatnonzero(alive)
     size = np.bincount(membership[nodes], minlength=membership.max() + 1)
     first = np.full(len(size), len(alive), dtype=np.int64)

@@ -109,8 +109,7 @@ def _is_number(lower: str, lists: WordLists) -> bool:
 def _classify(token: Token, lists: WordLists) -> _Word:
     text, lower = token.text, token.text.lower()
     functional = (
-        lower in lists.function or lower in lists.verbs or lower in lists.interjections
-        or _is_number(lower, lists)
+        lower in lists.function or lower in lists.verbs or lower in lists.interjections or _is_number(lower, lists)
     )
     capitalised = text[:1].isupper()
     if lower in lists.honorifics and capitalised:
@@ -135,8 +134,10 @@ def _mark_section_labels(words: list[_Word], lists: WordLists) -> None:
     """Turn "Chapter IV" / "Stave One" / "Part 2" into non-phrase words."""
     for i in range(len(words) - 1):
         here, nxt = words[i], words[i + 1]
-        if here.role == "name" and here.lower in lists.sections and (
-            _is_number(nxt.lower, lists) or _ROMAN.match(nxt.text)
+        if (
+            here.role == "name"
+            and here.lower in lists.sections
+            and (_is_number(nxt.lower, lists) or _ROMAN.match(nxt.text))
         ):
             here.role = nxt.role = "other"
 
@@ -160,12 +161,14 @@ def _trim_common(run: list[_Word], lists: WordLists) -> list[_Word]:
         last = run[-1].lower
         adverb = last.endswith("ly") and len(last) > 3 and last not in lists.ly_nouns
         past = (
-            last.endswith("ed") and len(last) >= 5 and not last.endswith(("eed", "ead"))
-            and last not in lists.ed_nouns
+            last.endswith("ed") and len(last) >= 5 and not last.endswith(("eed", "ead")) and last not in lists.ed_nouns
         )
         # "that sounds great", "keep the energy high", "keep the momentum going", "ideas flowing"
-        clause_end = last in lists.stance or last in lists.predicates or last in lists.participles or (
-            last.endswith("ing") and len(run) >= 2 and _plural(run[-2].lower)
+        clause_end = (
+            last in lists.stance
+            or last in lists.predicates
+            or last in lists.participles
+            or (last.endswith("ing") and len(run) >= 2 and _plural(run[-2].lower))
         )
         if not (adverb or past or clause_end):
             break
@@ -222,9 +225,7 @@ class _Extractor:
     def run(self) -> list[str]:
         previous_common_introduced = False
         for segment, context, possessive_after in self._segments():
-            previous_common_introduced = self._segment(
-                segment, context, possessive_after, previous_common_introduced
-            )
+            previous_common_introduced = self._segment(segment, context, possessive_after, previous_common_introduced)
         return list(self.phrases)
 
     def _segments(self) -> list[tuple[list[_Word], str, bool]]:
@@ -238,9 +239,7 @@ class _Extractor:
                 current.append(_classify(token, self.lists))
                 continue
             # "that's", "it's", "let's": a contraction, not a possessive that makes a modifier
-            contraction = (
-                token.kind == "poss" and bool(current) and current[-1].lower + "'s" in self.lists.function
-            )
+            contraction = token.kind == "poss" and bool(current) and current[-1].lower + "'s" in self.lists.function
             if current:
                 segments.append((current, context, token.kind == "poss" and not contraction))
                 current = []
@@ -389,7 +388,12 @@ def noun_phrase_records(text_units: pl.DataFrame, max_word_length: int = 15) -> 
             "title": titles,
             "document_key": keys,
         },
-        schema={"text_unit_id": pl.String, "record_index": pl.Int64, "record_type": pl.String,
-                "title": pl.String, "document_key": pl.String},
+        schema={
+            "text_unit_id": pl.String,
+            "record_index": pl.Int64,
+            "record_type": pl.String,
+            "title": pl.String,
+            "document_key": pl.String,
+        },
     )
     return conform(frame, GRAPH_EXTRACTIONS)

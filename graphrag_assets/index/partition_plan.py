@@ -46,7 +46,9 @@ def use_buckets(documents: int, registered: Sequence[str], settings: PartitionSe
     return any(is_bucket_key(key) for key in registered) and documents >= settings.bucket_threshold // 2
 
 
-def plan_partitions(changes: ChangeSet, registered: Sequence[str], settings: PartitionSettings | None = None) -> PartitionPlan:
+def plan_partitions(
+    changes: ChangeSet, registered: Sequence[str], settings: PartitionSettings | None = None
+) -> PartitionPlan:
     settings = settings or PartitionSettings()
     if use_buckets(len(changes.paths), registered, settings):
         return _plan_buckets(changes, registered, settings.buckets)

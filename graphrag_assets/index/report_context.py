@@ -349,8 +349,7 @@ def _claims_by_subject(covariates: pl.DataFrame | None) -> dict[str, list[_Row]]
         if body not in seen or hrid < seen[body]:
             seen[body] = hrid
     return {
-        subject: [_Row("Claims", body, hrid) for body, hrid in sorted(rows.items())]
-        for subject, rows in found.items()
+        subject: [_Row("Claims", body, hrid) for body, hrid in sorted(rows.items())] for subject, rows in found.items()
     }
 
 
@@ -364,8 +363,11 @@ def _graph_community(
 ) -> _Community:
     members = {e["title"]: e for eid in row["entity_ids"] or [] if (e := entity_by_id.get(eid)) is not None}
     edges = sorted(
-        (r for rid in row["relationship_ids"] or [] if (r := relationship_by_id.get(rid)) is not None
-         and r["source"] in members and r["target"] in members),
+        (
+            r
+            for rid in row["relationship_ids"] or []
+            if (r := relationship_by_id.get(rid)) is not None and r["source"] in members and r["target"] in members
+        ),
         key=lambda r: (-(r["combined_degree"] or 0), r["source"], r["target"]),
     )
     ranked = sorted(members.values(), key=lambda e: (-(e["degree"] or 0), e["title"]))

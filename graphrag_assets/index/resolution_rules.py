@@ -71,7 +71,7 @@ class NameEvidence:
     lower_words: frozenset[str]
 
     @classmethod
-    def from_texts(cls, texts: Iterable[str | None]) -> "NameEvidence":
+    def from_texts(cls, texts: Iterable[str | None]) -> NameEvidence:
         words: set[str] = set()
         for text in texts:
             for word in _WORD.findall(text or ""):
@@ -292,14 +292,16 @@ def _acronyms(pairs: list[tuple[str, str]], corpus: _Corpus) -> list[Row]:
 
 
 def _possessive_and_of(pairs: list[tuple[str, str]], corpus: _Corpus, judged: list[Row]) -> list[Row]:
-    """"X'S Y" / "Y OF X'" where X and X' are one name, or titles for them were judged the same."""
+    """ "X'S Y" / "Y OF X'" where X and X' are one name, or titles for them were judged the same."""
     same_titles = {frozenset((a, b)) for a, b, *_ in judged}
     titles_of: dict[tuple[str, ...], list[str]] = defaultdict(list)
     for title, form in corpus.forms.items():
         titles_of[form.words].append(title)
 
     def one_name(x: tuple[str, ...], y: tuple[str, ...]) -> bool:
-        return x == y or any(frozenset((a, b)) in same_titles for a in titles_of.get(x, ()) for b in titles_of.get(y, ()))
+        return x == y or any(
+            frozenset((a, b)) in same_titles for a in titles_of.get(x, ()) for b in titles_of.get(y, ())
+        )
 
     rows: list[Row] = []
     for a, b in pairs:

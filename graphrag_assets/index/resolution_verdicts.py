@@ -52,7 +52,10 @@ def entity_list(members: Sequence[Member]) -> str:
     """The numbered list the prompt shows (members in the order given)."""
     lines = []
     for number, member in enumerate(members, start=1):
-        shown = [_shorten(d) for d in sorted({d.strip() for d in member.descriptions if d and d.strip()})[:DESCRIPTIONS_PER_ENTITY]]
+        shown = [
+            _shorten(d)
+            for d in sorted({d.strip() for d in member.descriptions if d and d.strip()})[:DESCRIPTIONS_PER_ENTITY]
+        ]
         about = " | ".join(shown) if shown else "(no description)"
         lines.append(f"{number}. {member.title} [{member.type or 'unknown'}]: {about}")
     return "\n".join(lines)
@@ -68,7 +71,9 @@ def parse_groups(text: str, size: int) -> list[tuple[list[int], float, str]] | N
     for group in value["groups"]:
         if not isinstance(group, Mapping):
             continue
-        members = sorted({n - 1 for n in map(_number, _as_list(group.get("members"))) if n is not None and 1 <= n <= size})
+        members = sorted(
+            {n - 1 for n in map(_number, _as_list(group.get("members"))) if n is not None and 1 <= n <= size}
+        )
         if len(members) < 2 or taken.intersection(members):
             continue
         taken.update(members)
@@ -89,7 +94,9 @@ async def judge_groups(
         listed = [members[title] for title in sorted(group)]
         prompt = template.format(entity_list=entity_list(listed))
         options = ChatOptions(
-            json_mode=True, prompt_version=template.version, cache_if=lambda text: parse_groups(text, len(listed)) is not None
+            json_mode=True,
+            prompt_version=template.version,
+            cache_if=lambda text: parse_groups(text, len(listed)) is not None,
         )
         result = await model.chat([{"role": "user", "content": prompt}], purpose=PURPOSE, options=options)
         parsed = parse_groups(result.text, len(listed))

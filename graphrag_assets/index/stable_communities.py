@@ -41,21 +41,21 @@ from typing import TYPE_CHECKING, Literal
 import igraph
 import polars as pl
 
+from graphrag_assets.core.schemas import empty_frame
 from graphrag_assets.index.communities import (
     ASSIGNMENTS,
     N_ITERATIONS,
-    communities_from_assignments,
     _graph_from_edges,
     _largest_component,
     _leiden_per_component,
     _run_seed,
     assemble_hierarchy,
+    communities_from_assignments,
     hierarchical_leiden,
     leiden_options,
     normalize_edges,
     partition_modularity,
 )
-from graphrag_assets.core.schemas import empty_frame
 
 if TYPE_CHECKING:
     from graphrag_assets.core.settings import CommunitySettings
@@ -211,7 +211,9 @@ def warm_leiden(
         optimiser = leidenalg.Optimiser()
         optimiser.set_rng_seed(seed)
         fixed = [v not in movable for v in range(graph.vcount())]
-        optimiser.optimise_partition(partition, n_iterations=-1, is_membership_fixed=fixed)  # few nodes move: until stable
+        optimiser.optimise_partition(
+            partition, n_iterations=-1, is_membership_fixed=fixed
+        )  # few nodes move: until stable
         membership = _connected_labels(graph, list(partition.membership))
     clusters: dict[int, list[int]] = {}
     for vertex, label in enumerate(membership):

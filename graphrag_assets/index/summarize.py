@@ -21,9 +21,9 @@ from typing import TypeVar
 
 from graphrag_assets.core.errors import LLMError
 from graphrag_assets.core.settings import Settings
-from graphrag_assets.prompts.templates import PromptTemplate, load_prompt
-from graphrag_assets.llm.types import ChatModel, ChatOptions
 from graphrag_assets.core.tokens import token_counter
+from graphrag_assets.llm.types import ChatModel, ChatOptions
+from graphrag_assets.prompts.templates import PromptTemplate, load_prompt
 
 PURPOSE = "summarize_descriptions"
 
@@ -79,10 +79,14 @@ def summary_options(settings: Settings) -> SummaryOptions:
     """The options the ``summarize`` settings describe (the user's prompt file, if set)."""
     summarize = settings.summarize
     template = load_prompt("summarize_descriptions", summarize.prompt, settings.root)
-    return SummaryOptions(template, summarize.max_input_tokens, summarize.max_length, token_counter(settings.chunking.encoding))
+    return SummaryOptions(
+        template, summarize.max_input_tokens, summarize.max_length, token_counter(settings.chunking.encoding)
+    )
 
 
-async def summarize_descriptions(model: ChatModel, name: str, descriptions: Sequence[str], options: SummaryOptions) -> str:
+async def summarize_descriptions(
+    model: ChatModel, name: str, descriptions: Sequence[str], options: SummaryOptions
+) -> str:
     """One description for an item from its descriptions (see the module docstring)."""
     template, max_length, count_tokens = options.template, options.max_length, options.count_tokens
     current = distinct_descriptions(descriptions)
@@ -104,7 +108,9 @@ async def summarize_descriptions(model: ChatModel, name: str, descriptions: Sequ
         current = [summary, *(d for group in groups[1:] for d in group)]
 
 
-async def summarize_all(model: ChatModel, items: Sequence[tuple[Key, Sequence[str]]], options: SummaryOptions) -> dict[Key, str]:
+async def summarize_all(
+    model: ChatModel, items: Sequence[tuple[Key, Sequence[str]]], options: SummaryOptions
+) -> dict[Key, str]:
     """Summaries of many items, computed concurrently (the model bounds concurrency).
 
     Keys are entity titles or (source, target) pairs. If any call fails for good, every other
@@ -112,10 +118,7 @@ async def summarize_all(model: ChatModel, items: Sequence[tuple[Key, Sequence[st
     """
     keys = [key for key, _ in items]
     outcomes = await asyncio.gather(
-        *(
-            summarize_descriptions(model, item_name(key), descriptions, options)
-            for key, descriptions in items
-        ),
+        *(summarize_descriptions(model, item_name(key), descriptions, options) for key, descriptions in items),
         return_exceptions=True,
     )
     errors = [o for o in outcomes if isinstance(o, BaseException)]

@@ -69,8 +69,6 @@ class ImportResult:
         }
 
 
-
-
 def read_index_tables(settings: Settings, names: Sequence[str] = tuple(INDEX_TABLES)) -> dict[str, pl.DataFrame]:
     """The index tables (conformed to :mod:`graphrag_assets.core.schemas`); a missing table is empty.
 
@@ -121,9 +119,7 @@ def entity_communities(entities: pl.DataFrame, communities: pl.DataFrame) -> pl.
     community of the highest level containing it; ties (not expected) go to the smallest id.
     """
     membership = (
-        communities.select("community", "level", pl.col("entity_ids").alias("id"))
-        .explode("id")
-        .drop_nulls("id")
+        communities.select("community", "level", pl.col("entity_ids").alias("id")).explode("id").drop_nulls("id")
     )
     deepest = (
         membership.sort(["id", "level", "community"], descending=[False, True, False])
@@ -132,9 +128,7 @@ def entity_communities(entities: pl.DataFrame, communities: pl.DataFrame) -> pl.
         .select("id", pl.col("community").alias("community"), pl.col("level").alias("community_level"))
     )
     top = (
-        membership.filter(pl.col("level") == 0)
-        .group_by("id")
-        .agg(pl.col("community").min().alias("level0_community"))
+        membership.filter(pl.col("level") == 0).group_by("id").agg(pl.col("community").min().alias("level0_community"))
     )
     return (
         entities.select("id")

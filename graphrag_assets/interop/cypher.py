@@ -159,29 +159,83 @@ def node_groups(tables: dict[str, pl.DataFrame]) -> list[StatementGroup]:
     """The node statements: entities (one group per type label), communities, reports, text units,
     documents and claims."""
     entities = tables["entities"].sort("human_readable_id", "id")
-    labels = {t: label_for_type(t).replace(";", ":") for t in entities.get_column("type").drop_nulls().unique().to_list()}
+    labels = {
+        t: label_for_type(t).replace(";", ":") for t in entities.get_column("type").drop_nulls().unique().to_list()
+    }
     entities = entities.with_columns(
         pl.col("type").replace_strict(labels, default="Entity", return_dtype=pl.String).alias("_labels")
     )
     groups = [
-        node_group(labels, part.select("id", "human_readable_id", "title", "type", "description", "degree", "frequency"))
+        node_group(
+            labels, part.select("id", "human_readable_id", "title", "type", "description", "degree", "frequency")
+        )
         for (labels,), part in entities.group_by("_labels", maintain_order=True)
     ]
     groups.sort(key=lambda g: g.template)
-    groups.append(node_group("Community", tables["communities"].sort("level", "community").select(
-        "id", "human_readable_id", "community", "level", "parent", "title", "size", "period",
-    )))
+    groups.append(
+        node_group(
+            "Community",
+            tables["communities"]
+            .sort("level", "community")
+            .select(
+                "id",
+                "human_readable_id",
+                "community",
+                "level",
+                "parent",
+                "title",
+                "size",
+                "period",
+            ),
+        )
+    )
     reports = tables["community_reports"].sort("level", "community", "id")
     findings = [json.dumps(f or [], ensure_ascii=False) for f in reports["findings"].to_list()]
-    groups.append(node_group("Report", reports.select(
-        "id", "human_readable_id", "community", "level", "title", "summary", "full_content", "rank", "rating_explanation",
-    ).with_columns(pl.Series("findings", findings, dtype=pl.String))))
-    groups.append(node_group("TextUnit", tables["text_units"].sort("document_id", "chunk_index", "id").select(
-        "id", "human_readable_id", "text", "n_tokens", "document_id", "chunk_index",
-    )))
-    groups.append(node_group("Document", tables["documents"].sort("path", "human_readable_id", "id", nulls_last=True).select(
-        "id", "human_readable_id", "title", "path", "creation_date",
-    )))
+    groups.append(
+        node_group(
+            "Report",
+            reports.select(
+                "id",
+                "human_readable_id",
+                "community",
+                "level",
+                "title",
+                "summary",
+                "full_content",
+                "rank",
+                "rating_explanation",
+            ).with_columns(pl.Series("findings", findings, dtype=pl.String)),
+        )
+    )
+    groups.append(
+        node_group(
+            "TextUnit",
+            tables["text_units"]
+            .sort("document_id", "chunk_index", "id")
+            .select(
+                "id",
+                "human_readable_id",
+                "text",
+                "n_tokens",
+                "document_id",
+                "chunk_index",
+            ),
+        )
+    )
+    groups.append(
+        node_group(
+            "Document",
+            tables["documents"]
+            .sort("path", "human_readable_id", "id", nulls_last=True)
+            .select(
+                "id",
+                "human_readable_id",
+                "title",
+                "path",
+                "creation_date",
+            ),
+        )
+    )
     if tables["covariates"].height:
         groups.append(node_group("Claim", tables["covariates"].sort("human_readable_id", "id")))
     return groups
@@ -193,7 +247,8 @@ def edge_groups(tables: dict[str, pl.DataFrame]) -> tuple[list[StatementGroup], 
     entities, communities, units = tables["entities"], tables["communities"], tables["text_units"]
     ids = entities.select("title", "id").unique("title", keep="first", maintain_order=True)
     related = (
-        tables["relationships"].sort("human_readable_id", "id")
+        tables["relationships"]
+        .sort("human_readable_id", "id")
         .join(ids.rename({"id": "_start"}), left_on="source", right_on="title", how="left", maintain_order="left")
         .join(ids.rename({"id": "_end"}), left_on="target", right_on="title", how="left", maintain_order="left")
     )
@@ -210,11 +265,18 @@ def edge_groups(tables: dict[str, pl.DataFrame]) -> tuple[list[StatementGroup], 
     parents = (
         communities.sort("level", "community")
         .filter(pl.col("parent") >= 0)
-        .join(community_ids.rename({"id": "_start"}), left_on="parent", right_on="community", how="inner", maintain_order="left")
+        .join(
+            community_ids.rename({"id": "_start"}),
+            left_on="parent",
+            right_on="community",
+            how="inner",
+            maintain_order="left",
+        )
         .select("_start", pl.col("id").alias("_end"))
     )
     has_report = (
-        tables["community_reports"].sort("level", "community", "id")
+        tables["community_reports"]
+        .sort("level", "community", "id")
         .join(community_ids.rename({"id": "_start"}), on="community", how="inner", maintain_order="left")
         .select("_start", pl.col("id").alias("_end"))
     )
@@ -233,9 +295,21 @@ def edge_groups(tables: dict[str, pl.DataFrame]) -> tuple[list[StatementGroup], 
         .join(tables["documents"].select("id"), left_on="_end", right_on="id", how="semi", maintain_order="left")
     )
     groups = [
-        edge_group("Entity", "RELATED", "Entity", linked.select(
-            "_start", "_end", "id", "human_readable_id", "description", "weight", "combined_degree", "text_unit_ids",
-        )),
+        edge_group(
+            "Entity",
+            "RELATED",
+            "Entity",
+            linked.select(
+                "_start",
+                "_end",
+                "id",
+                "human_readable_id",
+                "description",
+                "weight",
+                "combined_degree",
+                "text_unit_ids",
+            ),
+        ),
         edge_group("Entity", "IN_COMMUNITY", "Community", membership),
         edge_group("Community", "PARENT_OF", "Community", parents),
         edge_group("Community", "HAS_REPORT", "Report", has_report),
@@ -244,8 +318,11 @@ def edge_groups(tables: dict[str, pl.DataFrame]) -> tuple[list[StatementGroup], 
     ]
     if tables["covariates"].height:
         claims = (
-            tables["covariates"].sort("human_readable_id", "id")
-            .join(ids.rename({"id": "_start"}), left_on="subject_id", right_on="title", how="inner", maintain_order="left")
+            tables["covariates"]
+            .sort("human_readable_id", "id")
+            .join(
+                ids.rename({"id": "_start"}), left_on="subject_id", right_on="title", how="inner", maintain_order="left"
+            )
             .select("_start", pl.col("id").alias("_end"))
         )
         groups.append(edge_group("Entity", "HAS_CLAIM", "Claim", claims))

@@ -56,9 +56,7 @@ def parse_target(url: str) -> GraphTarget:
     parts = urlsplit(url)
     scheme = parts.scheme.lower()
     if scheme not in DEFAULT_PORTS or not parts.hostname:
-        raise UserError(
-            f"cannot load into {url!r}; give falkordb://HOST:PORT[/GRAPH] or bolt://HOST:PORT[/DATABASE]."
-        )
+        raise UserError(f"cannot load into {url!r}; give falkordb://HOST:PORT[/GRAPH] or bolt://HOST:PORT[/DATABASE].")
     try:
         port = parts.port or DEFAULT_PORTS[scheme]
     except ValueError:
@@ -82,7 +80,12 @@ class LoadReport:
     relationships: int
 
     def as_dict(self) -> dict[str, object]:
-        return {"target": self.target, "statements": self.statements, "nodes": self.nodes, "relationships": self.relationships}
+        return {
+            "target": self.target,
+            "statements": self.statements,
+            "nodes": self.nodes,
+            "relationships": self.relationships,
+        }
 
 
 def load_graph(target: GraphTarget, schema: Sequence[str], statements: Sequence[str], *, force: bool) -> LoadReport:
@@ -103,14 +106,19 @@ def _load_falkordb(target: GraphTarget, schema: Sequence[str], statements: Seque
     where = f"FalkorDB at {target.host}:{target.port}"
     try:
         db = FalkorDB(
-            host=target.host, port=target.port, username=target.username, password=target.password,
+            host=target.host,
+            port=target.port,
+            username=target.username,
+            password=target.password,
             socket_connect_timeout=CONNECT_TIMEOUT_SECONDS,
         )
         exists = target.name in db.list_graphs()
     except redis.exceptions.ConnectionError as exc:
         raise UserError(f"could not connect to {where} ({_first_line(exc)}); is the server running?") from None
     except redis.exceptions.ResponseError as exc:
-        raise UserError(f"{where} did not answer as FalkorDB does ({_first_line(exc)}); is the FalkorDB module loaded?") from None
+        raise UserError(
+            f"{where} did not answer as FalkorDB does ({_first_line(exc)}); is the FalkorDB module loaded?"
+        ) from None
     if exists and not force:
         raise UserError(f"graph {target.name!r} already exists in {where}; pass --force to replace it.")
     graph = db.select_graph(target.name)
@@ -144,7 +152,9 @@ def _load_neo4j(target: GraphTarget, schema: Sequence[str], statements: Sequence
         import neo4j
         from neo4j.exceptions import AuthError, ClientError, Neo4jError, ServiceUnavailable
     except ImportError:
-        raise UserError("loading into Neo4j needs its Python driver; install it with: pip install 'graphrag-assets[neo4j]'.") from None
+        raise UserError(
+            "loading into Neo4j needs its Python driver; install it with: pip install 'graphrag-assets[neo4j]'."
+        ) from None
     where = f"Neo4j at {target.host}:{target.port}"
     auth = (target.username or "neo4j", target.password or "") if (target.username or target.password) else None
     driver = neo4j.GraphDatabase.driver(
@@ -156,7 +166,9 @@ def _load_neo4j(target: GraphTarget, schema: Sequence[str], statements: Sequence
         except (ServiceUnavailable, OSError) as exc:
             raise UserError(f"could not connect to {where} ({_first_line(exc)}); is the server running?") from None
         except AuthError as exc:
-            raise UserError(f"{where} refused the credentials ({_first_line(exc)}); set NEO4J_USERNAME and NEO4J_PASSWORD.") from None
+            raise UserError(
+                f"{where} refused the credentials ({_first_line(exc)}); set NEO4J_USERNAME and NEO4J_PASSWORD."
+            ) from None
         with driver.session(database=target.name) as session:
             existing = session.run(NEO4J_EXISTING).single()["nodes"]
             if existing and not force:

@@ -29,12 +29,20 @@ FILE_NAME = "graph.graphml"
 
 # (attribute, GraphML type) per element kind, in file order.
 NODE_KEYS = (
-    ("title", "string"), ("type", "string"), ("description", "string"), ("human_readable_id", "long"),
-    ("degree", "long"), ("frequency", "long"), ("community", "long"), ("community_level", "long"),
+    ("title", "string"),
+    ("type", "string"),
+    ("description", "string"),
+    ("human_readable_id", "long"),
+    ("degree", "long"),
+    ("frequency", "long"),
+    ("community", "long"),
+    ("community_level", "long"),
     ("level0_community", "long"),
 )
 EDGE_KEYS = (
-    ("human_readable_id", "long"), ("weight", "double"), ("description", "string"),
+    ("human_readable_id", "long"),
+    ("weight", "double"),
+    ("description", "string"),
     ("combined_degree", "long"),
 )
 _INVALID_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
@@ -78,14 +86,17 @@ def graphml_tree(nodes: pl.DataFrame, edges: pl.DataFrame) -> ET.ElementTree:
         for index, (name, gtype) in enumerate(keys):
             key_id = f"{prefix}{index}"
             key_ids[(kind, name)] = key_id
-            ET.SubElement(root, f"{{{GRAPHML_NS}}}key", {"id": key_id, "for": kind, "attr.name": name, "attr.type": gtype})
+            ET.SubElement(
+                root, f"{{{GRAPHML_NS}}}key", {"id": key_id, "for": kind, "attr.name": name, "attr.type": gtype}
+            )
     graph = ET.SubElement(root, f"{{{GRAPHML_NS}}}graph", {"id": "G", "edgedefault": "undirected"})
     for row in nodes.iter_rows(named=True):
         node = ET.SubElement(graph, f"{{{GRAPHML_NS}}}node", {"id": xml_text(row["id"])})
         _data(node, row, NODE_KEYS, "node", key_ids)
     for row in edges.iter_rows(named=True):
         edge = ET.SubElement(
-            graph, f"{{{GRAPHML_NS}}}edge",
+            graph,
+            f"{{{GRAPHML_NS}}}edge",
             {"id": xml_text(row["id"]), "source": xml_text(row["source_id"]), "target": xml_text(row["target_id"])},
         )
         _data(edge, row, EDGE_KEYS, "edge", key_ids)

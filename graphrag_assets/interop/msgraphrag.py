@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import calendar
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import polars as pl
@@ -46,38 +46,104 @@ INT_LIST = pa.list_(pa.field("element", pa.int64()))
 FINDINGS = pa.list_(pa.field("element", pa.struct([("explanation", STR), ("summary", STR)])))
 
 MS_SCHEMAS: dict[str, pa.Schema] = {
-    "documents": pa.schema([
-        ("id", STR), ("human_readable_id", INT), ("title", STR), ("text", STR),
-        ("text_unit_ids", STR_LIST), ("creation_date", STR), ("raw_data", pa.null()),
-    ]),
-    "text_units": pa.schema([
-        ("id", STR), ("human_readable_id", INT), ("text", STR), ("n_tokens", INT), ("document_id", STR),
-        ("entity_ids", STR_LIST), ("relationship_ids", STR_LIST), ("covariate_ids", STR_LIST),
-    ]),
-    "entities": pa.schema([
-        ("id", STR), ("human_readable_id", INT), ("title", STR), ("type", STR), ("description", STR),
-        ("text_unit_ids", STR_LIST), ("frequency", INT), ("degree", INT),
-    ]),
-    "relationships": pa.schema([
-        ("id", STR), ("human_readable_id", INT), ("source", STR), ("target", STR), ("description", STR),
-        ("weight", pa.float64()), ("combined_degree", INT), ("text_unit_ids", STR_LIST),
-    ]),
-    "communities": pa.schema([
-        ("id", STR), ("human_readable_id", INT), ("community", INT), ("level", INT), ("parent", INT),
-        ("children", INT_LIST), ("title", STR), ("entity_ids", STR_LIST), ("relationship_ids", STR_LIST),
-        ("text_unit_ids", STR_LIST), ("period", STR), ("size", INT),
-    ]),
-    "community_reports": pa.schema([
-        ("id", STR), ("human_readable_id", INT), ("community", INT), ("level", INT), ("parent", INT),
-        ("children", INT_LIST), ("title", STR), ("summary", STR), ("full_content", STR), ("rank", pa.float64()),
-        ("rating_explanation", STR), ("findings", FINDINGS), ("full_content_json", STR), ("period", STR),
-        ("size", INT),
-    ]),
-    "covariates": pa.schema([
-        ("id", STR), ("human_readable_id", INT), ("covariate_type", STR), ("type", STR), ("description", STR),
-        ("subject_id", STR), ("object_id", STR), ("status", STR), ("start_date", STR), ("end_date", STR),
-        ("source_text", STR), ("text_unit_id", STR),
-    ]),
+    "documents": pa.schema(
+        [
+            ("id", STR),
+            ("human_readable_id", INT),
+            ("title", STR),
+            ("text", STR),
+            ("text_unit_ids", STR_LIST),
+            ("creation_date", STR),
+            ("raw_data", pa.null()),
+        ]
+    ),
+    "text_units": pa.schema(
+        [
+            ("id", STR),
+            ("human_readable_id", INT),
+            ("text", STR),
+            ("n_tokens", INT),
+            ("document_id", STR),
+            ("entity_ids", STR_LIST),
+            ("relationship_ids", STR_LIST),
+            ("covariate_ids", STR_LIST),
+        ]
+    ),
+    "entities": pa.schema(
+        [
+            ("id", STR),
+            ("human_readable_id", INT),
+            ("title", STR),
+            ("type", STR),
+            ("description", STR),
+            ("text_unit_ids", STR_LIST),
+            ("frequency", INT),
+            ("degree", INT),
+        ]
+    ),
+    "relationships": pa.schema(
+        [
+            ("id", STR),
+            ("human_readable_id", INT),
+            ("source", STR),
+            ("target", STR),
+            ("description", STR),
+            ("weight", pa.float64()),
+            ("combined_degree", INT),
+            ("text_unit_ids", STR_LIST),
+        ]
+    ),
+    "communities": pa.schema(
+        [
+            ("id", STR),
+            ("human_readable_id", INT),
+            ("community", INT),
+            ("level", INT),
+            ("parent", INT),
+            ("children", INT_LIST),
+            ("title", STR),
+            ("entity_ids", STR_LIST),
+            ("relationship_ids", STR_LIST),
+            ("text_unit_ids", STR_LIST),
+            ("period", STR),
+            ("size", INT),
+        ]
+    ),
+    "community_reports": pa.schema(
+        [
+            ("id", STR),
+            ("human_readable_id", INT),
+            ("community", INT),
+            ("level", INT),
+            ("parent", INT),
+            ("children", INT_LIST),
+            ("title", STR),
+            ("summary", STR),
+            ("full_content", STR),
+            ("rank", pa.float64()),
+            ("rating_explanation", STR),
+            ("findings", FINDINGS),
+            ("full_content_json", STR),
+            ("period", STR),
+            ("size", INT),
+        ]
+    ),
+    "covariates": pa.schema(
+        [
+            ("id", STR),
+            ("human_readable_id", INT),
+            ("covariate_type", STR),
+            ("type", STR),
+            ("description", STR),
+            ("subject_id", STR),
+            ("object_id", STR),
+            ("status", STR),
+            ("start_date", STR),
+            ("end_date", STR),
+            ("source_text", STR),
+            ("text_unit_id", STR),
+        ]
+    ),
 }
 TABLE_ORDER = tuple(MS_SCHEMAS)
 
@@ -89,8 +155,13 @@ VECTOR_TABLES = {
 }
 LANCEDB_DIR = "lancedb"
 _TIMESTAMP_PARTS = (
-    ("year", INT), ("month", INT), ("month_name", STR), ("day", INT),
-    ("day_of_week", STR), ("hour", INT), ("quarter", INT),
+    ("year", INT),
+    ("month", INT),
+    ("month_name", STR),
+    ("day", INT),
+    ("day_of_week", STR),
+    ("hour", INT),
+    ("quarter", INT),
 )
 
 
@@ -99,9 +170,11 @@ _TIMESTAMP_PARTS = (
 
 def document_order(documents: pl.DataFrame) -> pl.DataFrame:
     """Documents sorted (path, row within file, id): the order MS-style dense ids follow."""
-    return documents.with_columns(pl.coalesce("path", "document_key", "title").alias("_path")).sort(
-        ["_path", "human_readable_id", "id"], nulls_last=True
-    ).drop("_path")
+    return (
+        documents.with_columns(pl.coalesce("path", "document_key", "title").alias("_path"))
+        .sort(["_path", "human_readable_id", "id"], nulls_last=True)
+        .drop("_path")
+    )
 
 
 def ordered_text_units(text_units: pl.DataFrame, documents: pl.DataFrame) -> pl.DataFrame:
@@ -165,7 +238,11 @@ def ms_text_units(
     for ids in (entity_ids, relationship_ids, covariate_ids):
         frame = frame.join(ids, left_on="id", right_on="text_unit_id", how="left", maintain_order="left")
     return frame.select(
-        "id", "human_readable_id", "text", "n_tokens", "document_id",
+        "id",
+        "human_readable_id",
+        "text",
+        "n_tokens",
+        "document_id",
         pl.col("entity_ids").fill_null(empty),
         pl.col("relationship_ids").fill_null(empty),
         pl.col("covariate_ids").fill_null(empty),
@@ -180,8 +257,10 @@ def ms_community_reports(reports: pl.DataFrame) -> pl.DataFrame:
             pl.element().struct.field("summary").alias("summary"),
         )
     )
-    return reports.sort("level", "community").with_columns(findings.alias("findings")).select(
-        [f.name for f in MS_SCHEMAS["community_reports"]]
+    return (
+        reports.sort("level", "community")
+        .with_columns(findings.alias("findings"))
+        .select([f.name for f in MS_SCHEMAS["community_reports"]])
     )
 
 
@@ -282,10 +361,9 @@ def export_msgraphrag(settings: Settings, out_dir: Path, *, force: bool = False)
     """Write ``<name>.parquet`` for each MS table and ``lancedb/`` with the vectors into ``out_dir``."""
     import pyarrow.parquet as pq
 
-
     tables = read_index_tables(settings)
     arrow_tables = ms_tables(tables)
-    created = datetime.now(timezone.utc).isoformat()
+    created = datetime.now(UTC).isoformat()
     vectors: dict[str, pa.Table] = {}
     warnings: list[str] = []
     for lance_name, (duck_name, source) in VECTOR_TABLES.items():
@@ -316,4 +394,3 @@ def export_msgraphrag(settings: Settings, out_dir: Path, *, force: bool = False)
             result.files.append(f"{LANCEDB_DIR}/{name}")
             result.rows[f"{LANCEDB_DIR}/{name}"] = table.num_rows
     return result
-

@@ -46,14 +46,21 @@ from graphrag_assets.core import schemas
 from graphrag_assets.core.errors import UserError
 from graphrag_assets.core.settings import Settings
 from graphrag_assets.core.tokens import token_counter
-from graphrag_assets.index.embedding_texts import embed_frame, entity_texts, report_texts, text_hashes, text_unit_texts, with_text
+from graphrag_assets.index.embedding_texts import (
+    embed_frame,
+    entity_texts,
+    report_texts,
+    text_hashes,
+    text_unit_texts,
+    with_text,
+)
 from graphrag_assets.index.report_tokens import with_content_tokens
 from graphrag_assets.interop.common import ImportResult
 from graphrag_assets.llm.factory import build_embedding_model
 from graphrag_assets.llm.usage import UsageMeter
 from graphrag_assets.storage import vectors as lance
-from graphrag_assets.storage.database import connect, table_exists
 from graphrag_assets.storage.corpus import MANIFEST_COLUMNS, begin_corpus_run, publish_corpus, write_staged
+from graphrag_assets.storage.database import connect, table_exists
 from graphrag_assets.storage.vectors import lancedb_module
 
 REQUIRED_FILES = ("documents", "text_units", "entities", "relationships", "communities", "community_reports")
@@ -93,9 +100,11 @@ def read_ms_tables(source_dir: Path) -> dict[str, pl.DataFrame]:
         raise UserError(f"{source_dir} does not exist or is not a folder; give the MS GraphRAG output folder.")
     missing = [f"{name}.parquet" for name in REQUIRED_FILES if not (source_dir / f"{name}.parquet").exists()]
     if missing:
-        hint = " (this looks like a pre-v1 index with create_final_*.parquet files; only the v3 layout is supported)" if any(
-            source_dir.glob("create_final_*.parquet")
-        ) else ""
+        hint = (
+            " (this looks like a pre-v1 index with create_final_*.parquet files; only the v3 layout is supported)"
+            if any(source_dir.glob("create_final_*.parquet"))
+            else ""
+        )
         raise UserError(
             f"{source_dir} is missing {', '.join(missing)}; give the output folder of a Microsoft GraphRAG v3 index{hint}."
         )
@@ -295,12 +304,16 @@ def import_msgraphrag(settings: Settings, source_dir: Path, *, force: bool = Fal
             f"the project at {settings.root} already has an index; pass --force to replace it with the imported one."
         )
     tables = our_tables(ms)
-    tables["community_reports"] = with_content_tokens(tables["community_reports"], token_counter(settings.chunking.encoding))
+    tables["community_reports"] = with_content_tokens(
+        tables["community_reports"], token_counter(settings.chunking.encoding)
+    )
     result = ImportResult(format="msgraphrag", source_dir=source_dir)
     titles = tables["entities"].get_column("title")
     dangling = tables["relationships"].filter(~pl.col("source").is_in(titles) | ~pl.col("target").is_in(titles)).height
     if dangling:
-        result.warnings.append(f"{dangling} relationship(s) name an entity missing from entities.parquet; kept as they are.")
+        result.warnings.append(
+            f"{dangling} relationship(s) name an entity missing from entities.parquet; kept as they are."
+        )
     texts = embedding_texts(tables)
     found = read_ms_vectors(source_dir)
     embeddings: dict[str, pl.DataFrame] = {}
@@ -338,7 +351,9 @@ def import_msgraphrag(settings: Settings, source_dir: Path, *, force: bool = Fal
         write_staged(settings.database_path, name, frame)
         result.rows[name] = frame.height
     versions: dict[str, int] = {}
-    keep_lancedb = settings.lancedb_tables_for(_text_unit_tokens(tables["text_units"], token_counter(settings.chunking.encoding)))
+    keep_lancedb = settings.lancedb_tables_for(
+        _text_unit_tokens(tables["text_units"], token_counter(settings.chunking.encoding))
+    )
     if not keep_lancedb:  # searched in memory; tables of an index this import replaces would go stale
         lance.drop_tables(settings.lancedb_path, list(LANCEDB_TABLES.values()))
     for name, frame in embeddings.items():
@@ -348,12 +363,16 @@ def import_msgraphrag(settings: Settings, source_dir: Path, *, force: bool = Fal
         result.rows[name] = stored.height
         if not keep_lancedb:
             continue
-        published_rows = with_text(stored.drop("model"), texts[name]) if name == "text_unit_embeddings" else stored.drop("model")
+        published_rows = (
+            with_text(stored.drop("model"), texts[name]) if name == "text_unit_embeddings" else stored.drop("model")
+        )
         published = lance.publish(settings.lancedb_path, LANCEDB_TABLES[name], published_rows)
         versions[LANCEDB_TABLES[name]] = published.version
         result.rows[f"lancedb/{LANCEDB_TABLES[name]}"] = published.rows
     no_documents = pl.DataFrame(schema=dict.fromkeys(MANIFEST_COLUMNS, pl.String))
-    publish_corpus(settings.database_path, no_documents, {"run_id": f"import:{source_dir}", "vector_versions": versions})
+    publish_corpus(
+        settings.database_path, no_documents, {"run_id": f"import:{source_dir}", "vector_versions": versions}
+    )
     return result
 
 
@@ -363,8 +382,12 @@ def _text_unit_tokens(units: pl.DataFrame, count: Callable[[str], int]) -> int:
 
 
 def _empty_embeddings(texts: pl.DataFrame) -> pl.DataFrame:
-    return texts.drop("text").with_columns(
-        pl.lit(None, dtype=pl.String).alias("text_hash"),
-        pl.Series("vector", np.zeros((texts.height, 1), dtype=np.float32), dtype=pl.Array(pl.Float32, 1)),
-        pl.lit("").alias("model"),
-    ).head(0)
+    return (
+        texts.drop("text")
+        .with_columns(
+            pl.lit(None, dtype=pl.String).alias("text_hash"),
+            pl.Series("vector", np.zeros((texts.height, 1), dtype=np.float32), dtype=pl.Array(pl.Float32, 1)),
+            pl.lit("").alias("model"),
+        )
+        .head(0)
+    )

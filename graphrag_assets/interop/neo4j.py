@@ -30,7 +30,12 @@ from graphrag_assets.interop.common import ExportResult, entity_communities, pre
 
 NODE_FILES = ("entities.csv", "communities.csv", "text_units.csv", "documents.csv", "claims.csv")
 RELATIONSHIP_FILES = (
-    "related.csv", "in_community.csv", "parent_of.csv", "mentioned_in.csv", "part_of.csv", "has_claim.csv",
+    "related.csv",
+    "in_community.csv",
+    "parent_of.csv",
+    "mentioned_in.csv",
+    "part_of.csv",
+    "has_claim.csv",
 )
 SCRIPT_FILES = ("import.sh", "load.cypher", "README.txt")
 
@@ -57,15 +62,19 @@ def node_frames(tables: dict[str, pl.DataFrame]) -> dict[str, pl.DataFrame]:
     entities = tables["entities"].sort("human_readable_id", "id")
     labels = {t: label_for_type(t) for t in entities.get_column("type").drop_nulls().unique().to_list()}
     memberships = entity_communities(entities, tables["communities"])
-    reports = tables["community_reports"].select(
-        "community",
-        pl.col("id").alias("report_id"),
-        pl.col("title").alias("report_title"),
-        "summary",
-        "full_content",
-        "rank",
-        "rating_explanation",
-    ).unique("community", keep="first", maintain_order=True)
+    reports = (
+        tables["community_reports"]
+        .select(
+            "community",
+            pl.col("id").alias("report_id"),
+            pl.col("title").alias("report_title"),
+            "summary",
+            "full_content",
+            "rank",
+            "rating_explanation",
+        )
+        .unique("community", keep="first", maintain_order=True)
+    )
     frames = {
         "entities.csv": entities.join(memberships, on="id", how="left", maintain_order="left").select(
             pl.col("id").alias("id:ID(Entity)"),
@@ -79,7 +88,8 @@ def node_frames(tables: dict[str, pl.DataFrame]) -> dict[str, pl.DataFrame]:
             pl.col("level0_community").alias("level0_community:long"),
             pl.col("type").replace_strict(labels, default="Entity", return_dtype=pl.String).alias(":LABEL"),
         ),
-        "communities.csv": tables["communities"].sort("level", "community")
+        "communities.csv": tables["communities"]
+        .sort("level", "community")
         .join(reports, on="community", how="left", maintain_order="left")
         .select(
             pl.col("id").alias("id:ID(Community)"),
@@ -97,7 +107,9 @@ def node_frames(tables: dict[str, pl.DataFrame]) -> dict[str, pl.DataFrame]:
             "rating_explanation",
             pl.lit("Community").alias(":LABEL"),
         ),
-        "text_units.csv": tables["text_units"].sort("document_id", "chunk_index", "id").select(
+        "text_units.csv": tables["text_units"]
+        .sort("document_id", "chunk_index", "id")
+        .select(
             pl.col("id").alias("id:ID(TextUnit)"),
             pl.col("chunk_index").alias("chunk_index:long"),
             "text",
@@ -105,7 +117,9 @@ def node_frames(tables: dict[str, pl.DataFrame]) -> dict[str, pl.DataFrame]:
             "document_id",
             pl.lit("TextUnit").alias(":LABEL"),
         ),
-        "documents.csv": tables["documents"].sort("path", "human_readable_id", "id", nulls_last=True).select(
+        "documents.csv": tables["documents"]
+        .sort("path", "human_readable_id", "id", nulls_last=True)
+        .select(
             pl.col("id").alias("id:ID(Document)"),
             "title",
             "path",
@@ -114,19 +128,23 @@ def node_frames(tables: dict[str, pl.DataFrame]) -> dict[str, pl.DataFrame]:
         ),
     }
     if tables["covariates"].height:
-        frames["claims.csv"] = tables["covariates"].sort("human_readable_id", "id").select(
-            pl.col("id").alias("id:ID(Claim)"),
-            pl.col("human_readable_id").alias("human_readable_id:long"),
-            "type",
-            "description",
-            "subject_id",
-            "object_id",
-            "status",
-            "start_date",
-            "end_date",
-            "source_text",
-            "text_unit_id",
-            pl.lit("Claim").alias(":LABEL"),
+        frames["claims.csv"] = (
+            tables["covariates"]
+            .sort("human_readable_id", "id")
+            .select(
+                pl.col("id").alias("id:ID(Claim)"),
+                pl.col("human_readable_id").alias("human_readable_id:long"),
+                "type",
+                "description",
+                "subject_id",
+                "object_id",
+                "status",
+                "start_date",
+                "end_date",
+                "source_text",
+                "text_unit_id",
+                pl.lit("Claim").alias(":LABEL"),
+            )
         )
     return frames
 
@@ -137,7 +155,8 @@ def relationship_frames(tables: dict[str, pl.DataFrame]) -> tuple[dict[str, pl.D
     entities, communities = tables["entities"], tables["communities"]
     ids = _title_to_id(entities)
     related = (
-        tables["relationships"].sort("human_readable_id", "id")
+        tables["relationships"]
+        .sort("human_readable_id", "id")
         .join(ids.rename({"id": "_start"}), left_on="source", right_on="title", how="left", maintain_order="left")
         .join(ids.rename({"id": "_end"}), left_on="target", right_on="title", how="left", maintain_order="left")
     )
@@ -155,7 +174,11 @@ def relationship_frames(tables: dict[str, pl.DataFrame]) -> tuple[dict[str, pl.D
         communities.sort("level", "community")
         .filter(pl.col("parent") >= 0)
         .join(
-            community_id.rename({"id": "_start"}), left_on="parent", right_on="community", how="inner", maintain_order="left"
+            community_id.rename({"id": "_start"}),
+            left_on="parent",
+            right_on="community",
+            how="inner",
+            maintain_order="left",
         )
         .select("_start", pl.col("id").alias("_end"))
     )
@@ -168,23 +191,35 @@ def relationship_frames(tables: dict[str, pl.DataFrame]) -> tuple[dict[str, pl.D
         .join(unit_ids, left_on="_end", right_on="id", how="semi", maintain_order="left")
     )
     part_of = (
-        tables["text_units"].sort("document_id", "chunk_index", "id")
+        tables["text_units"]
+        .sort("document_id", "chunk_index", "id")
         .select(pl.col("id").alias("_start"), pl.col("document_id").alias("_end"))
         .join(tables["documents"].select("id"), left_on="_end", right_on="id", how="semi", maintain_order="left")
     )
     claims = (
-        tables["covariates"].sort("human_readable_id", "id")
+        tables["covariates"]
+        .sort("human_readable_id", "id")
         .join(ids.rename({"id": "_start"}), left_on="subject_id", right_on="title", how="inner", maintain_order="left")
         .select("_start", pl.col("id").alias("_end"))
     )
     dropped = related.filter(pl.col("_start").is_null() | pl.col("_end").is_null()).height
     frames = {
         "related.csv": _edges(
-            related.drop_nulls(["_start", "_end"]), "Entity", "Entity", "RELATED",
-            [pl.col("id"), pl.col("human_readable_id").alias("human_readable_id:long"), pl.col("description"),
-             pl.col("weight").alias("weight:double"), pl.col("combined_degree").alias("combined_degree:long")],
+            related.drop_nulls(["_start", "_end"]),
+            "Entity",
+            "Entity",
+            "RELATED",
+            [
+                pl.col("id"),
+                pl.col("human_readable_id").alias("human_readable_id:long"),
+                pl.col("description"),
+                pl.col("weight").alias("weight:double"),
+                pl.col("combined_degree").alias("combined_degree:long"),
+            ],
         ),
-        "in_community.csv": _edges(membership, "Entity", "Community", "IN_COMMUNITY", [pl.col("level").alias("level:long")]),
+        "in_community.csv": _edges(
+            membership, "Entity", "Community", "IN_COMMUNITY", [pl.col("level").alias("level:long")]
+        ),
         "parent_of.csv": _edges(parents, "Community", "Community", "PARENT_OF", []),
         "mentioned_in.csv": _edges(mentions, "Entity", "TextUnit", "MENTIONED_IN", []),
         "part_of.csv": _edges(part_of, "TextUnit", "Document", "PART_OF", []),
@@ -245,7 +280,7 @@ def load_cypher(nodes: dict[str, pl.DataFrame], relationships: dict[str, pl.Data
         "// Needs Neo4j 5.26+ for the dynamic type labels (SET e:$(...)).",
         "",
     ]
-    for file_name, frame in nodes.items():
+    for frame in nodes.values():
         id_header = frame.columns[0]
         label = id_header[id_header.index("(") + 1 : -1]
         out.append(f"CREATE CONSTRAINT {label.lower()}_id IF NOT EXISTS FOR (n:{label}) REQUIRE n.id IS UNIQUE;")

@@ -31,10 +31,10 @@ def strip_think(text: str) -> tuple[str, bool]:
     head = text.lstrip()
     if head.startswith(OPEN):
         end = head.find(CLOSE)
-        return (head[end + len(CLOSE):].lstrip() if end >= 0 else ""), True
+        return (head[end + len(CLOSE) :].lstrip() if end >= 0 else ""), True
     end = text.find(CLOSE)
     if end >= 0 and OPEN not in text[:end]:
-        return text[end + len(CLOSE):].lstrip(), True
+        return text[end + len(CLOSE) :].lstrip(), True
     return text, False
 
 
@@ -68,7 +68,7 @@ class ThinkFilter:
         end = self._buffer.find(CLOSE)
         if end < 0:
             return ""
-        rest = self._buffer[end + len(CLOSE):]
+        rest = self._buffer[end + len(CLOSE) :]
         self._buffer = ""
         self._state = "after"
         return self.feed(rest) if rest else ""

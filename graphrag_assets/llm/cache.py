@@ -47,9 +47,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from graphrag_assets.core.float32 import Vector, as_float32, float32_buffer, from_le_bytes, is_finite, le_bytes_are_finite, to_le_bytes
+from graphrag_assets.core.float32 import (
+    Vector,
+    as_float32,
+    float32_buffer,
+    from_le_bytes,
+    is_finite,
+    le_bytes_are_finite,
+    to_le_bytes,
+)
 from graphrag_assets.core.ownership import DOCUMENT, current_owner
-from graphrag_assets.llm.cache_tables import CHAT_TABLE_DDL, EMBEDDING_TABLE_DDL, INSERT_EMBEDDING_ROWS, store_vectors_as_bytes
+from graphrag_assets.llm.cache_tables import (
+    CHAT_TABLE_DDL,
+    EMBEDDING_TABLE_DDL,
+    INSERT_EMBEDDING_ROWS,
+    store_vectors_as_bytes,
+)
 from graphrag_assets.storage.cache_owners import (
     CHAT_TABLE,
     EMBEDDING_TABLE,
@@ -79,15 +92,17 @@ def chat_cache_key(
     json_mode: bool,
     prompt_version: str,
 ) -> str:
-    return canonical_hash({
-        "kind": "chat",
-        "model": model,
-        "messages": [{"role": m["role"], "content": m["content"]} for m in messages],
-        "temperature": float(temperature),
-        "max_tokens": None if max_tokens is None else int(max_tokens),
-        "json_mode": bool(json_mode),
-        "prompt_version": prompt_version,
-    })
+    return canonical_hash(
+        {
+            "kind": "chat",
+            "model": model,
+            "messages": [{"role": m["role"], "content": m["content"]} for m in messages],
+            "temperature": float(temperature),
+            "max_tokens": None if max_tokens is None else int(max_tokens),
+            "json_mode": bool(json_mode),
+            "prompt_version": prompt_version,
+        }
+    )
 
 
 def embedding_cache_key(*, model: str, text: str) -> str:
@@ -102,7 +117,10 @@ def own_embedded_texts(db_path: str | Path, model: str, texts: Iterable[tuple[st
     """
     return record_owners(
         db_path,
-        ((embedding_cache_key(model=model, text=text), EMBEDDING_TABLE, DOCUMENT, document) for text, document in texts),
+        (
+            (embedding_cache_key(model=model, text=text), EMBEDDING_TABLE, DOCUMENT, document)
+            for text, document in texts
+        ),
         only_cached=True,
     )
 
@@ -283,26 +301,42 @@ class _Store:
                 with transaction(conn):
                     chat_rows = list(batch.get(CHAT_TABLE, {}).values())
                     if chat_rows:
-                        _replace_rows(conn, CHAT_TABLE, [r.key for r in chat_rows], _INSERT_CHAT_ROWS, [
-                            [r.model for r in chat_rows],
-                            [r.purpose for r in chat_rows],
-                            [r.response for r in chat_rows],
-                            [r.prompt_tokens for r in chat_rows],
-                            [r.completion_tokens for r in chat_rows],
-                            [r.created_at for r in chat_rows],
-                        ])
+                        _replace_rows(
+                            conn,
+                            CHAT_TABLE,
+                            [r.key for r in chat_rows],
+                            _INSERT_CHAT_ROWS,
+                            [
+                                [r.model for r in chat_rows],
+                                [r.purpose for r in chat_rows],
+                                [r.response for r in chat_rows],
+                                [r.prompt_tokens for r in chat_rows],
+                                [r.completion_tokens for r in chat_rows],
+                                [r.created_at for r in chat_rows],
+                            ],
+                        )
                     embedding_rows = list(batch.get(EMBEDDING_TABLE, {}).values())
                     if embedding_rows:
-                        _replace_rows(conn, EMBEDDING_TABLE, [r.key for r in embedding_rows], INSERT_EMBEDDING_ROWS, [
-                            [r.model for r in embedding_rows],
-                            [to_le_bytes(r.vector) for r in embedding_rows],
-                        ])
+                        _replace_rows(
+                            conn,
+                            EMBEDDING_TABLE,
+                            [r.key for r in embedding_rows],
+                            INSERT_EMBEDDING_ROWS,
+                            [
+                                [r.model for r in embedding_rows],
+                                [to_le_bytes(r.vector) for r in embedding_rows],
+                            ],
+                        )
                     if add_owners(conn, batch.get(OWNERS_TABLE, {}).values(), create=not self.owners_ready):
                         self.owners_ready = True  # created on the first write that has owners, then known to exist
         except Exception as exc:  # keep the rows queued; the next write or close() tries again
             self.stats.write_failures += 1
-            log.warning("could not write %d LLM cache row(s) to %s (%s); will retry.",
-                        sum(len(v) for v in batch.values()), self.db_path, exc)
+            log.warning(
+                "could not write %d LLM cache row(s) to %s (%s); will retry.",
+                sum(len(v) for v in batch.values()),
+                self.db_path,
+                exc,
+            )
             return
         with self.lock:
             for table, rows in batch.items():
@@ -371,7 +405,8 @@ class LLMCache:
             loading = self._loading.get(table)
             if loading is None or loading[0] is not loop:
                 loading = self._loading[table] = (
-                    loop, asyncio.wrap_future(self._store.submit(self._store.load_keys, table), loop=loop)
+                    loop,
+                    asyncio.wrap_future(self._store.submit(self._store.load_keys, table), loop=loop),
                 )
             try:
                 loaded = await asyncio.shield(loading[1])
@@ -429,9 +464,13 @@ class LLMCache:
         self, key: str, *, model: str, purpose: str, text: str, prompt_tokens: int, completion_tokens: int
     ) -> None:
         row = _ChatRow(
-            key=key, model=model, purpose=purpose, response=json.dumps({"text": text}, ensure_ascii=False),
-            prompt_tokens=int(prompt_tokens), completion_tokens=int(completion_tokens),
-            created_at=dt.datetime.now(dt.timezone.utc).replace(tzinfo=None),
+            key=key,
+            model=model,
+            purpose=purpose,
+            response=json.dumps({"text": text}, ensure_ascii=False),
+            prompt_tokens=int(prompt_tokens),
+            completion_tokens=int(completion_tokens),
+            created_at=dt.datetime.now(dt.UTC).replace(tzinfo=None),
         )
         self._added[CHAT_TABLE].add(key)
         self._store.enqueue(CHAT_TABLE, [row])

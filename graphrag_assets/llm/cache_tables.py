@@ -61,14 +61,20 @@ def store_vectors_as_bytes(conn: Any) -> None:
         conn.execute(EMBEDDING_TABLE_DDL)
         (last,) = conn.execute(f"select coalesce(max(rowid), -1) from {_LIST_TABLE}").fetchall()[0]
         for start in range(0, last + 1, _MIGRATION_ROWS):
-            chunk = frame_of(conn.sql(
-                f"select key, model, vector from {_LIST_TABLE} where rowid >= {start} and rowid < {start + _MIGRATION_ROWS}"
-            ))
+            chunk = frame_of(
+                conn.sql(
+                    f"select key, model, vector from {_LIST_TABLE} where rowid >= {start} and rowid < {start + _MIGRATION_ROWS}"
+                )
+            )
             chunk = chunk.with_columns(pl.col("vector").list.len().alias("size"))
             for (size,), group in chunk.group_by("size"):
                 vectors = (
-                    [None] * group.height if not size
-                    else [row.tobytes() for row in group["vector"].list.to_array(size).to_numpy().astype("<f4", copy=False)]
+                    [None] * group.height
+                    if not size
+                    else [
+                        row.tobytes()
+                        for row in group["vector"].list.to_array(size).to_numpy().astype("<f4", copy=False)
+                    ]
                 )
                 conn.execute(INSERT_EMBEDDING_ROWS, [group["key"].to_list(), group["model"].to_list(), vectors])
         conn.execute(f"drop table {_LIST_TABLE}")

@@ -67,7 +67,7 @@ class Capabilities:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "Capabilities":
+    def from_dict(cls, data: dict[str, Any]) -> Capabilities:
         known = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in data.items() if k in known})
 
@@ -129,11 +129,18 @@ class CapabilityStore:
             # next to a read-write one in the same process
             with connect(self.db_path, wait_seconds=DB_WAIT_SECONDS) as conn:
                 if table_exists(conn, CAPABILITIES_TABLE):
-                    rows = conn.execute(f"select endpoint, model, kind, capabilities from {CAPABILITIES_TABLE}").fetchall()
+                    rows = conn.execute(
+                        f"select endpoint, model, kind, capabilities from {CAPABILITIES_TABLE}"
+                    ).fetchall()
                     for endpoint, model, kind, text in rows:
                         self._stored[(endpoint, model, kind)] = Capabilities.from_dict(json.loads(text))
         except Exception as exc:  # a locked or unreadable file: detect again instead
-            log.info("could not read %s from %s (%s); capabilities will be detected again.", CAPABILITIES_TABLE, self.db_path, exc)
+            log.info(
+                "could not read %s from %s (%s); capabilities will be detected again.",
+                CAPABILITIES_TABLE,
+                self.db_path,
+                exc,
+            )
         return self._stored
 
     def _persist(self, key: Key, capabilities: Capabilities, create: bool = False) -> None:
@@ -141,7 +148,7 @@ class CapabilityStore:
         until it exists, what was learned stays in this process and is written once it does."""
         if self.db_path is None or (not create and not self.db_path.exists()):
             return
-        now = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
+        now = dt.datetime.now(dt.UTC).replace(tzinfo=None)
         try:
             with connect(self.db_path, wait_seconds=DB_WAIT_SECONDS) as conn:
                 conn.execute(CAPABILITIES_DDL)

@@ -76,7 +76,9 @@ async def _post_completion(client: Any, args: dict[str, Any]) -> _Completion:
         raise MalformedResponse("the response has no choices")
     message = choices[0].get("message") or {}
     usage = body.get("usage")
-    return _Completion(message.get("content") or "", choices[0].get("finish_reason"), usage if isinstance(usage, dict) else None)
+    return _Completion(
+        message.get("content") or "", choices[0].get("finish_reason"), usage if isinstance(usage, dict) else None
+    )
 
 
 def _field(record: Any, name: str) -> Any:
@@ -109,24 +111,35 @@ class OpenAIChatModel(OpenAIModel):
 
     what = "chat"
 
-    def __init__(self, model: str, endpoint: Endpoint, services: ModelServices, defaults: ChatDefaults = ChatDefaults()) -> None:
+    def __init__(
+        self, model: str, endpoint: Endpoint, services: ModelServices, defaults: ChatDefaults = ChatDefaults()
+    ) -> None:
         super().__init__(model, endpoint, services)
         self.defaults = defaults
 
-    async def chat(self, messages: Sequence[Message], *, purpose: str, options: ChatOptions | None = None) -> ChatResult:
+    async def chat(
+        self, messages: Sequence[Message], *, purpose: str, options: ChatOptions | None = None
+    ) -> ChatResult:
         opts = options or DEFAULT_CHAT_OPTIONS
         call = self._new_call(messages, opts)
         cache = self.cache if opts.use_cache else None
-        key = chat_cache_key(model=self.model, messages=call.messages, temperature=call.temperature,
-                             max_tokens=opts.max_tokens, json_mode=opts.wants_json and self.defaults.json_mode,
-                             prompt_version=opts.prompt_version)
+        key = chat_cache_key(
+            model=self.model,
+            messages=call.messages,
+            temperature=call.temperature,
+            max_tokens=opts.max_tokens,
+            json_mode=opts.wants_json and self.defaults.json_mode,
+            prompt_version=opts.prompt_version,
+        )
         if cache is not None:
             hit = await cache.get_chat(key)
             if hit is not None:  # cleaned again: answers cached before cleaning existed may hold <think>
                 self.meter.record_cache_hits(purpose, self.model)
                 if not self.dry_run:
                     cache.note_use(CHAT_TABLE, [key])
-                return ChatResult(self._clean(hit.text, call, {}), hit.prompt_tokens, hit.completion_tokens, cached=True)
+                return ChatResult(
+                    self._clean(hit.text, call, {}), hit.prompt_tokens, hit.completion_tokens, cached=True
+                )
         if self.dry_run:
             return self._dry_run_chat(purpose, call)
         if not opts.use_cache:  # the caller wants a fresh answer: no sharing with identical calls either
@@ -144,9 +157,20 @@ class OpenAIChatModel(OpenAIModel):
         in_flight[key] = future
         try:
             result = await self._complete(purpose, call)
-            if cache is not None and result.text and not result.truncated and (opts.cache_if is None or opts.cache_if(result.text)):
-                cache.put_chat(key, model=self.model, purpose=purpose, text=result.text,
-                               prompt_tokens=result.prompt_tokens, completion_tokens=result.completion_tokens)
+            if (
+                cache is not None
+                and result.text
+                and not result.truncated
+                and (opts.cache_if is None or opts.cache_if(result.text))
+            ):
+                cache.put_chat(
+                    key,
+                    model=self.model,
+                    purpose=purpose,
+                    text=result.text,
+                    prompt_tokens=result.prompt_tokens,
+                    completion_tokens=result.completion_tokens,
+                )
                 cache.note_use(CHAT_TABLE, [key])
             future.set_result(result)
             return result
@@ -213,7 +237,11 @@ class OpenAIChatModel(OpenAIModel):
             self._noticed_think()
         if "stream_options" in args and self.capabilities.stream_usage == UNKNOWN:
             reported = usage is not None
-            self.learn("stream_usage_" + ("reported" if reported else "missing"), "", stream_usage="honoured" if reported else "ignored")
+            self.learn(
+                "stream_usage_" + ("reported" if reported else "missing"),
+                "",
+                stream_usage="honoured" if reported else "ignored",
+            )
         self._record(purpose, call, usage, "".join(pieces))
 
     # -- building and adapting requests ------------------------------------------------------------
@@ -241,7 +269,10 @@ class OpenAIChatModel(OpenAIModel):
             return None
         schema = call.options.json_schema
         if schema is not None and caps.json_schema != "rejected":
-            return {"type": "json_schema", "json_schema": {"name": schema.name, "schema": dict(schema.schema), "strict": True}}
+            return {
+                "type": "json_schema",
+                "json_schema": {"name": schema.name, "schema": dict(schema.schema), "strict": True},
+            }
         if caps.json_object != "rejected":
             return {"type": "json_object"}
         return None
@@ -272,23 +303,39 @@ class OpenAIChatModel(OpenAIModel):
         # Each branch records the refusal; the request is then rebuilt from what is known, which
         # no longer includes the refused part (also when a concurrent call recorded it first).
         if "max_tokens" in args and "max_completion_tokens" in detail:
-            self.learn("max_tokens_refused", f"{me} refuses max_tokens; sending max_completion_tokens instead.",
-                       token_limit_parameter="max_completion_tokens")
+            self.learn(
+                "max_tokens_refused",
+                f"{me} refuses max_tokens; sending max_completion_tokens instead.",
+                token_limit_parameter="max_completion_tokens",
+            )
         elif "max_completion_tokens" in args and "max_completion_tokens" in detail and _UNSUPPORTED.search(detail):
-            self.learn("max_completion_tokens_refused", f"{me} does not know max_completion_tokens; sending max_tokens instead.",
-                       token_limit_parameter="max_tokens")
+            self.learn(
+                "max_completion_tokens_refused",
+                f"{me} does not know max_completion_tokens; sending max_tokens instead.",
+                token_limit_parameter="max_tokens",
+            )
         elif "temperature" in args and "temperature" in detail.lower():
-            self.learn("temperature_refused", f"{me} accepts only its default temperature; llm.temperature is not sent to it.",
-                       temperature=False)
+            self.learn(
+                "temperature_refused",
+                f"{me} accepts only its default temperature; llm.temperature is not sent to it.",
+                temperature=False,
+            )
         elif "stream_options" in args and "stream_options" in detail:
-            self.learn("stream_options_refused", f"{me} refuses stream_options; streamed answers are counted with the tokenizer.",
-                       stream_usage="rejected")
+            self.learn(
+                "stream_options_refused",
+                f"{me} refuses stream_options; streamed answers are counted with the tokenizer.",
+                stream_usage="rejected",
+            )
         elif "response_format" in args and _NEEDS_JSON_WORD.search(detail):
             call.plain_json = True  # OpenAI wants the word "json" in a json_object prompt: this one lacks it
         elif "response_format" in args and _RESPONSE_FORMAT.search(detail):
             kind = args["response_format"]["type"]
             fallback = "json_object" if kind == "json_schema" else "the prompt's instructions and JSON repair"
-            self.learn(f"{kind}_refused", f"{me} refuses response_format {kind}; using {fallback} instead.", **{kind: "rejected"})
+            self.learn(
+                f"{kind}_refused",
+                f"{me} refuses response_format {kind}; using {fallback} instead.",
+                **{kind: "rejected"},
+            )
         else:
             return False
         return True
@@ -308,8 +355,11 @@ class OpenAIChatModel(OpenAIModel):
         window = f" of {overflow.window:,} tokens" if overflow.window else ""
         if overflow.window:
             self.services.capabilities.update(self.key, context_window=overflow.window)
-        self.tell_once("prompts_shortened", f"prompts for {self.describe()} exceed its context window{window}; they are "
-                       "shortened to fit (raise the server's context length to keep them whole).")
+        self.tell_once(
+            "prompts_shortened",
+            f"prompts for {self.describe()} exceed its context window{window}; they are "
+            "shortened to fit (raise the server's context length to keep them whole).",
+        )
         return True
 
     # -- reading answers -------------------------------------------------------------------------
@@ -319,14 +369,20 @@ class OpenAIChatModel(OpenAIModel):
         text = self._clean(response.content, call, args, finish_reason in (None, "stop"))
         if finish_reason == "content_filter":
             self.meter.note(self.model, "answers_filtered")
-            self.tell_once("answers_filtered", f"{self.describe()} withheld answers with finish_reason content_filter "
-                           "(its content filter); those calls return no text.")
+            self.tell_once(
+                "answers_filtered",
+                f"{self.describe()} withheld answers with finish_reason content_filter "
+                "(its content filter); those calls return no text.",
+            )
         result = self._record(purpose, call, response.usage, text)
         if finish_reason != "length":
             return result
         self.meter.record_truncated(purpose, self.model)
-        self.tell_once("answers_truncated", f"{self.describe()} cut answers off at the token limit (finish_reason length); "
-                       "they are used as they are but not cached, so the next index asks again (raise max_tokens if it keeps happening).")
+        self.tell_once(
+            "answers_truncated",
+            f"{self.describe()} cut answers off at the token limit (finish_reason length); "
+            "they are used as they are but not cached, so the next index asks again (raise max_tokens if it keeps happening).",
+        )
         return dataclasses.replace(result, truncated=True)
 
     def _clean(self, text: str, call: _Call, args: dict[str, Any], complete: bool = True) -> str:
@@ -343,9 +399,13 @@ class OpenAIChatModel(OpenAIModel):
         kind = (args.get("response_format") or {}).get("type")
         if kind is not None and complete and getattr(self.capabilities, kind) == UNKNOWN:
             honoured = repaired is None
-            self.learn(f"{kind}_{'honoured' if honoured else 'ignored'}",
-                       "" if honoured else f"{self.describe()} accepts response_format {kind} but does not follow it; answers are repaired into JSON.",
-                       **{kind: "honoured" if honoured else "ignored"})
+            self.learn(
+                f"{kind}_{'honoured' if honoured else 'ignored'}",
+                ""
+                if honoured
+                else f"{self.describe()} accepts response_format {kind} but does not follow it; answers are repaired into JSON.",
+                **{kind: "honoured" if honoured else "ignored"},
+            )
         if repaired is None:
             return text
         self.meter.note(self.model, "json_repaired")
@@ -353,12 +413,18 @@ class OpenAIChatModel(OpenAIModel):
 
     def _noticed_think(self) -> None:
         self.meter.note(self.model, "think_blocks_stripped")
-        self.learn("think_blocks", f"{self.describe()} puts a <think> block before its answers; it is removed before parsing.",
-                   think_blocks=True)
+        self.learn(
+            "think_blocks",
+            f"{self.describe()} puts a <think> block before its answers; it is removed before parsing.",
+            think_blocks=True,
+        )
 
     def _record(self, purpose: str, call: _Call, usage: Any, text: str) -> ChatResult:
         if usage is not None and _field(usage, "prompt_tokens") is not None:
-            prompt_tokens, completion_tokens = int(_field(usage, "prompt_tokens")), int(_field(usage, "completion_tokens") or 0)
+            prompt_tokens, completion_tokens = (
+                int(_field(usage, "prompt_tokens")),
+                int(_field(usage, "completion_tokens") or 0),
+            )
             details = _field(usage, "completion_tokens_details")
             reasoning = _field(details, "reasoning_tokens") if details is not None else None
             if reasoning:
@@ -367,7 +433,10 @@ class OpenAIChatModel(OpenAIModel):
             prompt_tokens = sum(self.count(m["content"]) for m in call.messages)
             completion_tokens = self.count(text)
         self.meter.record_request(
-            purpose, self.model, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
+            purpose,
+            self.model,
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
             cost_usd=estimate_cost(self.services.prices, self.model, prompt_tokens, completion_tokens),
         )
         return ChatResult(text, prompt_tokens, completion_tokens, cached=False)
@@ -376,7 +445,10 @@ class OpenAIChatModel(OpenAIModel):
         prompt_tokens = sum(self.count(m["content"]) for m in call.messages)
         completion_tokens = call.options.max_tokens or DRY_RUN_COMPLETION_TOKENS
         self.meter.record_request(
-            purpose, self.model, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
+            purpose,
+            self.model,
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
             cost_usd=estimate_cost(self.services.prices, self.model, prompt_tokens, completion_tokens),
         )
         return ChatResult("", prompt_tokens, completion_tokens, cached=False)

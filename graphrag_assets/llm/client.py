@@ -86,10 +86,16 @@ class Endpoint:
         http_client = openai.DefaultAsyncHttpxClient(verify=_tls_context(openai.DefaultAsyncHttpxClient))
         if self.api_version:
             return openai.AsyncAzureOpenAI(
-                azure_endpoint=self.url, api_version=self.api_version, api_key=api_key, timeout=timeout, max_retries=0,
+                azure_endpoint=self.url,
+                api_version=self.api_version,
+                api_key=api_key,
+                timeout=timeout,
+                max_retries=0,
                 http_client=http_client,
             )
-        return openai.AsyncOpenAI(base_url=self.url, api_key=api_key, timeout=timeout, max_retries=0, http_client=http_client)
+        return openai.AsyncOpenAI(
+            base_url=self.url, api_key=api_key, timeout=timeout, max_retries=0, http_client=http_client
+        )
 
 
 _tls_contexts: dict[type, Any] = {}
@@ -127,7 +133,7 @@ class ModelServices:
     meter: UsageMeter
     cache: LLMCache | None = None
     limits: CallLimits = field(default_factory=CallLimits)
-    prices: Mapping[str, "Price"] = field(default_factory=dict)
+    prices: Mapping[str, Price] = field(default_factory=dict)
     capabilities: CapabilityStore = field(default_factory=lambda: CapabilityStore(None))
     dry_run: bool = False
     encoding: str = "cl100k_base"
@@ -172,7 +178,9 @@ class OpenAIModel:
         self.services = services
         self.meter = services.meter
         self.cache = services.cache
-        self.limiter = services.limits.limiter if services.limits.limiter is not None and services.limits.limiter.active else None
+        self.limiter = (
+            services.limits.limiter if services.limits.limiter is not None and services.limits.limiter.active else None
+        )
         self.dry_run = services.dry_run
         self.encoding = services.encoding
         self.key = (endpoint.url, model, self.what)
@@ -213,7 +221,9 @@ class OpenAIModel:
         loop = asyncio.get_running_loop()
         if self._state is None or self._state.loop is not loop:
             # A new loop (another asyncio.run): the previous one closed its client at shutdown.
-            self._state = LoopState(loop, self.endpoint.create_client(), asyncio.Semaphore(self.services.limits.concurrency))
+            self._state = LoopState(
+                loop, self.endpoint.create_client(), asyncio.Semaphore(self.services.limits.concurrency)
+            )
             await self._state.arm_closer()
         return self._state
 
@@ -240,8 +250,13 @@ class OpenAIModel:
     # -- sending ---------------------------------------------------------------------------------
     def failure_context(self) -> FailureContext:
         return FailureContext(
-            what=self.what, url=self.endpoint.url, model=self.model, timeout=self.endpoint.timeout,
-            model_setting=self.model_setting, url_setting=self.url_setting, secrets=[self.endpoint.api_key],
+            what=self.what,
+            url=self.endpoint.url,
+            model=self.model,
+            timeout=self.endpoint.timeout,
+            model_setting=self.model_setting,
+            url_setting=self.url_setting,
+            secrets=[self.endpoint.api_key],
         )
 
     def retry_hooks(self, purpose: str) -> RetryHooks:
@@ -252,8 +267,13 @@ class OpenAIModel:
         def on_retry(failure: Failure, wait: float) -> None:
             self.meter.record_retry(purpose, self.model)
             status = f"HTTP {failure.status}" if failure.status else failure.kind
-            log.info("%s: %s (%s); retrying in %.2f s", self.describe(), status,
-                     scrub(failure.detail[:200], [self.endpoint.api_key]), wait)
+            log.info(
+                "%s: %s (%s); retrying in %.2f s",
+                self.describe(),
+                status,
+                scrub(failure.detail[:200], [self.endpoint.api_key]),
+                wait,
+            )
 
         def is_final(failure: Failure) -> bool:
             return failure.connecting and not self._reached

@@ -36,9 +36,9 @@ import asyncio
 import base64
 import binascii
 import re
+from array import array
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from array import array
 from typing import Any
 
 import orjson
@@ -61,6 +61,7 @@ _DIMENSIONS = re.compile(r"dimension|matryoshka", re.I)
 _ENCODING_FORMAT = re.compile(r"encoding_format|base64", re.I)
 _REFUSALS = ("bad_request", "unprocessable")
 MAX_ADAPTATIONS = 2  # encoding_format and dimensions: each can be refused once
+
 
 @dataclass(frozen=True)
 class EmbeddingBatching:
@@ -129,7 +130,9 @@ class OpenAIEmbeddingModel(OpenAIModel):
     model_setting = "llm.embedding_model"
     url_setting = "llm.embedding_base_url"
 
-    def __init__(self, model: str, endpoint: Endpoint, services: ModelServices, batching: EmbeddingBatching = EmbeddingBatching()) -> None:
+    def __init__(
+        self, model: str, endpoint: Endpoint, services: ModelServices, batching: EmbeddingBatching = EmbeddingBatching()
+    ) -> None:
         super().__init__(model, endpoint, services)
         self.batching = batching
         self._dimension: int | None = None
@@ -142,7 +145,9 @@ class OpenAIEmbeddingModel(OpenAIModel):
         step = self.batching.batch_max_tokens
         if len(tokens) <= step:
             return [(text, len(tokens))]
-        return [(tokenizer.decode(tokens[i : i + step]), len(tokens[i : i + step])) for i in range(0, len(tokens), step)]
+        return [
+            (tokenizer.decode(tokens[i : i + step]), len(tokens[i : i + step])) for i in range(0, len(tokens), step)
+        ]
 
     async def embed(self, texts: Sequence[str], *, purpose: str) -> list[Vector]:
         texts = list(texts)
@@ -164,13 +169,22 @@ class OpenAIEmbeddingModel(OpenAIModel):
             self.cache.note_use(EMBEDDING_TABLE, keys.values())
         return [vectors[text] for text in texts]
 
-    def _dry_run(self, purpose: str, texts: list[str], batches: list[list[int]], pieces: list[tuple[int, str, int]]) -> dict[str, Vector]:
+    def _dry_run(
+        self, purpose: str, texts: list[str], batches: list[list[int]], pieces: list[tuple[int, str, int]]
+    ) -> dict[str, Vector]:
         for batch in batches:
             tokens = sum(pieces[i][2] for i in batch)
-            self.meter.record_request(purpose, self.model, embedding_tokens=tokens,
-                                      cost_usd=estimate_cost(self.services.prices, self.model, tokens))
-        dim = (self._dimension or self.batching.dimensions
-               or KNOWN_EMBEDDING_DIMENSIONS.get(self.model, DEFAULT_EMBEDDING_DIMENSION))
+            self.meter.record_request(
+                purpose,
+                self.model,
+                embedding_tokens=tokens,
+                cost_usd=estimate_cost(self.services.prices, self.model, tokens),
+            )
+        dim = (
+            self._dimension
+            or self.batching.dimensions
+            or KNOWN_EMBEDDING_DIMENSIONS.get(self.model, DEFAULT_EMBEDDING_DIMENSION)
+        )
         return {text: zeros(dim) for text in texts}
 
     async def _embed_missing(self, purpose: str, texts: list[str], keys: Mapping[str, str]) -> dict[str, Vector]:
@@ -194,8 +208,12 @@ class OpenAIEmbeddingModel(OpenAIModel):
             inputs = [pieces[i][1] for i in batch]
             embedded, reported = await self.send(purpose, self._request(inputs), sum(pieces[i][2] for i in batch))
             tokens = reported if reported is not None else sum(pieces[i][2] for i in batch)
-            self.meter.record_request(purpose, self.model, embedding_tokens=tokens,
-                                      cost_usd=estimate_cost(self.services.prices, self.model, tokens))
+            self.meter.record_request(
+                purpose,
+                self.model,
+                embedding_tokens=tokens,
+                cost_usd=estimate_cost(self.services.prices, self.model, tokens),
+            )
             finished: dict[str, Vector] = {}
             for index, vector in zip(batch, embedded):
                 piece_vectors[index] = vector
@@ -203,8 +221,11 @@ class OpenAIEmbeddingModel(OpenAIModel):
                 remaining[position] -= 1
                 if remaining[position] == 0:
                     own = pieces_of[position]
-                    vec = (piece_vectors[own[0]] if len(own) == 1 else
-                           weighted_unit_mean([piece_vectors[i] for i in own], [pieces[i][2] for i in own]))
+                    vec = (
+                        piece_vectors[own[0]]
+                        if len(own) == 1
+                        else weighted_unit_mean([piece_vectors[i] for i in own], [pieces[i][2] for i in own])
+                    )
                     results[texts[position]] = vec
                     finished[keys[texts[position]]] = vec
             if finished and self.cache is not None:
@@ -219,7 +240,11 @@ class OpenAIEmbeddingModel(OpenAIModel):
         caps = self.capabilities
         # refused: floats, by name (see the module docstring)
         base64_ok = caps.encoding_format != "rejected"
-        args: dict[str, Any] = {"model": self.model, "input": inputs, "encoding_format": "base64" if base64_ok else "float"}
+        args: dict[str, Any] = {
+            "model": self.model,
+            "input": inputs,
+            "encoding_format": "base64" if base64_ok else "float",
+        }
         if self.batching.dimensions and caps.dimensions != "rejected":
             args["dimensions"] = self.batching.dimensions
         return args
@@ -242,8 +267,12 @@ class OpenAIEmbeddingModel(OpenAIModel):
         The request is then rebuilt from what is known, which no longer includes the refused part."""
         if failure is None:
             return False
-        if (failure.kind == "server_error" and failure.status == 500 and args["encoding_format"] == "base64"
-                and self.capabilities.encoding_format in (UNKNOWN, "rejected")):  # rejected: by a concurrent batch
+        if (
+            failure.kind == "server_error"
+            and failure.status == 500
+            and args["encoding_format"] == "base64"
+            and self.capabilities.encoding_format in (UNKNOWN, "rejected")
+        ):  # rejected: by a concurrent batch
             self.learn("base64_failed", "", encoding_format="rejected")  # see the module docstring
             return True
         if failure.kind not in _REFUSALS:
@@ -251,8 +280,12 @@ class OpenAIEmbeddingModel(OpenAIModel):
         if args["encoding_format"] == "base64" and _ENCODING_FORMAT.search(failure.detail):
             self.learn("base64_refused", "", encoding_format="rejected")  # nothing for the user to do: only counted
         elif "dimensions" in args and _DIMENSIONS.search(failure.detail):
-            self.learn("dimensions_refused", f"{self.describe()} refuses the dimensions parameter; its vectors keep their own size "
-                       "(unset llm.embedding_dimensions to silence this).", dimensions="rejected")
+            self.learn(
+                "dimensions_refused",
+                f"{self.describe()} refuses the dimensions parameter; its vectors keep their own size "
+                "(unset llm.embedding_dimensions to silence this).",
+                dimensions="rejected",
+            )
         else:
             return False
         return True
@@ -261,8 +294,14 @@ class OpenAIEmbeddingModel(OpenAIModel):
         async def request(client: Any) -> tuple[list[Vector], int | None]:
             body, args = await self._create(client, inputs)
             data = body.get("data")
-            if not isinstance(data, list) or len(data) != len(inputs) or not all(_is_embedding_item(item) for item in data):
-                raise MalformedResponse(f"expected {len(inputs)} embeddings, got {len(data) if isinstance(data, list) else 0}")
+            if (
+                not isinstance(data, list)
+                or len(data) != len(inputs)
+                or not all(_is_embedding_item(item) for item in data)
+            ):
+                raise MalformedResponse(
+                    f"expected {len(inputs)} embeddings, got {len(data) if isinstance(data, list) else 0}"
+                )
             decoded = [decode_vector(item["embedding"]) for item in sorted(data, key=lambda item: item.get("index", 0))]
             self._notice(args, decoded)
             usage = body.get("usage")
@@ -278,8 +317,11 @@ class OpenAIEmbeddingModel(OpenAIModel):
         if base64_seen:
             self.learn("base64_embeddings", "", base64_embeddings=True)
         if args["encoding_format"] == "base64" and self.capabilities.encoding_format == UNKNOWN:
-            self.learn("base64_" + ("honoured" if base64_seen else "ignored"), "",
-                       encoding_format="honoured" if base64_seen else "ignored")
+            self.learn(
+                "base64_" + ("honoured" if base64_seen else "ignored"),
+                "",
+                encoding_format="honoured" if base64_seen else "ignored",
+            )
         wanted = args.get("dimensions")
         if wanted is None or self.capabilities.dimensions != UNKNOWN:
             return
@@ -287,5 +329,9 @@ class OpenAIEmbeddingModel(OpenAIModel):
         if size == wanted:
             self.learn("dimensions_honoured", "", dimensions="honoured")
         else:
-            self.learn("dimensions_ignored", f"{self.describe()} ignores the dimensions parameter and returns {size} "
-                       f"dimensions instead of {wanted}; its vectors are used as they are.", dimensions="ignored")
+            self.learn(
+                "dimensions_ignored",
+                f"{self.describe()} ignores the dimensions parameter and returns {size} "
+                f"dimensions instead of {wanted}; its vectors are used as they are.",
+                dimensions="ignored",
+            )

@@ -16,9 +16,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from graphrag_assets.core.errors import UserError
-from graphrag_assets.llm.usage import UsageMeter
-
 from graphrag_assets.llm.types import EmbeddingModel
+from graphrag_assets.llm.usage import UsageMeter
 
 if TYPE_CHECKING:
     from graphrag_assets.core.settings import EmbeddingSettings, LLMSettings, Settings
@@ -27,7 +26,7 @@ if TYPE_CHECKING:
     from graphrag_assets.llm.client import ModelServices
 
 
-def _cache(settings: "LLMSettings", db_path: str | Path | None) -> "LLMCache | None":
+def _cache(settings: LLMSettings, db_path: str | Path | None) -> LLMCache | None:
     if not settings.cache or db_path is None:
         return None
     from graphrag_assets.llm.cache import LLMCache  # endpoint models only (module docstring)
@@ -35,7 +34,7 @@ def _cache(settings: "LLMSettings", db_path: str | Path | None) -> "LLMCache | N
     return LLMCache(db_path)
 
 
-def _services(settings: "LLMSettings", db_path: str | Path | None, meter: UsageMeter, dry_run: bool) -> "ModelServices":
+def _services(settings: LLMSettings, db_path: str | Path | None, meter: UsageMeter, dry_run: bool) -> ModelServices:
     from graphrag_assets.llm.capabilities import CapabilityStore  # endpoint models only (module docstring)
     from graphrag_assets.llm.client import CallLimits, ModelServices
     from graphrag_assets.llm.rate_limit import SlidingWindowLimiter
@@ -45,17 +44,23 @@ def _services(settings: "LLMSettings", db_path: str | Path | None, meter: UsageM
     if settings.requests_per_minute or settings.tokens_per_minute:
         limiter = SlidingWindowLimiter(settings.requests_per_minute, settings.tokens_per_minute)
     limits = CallLimits(
-        settings.concurrency, RetryPolicy(settings.max_retries, settings.retry_base_delay, settings.retry_max_delay), limiter
+        settings.concurrency,
+        RetryPolicy(settings.max_retries, settings.retry_base_delay, settings.retry_max_delay),
+        limiter,
     )
     return ModelServices(
-        meter=meter, cache=_cache(settings, db_path), limits=limits, prices=dict(settings.prices),
-        capabilities=CapabilityStore(db_path), dry_run=dry_run,
+        meter=meter,
+        cache=_cache(settings, db_path),
+        limits=limits,
+        prices=dict(settings.prices),
+        capabilities=CapabilityStore(db_path),
+        dry_run=dry_run,
     )
 
 
 def build_chat_model(
-    settings: "LLMSettings", db_path: str | Path | None, meter: UsageMeter, dry_run: bool = False
-) -> "OpenAIChatModel":
+    settings: LLMSettings, db_path: str | Path | None, meter: UsageMeter, dry_run: bool = False
+) -> OpenAIChatModel:
     """The chat model for ``settings``; a dry run needs no endpoint since it sends nothing."""
     if not settings.endpoint_configured and not dry_run:
         raise UserError(
@@ -67,18 +72,20 @@ def build_chat_model(
 
     endpoint = Endpoint(settings.base_url, settings.api_key, settings.api_version, settings.request_timeout)
     return OpenAIChatModel(
-        settings.chat_model, endpoint, _services(settings, db_path, meter, dry_run),
+        settings.chat_model,
+        endpoint,
+        _services(settings, db_path, meter, dry_run),
         ChatDefaults(settings.temperature, settings.json_mode),
     )
 
 
 def build_embedding_model(
-    settings: "LLMSettings",
-    embedding_settings: "EmbeddingSettings",
+    settings: LLMSettings,
+    embedding_settings: EmbeddingSettings,
     db_path: str | Path | None,
     meter: UsageMeter,
     dry_run: bool = False,
-) -> "EmbeddingModel":
+) -> EmbeddingModel:
     """The local embedder when ``llm.embeddings`` resolves to local, else the endpoint's model."""
     if settings.use_local_embedder:
         from graphrag_assets.llm.local_embedder import LocalEmbedder  # numpy (module docstring)
@@ -94,11 +101,17 @@ def build_embedding_model(
     from graphrag_assets.llm.embeddings import EmbeddingBatching, OpenAIEmbeddingModel
 
     endpoint = Endpoint(
-        settings.embedding_base_url or settings.base_url, settings.embedding_api_key or settings.api_key,
-        settings.api_version, settings.request_timeout,
+        settings.embedding_base_url or settings.base_url,
+        settings.embedding_api_key or settings.api_key,
+        settings.api_version,
+        settings.request_timeout,
     )
-    batching = EmbeddingBatching(embedding_settings.batch_size, embedding_settings.batch_max_tokens, settings.embedding_dimensions)
-    return OpenAIEmbeddingModel(settings.embedding_model, endpoint, _services(settings, db_path, meter, dry_run), batching)
+    batching = EmbeddingBatching(
+        embedding_settings.batch_size, embedding_settings.batch_max_tokens, settings.embedding_dimensions
+    )
+    return OpenAIEmbeddingModel(
+        settings.embedding_model, endpoint, _services(settings, db_path, meter, dry_run), batching
+    )
 
 
 class ModelSet:
@@ -108,24 +121,30 @@ class ModelSet:
     fails afterwards. ``dry_run`` models count requests against the cache and send nothing.
     """
 
-    def __init__(self, settings: "Settings", meter: UsageMeter, *, dry_run: bool = False) -> None:
+    def __init__(self, settings: Settings, meter: UsageMeter, *, dry_run: bool = False) -> None:
         self.settings = settings
         self.meter = meter
         self.dry_run = dry_run
-        self._chat: "OpenAIChatModel | None" = None
-        self._embedder: "EmbeddingModel | None" = None
+        self._chat: OpenAIChatModel | None = None
+        self._embedder: EmbeddingModel | None = None
 
     @property
-    def chat(self) -> "OpenAIChatModel":
+    def chat(self) -> OpenAIChatModel:
         if self._chat is None:
-            self._chat = build_chat_model(self.settings.llm, self.settings.database_path, self.meter, dry_run=self.dry_run)
+            self._chat = build_chat_model(
+                self.settings.llm, self.settings.database_path, self.meter, dry_run=self.dry_run
+            )
         return self._chat
 
     @property
-    def embedder(self) -> "EmbeddingModel":
+    def embedder(self) -> EmbeddingModel:
         if self._embedder is None:
             self._embedder = build_embedding_model(
-                self.settings.llm, self.settings.embeddings, self.settings.database_path, self.meter, dry_run=self.dry_run
+                self.settings.llm,
+                self.settings.embeddings,
+                self.settings.database_path,
+                self.meter,
+                dry_run=self.dry_run,
             )
         return self._embedder
 
@@ -146,7 +165,7 @@ class ModelSet:
         self._chat = None
         self._embedder = None
 
-    def __enter__(self) -> "ModelSet":
+    def __enter__(self) -> ModelSet:
         return self
 
     def __exit__(self, *exc: object) -> None:

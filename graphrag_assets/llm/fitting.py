@@ -49,15 +49,16 @@ def _number(pattern: re.Pattern[str], text: str) -> int | None:
 
 def parse_overflow(detail: str) -> Overflow:
     return Overflow(
-        _number(_WINDOW, detail), _number(_REQUESTED, detail), _number(_IN_MESSAGES, detail), _number(_IN_COMPLETION, detail)
+        _number(_WINDOW, detail),
+        _number(_REQUESTED, detail),
+        _number(_IN_MESSAGES, detail),
+        _number(_IN_COMPLETION, detail),
     )
 
 
 def target_tokens(overflow: Overflow, prompt_tokens: int, max_tokens: int | None) -> int:
     """How many of our tokens the prompt may have to fit the window, leaving room to answer."""
-    server_prompt = overflow.prompt or (
-        overflow.requested - (overflow.completion or 0) if overflow.requested else None
-    )
+    server_prompt = overflow.prompt or (overflow.requested - (overflow.completion or 0) if overflow.requested else None)
     if not overflow.window or not server_prompt:
         return int(prompt_tokens * FALLBACK_SHARE)
     answer_room = overflow.completion or max_tokens or min(DEFAULT_ANSWER_ROOM, overflow.window // 4)

@@ -58,9 +58,7 @@ def _word_features(word: str) -> tuple[int, np.ndarray, bool]:
     if functional:
         return unigram, np.empty(0, dtype=np.uint64), True
     marked = f"<{word}>"
-    grams = [
-        marked[i : i + n] for n in CHAR_NGRAM_SIZES for i in range(len(marked) - n + 1)
-    ]
+    grams = [marked[i : i + n] for n in CHAR_NGRAM_SIZES for i in range(len(marked) - n + 1)]
     hashes = np.fromiter((_hash64("c\x1f" + g) for g in grams), dtype=np.uint64, count=len(grams))
     return unigram, hashes, False
 

@@ -28,7 +28,13 @@ from graphrag_assets.prompts.templates import load_prompt
 PURPOSE = "doctor"
 PROBE_MAX_TOKENS = 1024  # generous: a reasoning model spends tokens before it answers
 PROBE_SCHEMA = JsonSchema(
-    "ready", {"type": "object", "properties": {"ready": {"type": "boolean"}}, "required": ["ready"], "additionalProperties": False}
+    "ready",
+    {
+        "type": "object",
+        "properties": {"ready": {"type": "boolean"}},
+        "required": ["ready"],
+        "additionalProperties": False,
+    },
 )
 CONTEXT_FIELDS = ("max_model_len", "context_length", "context_window", "max_context_length")
 
@@ -90,7 +96,9 @@ async def probe_chat(model: OpenAIChatModel) -> ProbeResult:
         first, result.first_seconds = await _timed(model.chat(_user("doctor_ready"), purpose=PURPOSE, options=limited))
         _, result.warm_seconds = await _timed(model.chat(_user("doctor_ready"), purpose=PURPOSE, options=limited))
         if not first.text.strip():
-            result.notes.append("the model gave an empty answer to a one-word question (a reasoning model may need a larger token limit)")
+            result.notes.append(
+                "the model gave an empty answer to a one-word question (a reasoning model may need a larger token limit)"
+            )
         json_object = ChatOptions(json_mode=True, max_tokens=PROBE_MAX_TOKENS, use_cache=False)
         await model.chat(_user("doctor_json"), purpose=PURPOSE, options=json_object)
         schema = ChatOptions(json_schema=PROBE_SCHEMA, max_tokens=PROBE_MAX_TOKENS, use_cache=False)

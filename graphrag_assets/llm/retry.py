@@ -174,7 +174,8 @@ def _filtered_categories(error: dict[str, object]) -> str:
     if not isinstance(result, dict):
         return ""
     flagged = [
-        f"{name}: {verdict.get('severity', 'flagged')}" for name, verdict in result.items()
+        f"{name}: {verdict.get('severity', 'flagged')}"
+        for name, verdict in result.items()
         if isinstance(verdict, dict) and verdict.get("filtered")
     ]
     return ", ".join(flagged)
@@ -320,12 +321,18 @@ def describe_failure(failure: Failure, attempts: int, context: FailureContext) -
     elif failure.kind == "malformed":
         text = f"{subject} returned a body that is not a valid OpenAI response{after}; {_ADVICE['malformed']}."
     elif failure.kind == "content_filter":
-        text = (f"{subject} refused the prompt because its content filter flagged it{detail_part}; remove that text from "
-                "the input or ask the resource's owner to adjust the deployment's content filter.")
+        text = (
+            f"{subject} refused the prompt because its content filter flagged it{detail_part}; remove that text from "
+            "the input or ask the resource's owner to adjust the deployment's content filter."
+        )
     elif failure.kind == "context_length":
-        text = (f"{subject} rejected a prompt longer than the model's context window, even shortened{detail_part}; "
-                "raise the server's context length or lower chunking.size, reports.max_input_length or query.*.max_context_tokens.")
+        text = (
+            f"{subject} rejected a prompt longer than the model's context window, even shortened{detail_part}; "
+            "raise the server's context length or lower chunking.size, reports.max_input_length or query.*.max_context_tokens."
+        )
     else:
         status = f"HTTP {failure.status}" if failure.status else failure.kind
-        text = f"{subject} failed with {status}{detail_part}{after}; {_ADVICE.get(failure.kind, _ADVICE['http_error'])}."
+        text = (
+            f"{subject} failed with {status}{detail_part}{after}; {_ADVICE.get(failure.kind, _ADVICE['http_error'])}."
+        )
     return LLMError(scrub(text, c.secrets), failure.kind)

@@ -74,7 +74,9 @@ class ChatModel(Protocol):
 
     model: str
 
-    async def chat(self, messages: Sequence[Message], *, purpose: str, options: ChatOptions | None = None) -> ChatResult:
+    async def chat(
+        self, messages: Sequence[Message], *, purpose: str, options: ChatOptions | None = None
+    ) -> ChatResult:
         """One completion. ``purpose`` (e.g. "extract_graph") groups usage accounting.
 
         The text comes back without the ``<think>`` block reasoning models put before their

@@ -80,7 +80,7 @@ class UsageCounts:
     cost_usd: float = 0.0
     truncated: int = 0  # answers cut off at the token limit (not cached)
 
-    def add(self, other: "UsageCounts") -> None:
+    def add(self, other: UsageCounts) -> None:
         for f in fields(self):
             setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
 
@@ -88,9 +88,7 @@ class UsageCounts:
 COUNT_FIELDS = [f.name for f in fields(UsageCounts)]
 
 
-def estimate_cost(
-    prices: Mapping[str, "Price"], model: str, prompt_tokens: int, completion_tokens: int = 0
-) -> float:
+def estimate_cost(prices: Mapping[str, Price], model: str, prompt_tokens: int, completion_tokens: int = 0) -> float:
     """US dollars for the tokens at the model's configured price (0 when it has none)."""
     price = prices.get(model)
     if price is None:
@@ -197,9 +195,11 @@ class UsageMeter:
             {"purpose": purpose, "model": model, **asdict(counts)}
             for (purpose, model), counts in sorted(self.snapshot().items())
         ]
-        schema = {"purpose": pl.String, "model": pl.String, **{
-            name: (pl.Float64 if name == "cost_usd" else pl.Int64) for name in COUNT_FIELDS
-        }}
+        schema = {
+            "purpose": pl.String,
+            "model": pl.String,
+            **{name: (pl.Float64 if name == "cost_usd" else pl.Int64) for name in COUNT_FIELDS},
+        }
         return pl.DataFrame(rows, schema=schema)
 
     def persist(self, db_path: str | Path, run_id: str, asset_key: str, partition_key: str | None) -> int:
@@ -211,7 +211,7 @@ class UsageMeter:
             pl.lit(run_id, pl.String).alias("run_id"),
             pl.lit(asset_key, pl.String).alias("asset_key"),
             pl.lit(partition_key, pl.String).alias("partition_key"),
-            pl.lit(dt.datetime.now(dt.timezone.utc).replace(tzinfo=None), pl.Datetime("us")).alias("recorded_at"),
+            pl.lit(dt.datetime.now(dt.UTC).replace(tzinfo=None), pl.Datetime("us")).alias("recorded_at"),
         )
         with connect(db_path) as conn:
             ensure_usage_table(conn)
@@ -255,8 +255,13 @@ def usage_by_purpose(db_path: Path, run_ids: list[str]) -> dict[str, dict[str, A
         ).fetchall()
     return {
         purpose: {
-            "calls": calls, "cached": cached, "failed": failed, "prompt_tokens": prompt,
-            "completion_tokens": completion, "cost_usd": round(cost or 0.0, 6), "truncated": truncated,
+            "calls": calls,
+            "cached": cached,
+            "failed": failed,
+            "prompt_tokens": prompt,
+            "completion_tokens": completion,
+            "cost_usd": round(cost or 0.0, 6),
+            "truncated": truncated,
         }
         for purpose, calls, cached, failed, prompt, completion, cost, truncated in rows
     }
@@ -282,10 +287,15 @@ def last_corpus_run_usage(db_path: Path, corpus_assets: tuple[str, ...]) -> dict
             "where run_id in (select run_id from last) group by purpose order by purpose",
             [list(corpus_assets)],
         ).fetchall()
-    return {purpose: {"calls": calls, "cached": cached, "truncated": truncated} for purpose, calls, cached, truncated in rows}
+    return {
+        purpose: {"calls": calls, "cached": cached, "truncated": truncated}
+        for purpose, calls, cached, truncated in rows
+    }
 
 
-def record_outcomes(db_path: str | Path, run_id: str, asset_key: str, purpose: str, outcomes: Mapping[str, Any]) -> None:
+def record_outcomes(
+    db_path: str | Path, run_id: str, asset_key: str, purpose: str, outcomes: Mapping[str, Any]
+) -> None:
     """Store ``outcomes`` (keys of ``OUTCOME_COLUMNS``) on the step's ``llm_usage`` row for ``purpose``.
 
     The row written by :meth:`UsageMeter.persist` is updated (the first one, if the purpose used
@@ -299,15 +309,19 @@ def record_outcomes(db_path: str | Path, run_id: str, asset_key: str, purpose: s
     with connect(db_path) as conn:
         ensure_usage_table(conn)
         where = "run_id = ? and asset_key = ? and purpose = ?"
-        found = conn.execute(f"select min(rowid) from {USAGE_TABLE} where {where}", [run_id, asset_key, purpose]).fetchone()
+        found = conn.execute(
+            f"select min(rowid) from {USAGE_TABLE} where {where}", [run_id, asset_key, purpose]
+        ).fetchone()
         if found is None or found[0] is None:
             zeros = ", ".join("0" for _ in COUNT_FIELDS)
             conn.execute(
                 f"insert into {USAGE_TABLE} (run_id, asset_key, partition_key, purpose, model, {', '.join(COUNT_FIELDS)}, recorded_at) "
                 f"values (?, ?, null, ?, '', {zeros}, ?)",
-                [run_id, asset_key, purpose, dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)],
+                [run_id, asset_key, purpose, dt.datetime.now(dt.UTC).replace(tzinfo=None)],
             )
-            found = conn.execute(f"select min(rowid) from {USAGE_TABLE} where {where}", [run_id, asset_key, purpose]).fetchone()
+            found = conn.execute(
+                f"select min(rowid) from {USAGE_TABLE} where {where}", [run_id, asset_key, purpose]
+            ).fetchone()
         assignments = ", ".join(f"{column} = ?" for column in values)
         conn.execute(f"update {USAGE_TABLE} set {assignments} where rowid = ?", [*values.values(), found[0]])
 
@@ -319,7 +333,12 @@ def report_outcomes(db_path: Path, run_ids: list[str]) -> dict[str, Any]:
     with connect(db_path, read_only=True) as conn:
         if not table_exists(conn, USAGE_TABLE):
             return {}
-        columns = {row[0] for row in conn.sql(f"select column_name from information_schema.columns where table_name = '{USAGE_TABLE}'").fetchall()}
+        columns = {
+            row[0]
+            for row in conn.sql(
+                f"select column_name from information_schema.columns where table_name = '{USAGE_TABLE}'"
+            ).fetchall()
+        }
         if "reused" not in columns:
             return {}
         conn.register("_runs", FrameStream(pl.DataFrame({"run_id": run_ids})))
@@ -330,4 +349,10 @@ def report_outcomes(db_path: Path, run_ids: list[str]) -> dict[str, Any]:
     if not rows:
         return {}
     reused, regenerated, deleted, reasons = rows[0]
-    return {"total": reused + regenerated, "reused": reused, "regenerated": regenerated, "deleted": deleted, "reasons": json.loads(reasons or "{}")}
+    return {
+        "total": reused + regenerated,
+        "reused": reused,
+        "regenerated": regenerated,
+        "deleted": deleted,
+        "reasons": json.loads(reasons or "{}"),
+    }

@@ -70,7 +70,11 @@ def plan_reindex(settings: Settings, instance, reason: str, generation: str) -> 
     registered = list(instance.get_dynamic_partitions(PARTITIONS_NAME))
     partitions = plan_partitions(changes, registered, settings.partitions)
     plan = ReindexPlan(state, partitions)
-    if not changes.any and not partitions.forget and not corpus_is_stale(settings, state.source_files, wait_seconds=DATABASE_WAIT_SECONDS):
+    if (
+        not changes.any
+        and not partitions.forget
+        and not corpus_is_stale(settings, state.source_files, wait_seconds=DATABASE_WAIT_SECONDS)
+    ):
         return plan
     hashes = state.hashes
     fingerprint = document_fingerprint(settings)
@@ -80,7 +84,11 @@ def plan_reindex(settings: Settings, instance, reason: str, generation: str) -> 
 
     def version(key: str) -> str:
         if partitions.bucketed:  # a bucket's version: those of its documents that need work
-            changed = [doc for doc in [*changes.new, *changes.changed, *changes.deleted] if bucket_of(doc, settings.partitions.buckets) == key]
+            changed = [
+                doc
+                for doc in [*changes.new, *changes.changed, *changes.deleted]
+                if bucket_of(doc, settings.partitions.buckets) == key
+            ]
             versions = sorted(doc + "=" + hashes.get(doc, "gone") for doc in changed)
             return f"{key}={stable_hash(*versions)[:16]}"
         return f"{key}={hashes.get(key, 'new')}"
@@ -91,11 +99,17 @@ def plan_reindex(settings: Settings, instance, reason: str, generation: str) -> 
             RunRequest(
                 run_key=key("new", *map(version, partitions.add)),
                 job_name=DOCUMENTS_JOB,
-                tags={**tags, ASSET_PARTITION_RANGE_START_TAG: partitions.add[0], ASSET_PARTITION_RANGE_END_TAG: partitions.add[-1]},
+                tags={
+                    **tags,
+                    ASSET_PARTITION_RANGE_START_TAG: partitions.add[0],
+                    ASSET_PARTITION_RANGE_END_TAG: partitions.add[-1],
+                },
             )
         )
     for doc in partitions.rerun:
-        plan.run_requests.append(RunRequest(run_key=key("changed", version(doc)), job_name=DOCUMENTS_JOB, partition_key=doc, tags=tags))
+        plan.run_requests.append(
+            RunRequest(run_key=key("changed", version(doc)), job_name=DOCUMENTS_JOB, partition_key=doc, tags=tags)
+        )
     final = sorted(map(version, (set(registered) | set(partitions.add)) - set(partitions.forget)))
     plan.run_requests.append(RunRequest(run_key=key("corpus", *final), job_name=CORPUS_JOB, tags=tags))
     return plan
@@ -136,7 +150,9 @@ def build_automation(interval_seconds: int, cron: str | None, jobs: list) -> tup
         if plan.partitions.forget:
             partition_requests.append(DeleteDynamicPartitionsRequest(PARTITIONS_NAME, plan.partitions.forget))
         context.log.info(f"{plan.state.changes.summary()}; requested {len(plan.run_requests)} run(s)")
-        return SensorResult(run_requests=plan.run_requests, dynamic_partitions_requests=partition_requests, cursor=str(generation + 1))
+        return SensorResult(
+            run_requests=plan.run_requests, dynamic_partitions_requests=partition_requests, cursor=str(generation + 1)
+        )
 
     schedules = []
     if cron:

@@ -93,7 +93,7 @@ class _Mirror(threading.Thread):
         while self._target >= 0 and (chunk := self._source.read(1 << 16)):
             try:
                 while chunk:
-                    chunk = chunk[os.write(self._target, chunk):]
+                    chunk = chunk[os.write(self._target, chunk) :]
             except OSError:  # the terminal went away (a closed pipe): keep capturing, stop mirroring
                 os.close(self._target)
                 self._target = -1

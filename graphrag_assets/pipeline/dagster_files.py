@@ -41,12 +41,16 @@ def uses_postgres(settings: Settings) -> bool:
     try:
         config = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     except yaml.YAMLError as exc:
-        raise UserError(f"{path} is not valid YAML ({exc.__class__.__name__}); fix it or write it again with graphrag-assets init --force.") from exc
+        raise UserError(
+            f"{path} is not valid YAML ({exc.__class__.__name__}); fix it or write it again with graphrag-assets init --force."
+        ) from exc
     storage = config.get("storage") if isinstance(config, dict) else None
     if not (isinstance(storage, dict) and "postgres" in storage):
         return False
     if importlib.util.find_spec("dagster_postgres") is None:
-        raise UserError(f"{path} keeps Dagster's state in PostgreSQL, but dagster-postgres is not installed: pip install 'graphrag-assets[postgres]'.")
+        raise UserError(
+            f"{path} keeps Dagster's state in PostgreSQL, but dagster-postgres is not installed: pip install 'graphrag-assets[postgres]'."
+        )
     return True
 
 
@@ -60,7 +64,11 @@ def read_sqlite_state(settings: Settings, partitions_name: str) -> DagsterState 
     marks = ", ".join("?" for _ in PENDING_STATUSES)
     try:
         (pending,) = _query(runs, f"select count(*) from runs where status in ({marks})", PENDING_STATUSES)[0]
-        rows = _query(index, "select partition from dynamic_partitions where partitions_def_name = ? order by id", (partitions_name,))
+        rows = _query(
+            index,
+            "select partition from dynamic_partitions where partitions_def_name = ? order by id",
+            (partitions_name,),
+        )
     except sqlite3.Error:
         return None
     return DagsterState(int(pending), [row[0] for row in rows])

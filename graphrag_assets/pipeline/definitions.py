@@ -8,31 +8,36 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any
-from pathlib import Path
-
 import warnings
+from pathlib import Path
+from typing import Any
 
 from dagster import AssetSelection, BetaWarning, Definitions, InMemoryIOManager, define_asset_job, in_process_executor
 
-warnings.filterwarnings("ignore", category=BetaWarning)  # backfill_policy on assets is beta; we rely on it deliberately
-
+from graphrag_assets.core.settings import load_settings
 from graphrag_assets.pipeline.assets.communities import communities
-from graphrag_assets.pipeline.assets.embeddings import community_report_embeddings, entity_embeddings, text_unit_embeddings
+from graphrag_assets.pipeline.assets.embeddings import (
+    community_report_embeddings,
+    entity_embeddings,
+    text_unit_embeddings,
+)
 from graphrag_assets.pipeline.assets.extraction import extract
 from graphrag_assets.pipeline.assets.graph import graph
 from graphrag_assets.pipeline.assets.ingest import ingest
 from graphrag_assets.pipeline.assets.publish import corpus_manifest
 from graphrag_assets.pipeline.assets.reports import community_reports
-from graphrag_assets.pipeline.partitions import CORPUS_JOB, DOCUMENT_PARTITIONS, DOCUMENTS_JOB
 from graphrag_assets.pipeline.automation import build_automation
+from graphrag_assets.pipeline.io_manager import DuckDBPolarsIOManager
+from graphrag_assets.pipeline.partitions import CORPUS_JOB, DOCUMENT_PARTITIONS, DOCUMENTS_JOB
 from graphrag_assets.pipeline.query_job import query_job
 from graphrag_assets.pipeline.resources import GraphRAGProject
-from graphrag_assets.core.settings import load_settings
-from graphrag_assets.pipeline.io_manager import DuckDBPolarsIOManager
+
+warnings.filterwarnings("ignore", category=BetaWarning)  # backfill_policy on assets is beta; we rely on it deliberately
 
 DOCUMENT_ASSETS = AssetSelection.assets(ingest, extract, text_unit_embeddings)
-CORPUS_ASSETS = AssetSelection.assets(graph, communities, community_reports, entity_embeddings, community_report_embeddings, corpus_manifest)
+CORPUS_ASSETS = AssetSelection.assets(
+    graph, communities, community_reports, entity_embeddings, community_report_embeddings, corpus_manifest
+)
 
 
 def build_definitions(root: str | Path, overrides: dict[str, Any] | None = None) -> Definitions:
@@ -57,8 +62,15 @@ def build_definitions(root: str | Path, overrides: dict[str, Any] | None = None)
         sensors=sensors,
         schedules=schedules,
         assets=[
-            ingest, extract, text_unit_embeddings,
-            graph, communities, community_reports, entity_embeddings, community_report_embeddings, corpus_manifest,
+            ingest,
+            extract,
+            text_unit_embeddings,
+            graph,
+            communities,
+            community_reports,
+            entity_embeddings,
+            community_report_embeddings,
+            corpus_manifest,
         ],
         jobs=[document_job, corpus_job, query_job],
         resources={

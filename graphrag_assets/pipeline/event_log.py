@@ -43,9 +43,6 @@ from typing import Any
 
 import yaml
 from alembic.script import ScriptDirectory
-from sqlalchemy import create_engine
-from sqlalchemy import event as sqlalchemy_event
-from sqlalchemy.engine import Connection, Engine
 from dagster._core.events import ASSET_CHECK_EVENTS, ASSET_EVENTS, EVENT_TYPE_TO_PIPELINE_RUN_STATUS
 from dagster._core.events.log import EventLogEntry
 from dagster._core.storage.event_log.schema import SqlEventLogStorageTable
@@ -53,8 +50,16 @@ from dagster._core.storage.event_log.sqlite.sqlite_event_log import INDEX_SHARD_
 from dagster._core.storage.runs.sqlite.sqlite_run_storage import SqliteRunStorage
 from dagster._core.storage.schedules.sqlite.sqlite_schedule_storage import SqliteScheduleStorage
 from dagster._core.storage.sqlite import SQLITE_BUSY_TIMEOUT_SECONDS
-from dagster._core.storage.sqlite_storage import DagsterSqliteStorage, _event_logs_directory, _runs_directory, _schedule_directory
+from dagster._core.storage.sqlite_storage import (
+    DagsterSqliteStorage,
+    _event_logs_directory,
+    _runs_directory,
+    _schedule_directory,
+)
 from dagster._serdes import ConfigurableClassData
+from sqlalchemy import create_engine
+from sqlalchemy import event as sqlalchemy_event
+from sqlalchemy.engine import Connection, Engine
 
 # Events Dagster may buffer before handing them to the storage as one batch (it reads the
 # variable at every event, so setting it before the first run is enough).
@@ -231,15 +236,24 @@ class BatchedSqliteEventLogStorage(SqliteEventLogStorage):
         rows = [self._event_to_row(event) for event in events]
         with self.run_connection(run_id) as conn:
             conn.execute(SqlEventLogStorageTable.insert(), rows)
-        asset = [(event, row) for event, row in zip(events, rows) if event.is_dagster_event and event.dagster_event_type in ASSET_EVENTS]
+        asset = [
+            (event, row)
+            for event, row in zip(events, rows)
+            if event.is_dagster_event and event.dagster_event_type in ASSET_EVENTS
+        ]
         if asset:
-            insert = SqlEventLogStorageTable.insert().returning(SqlEventLogStorageTable.c.id, sort_by_parameter_order=True)
+            insert = SqlEventLogStorageTable.insert().returning(
+                SqlEventLogStorageTable.c.id, sort_by_parameter_order=True
+            )
             with self.index_transaction() as conn:
                 event_ids = [row[0] for row in conn.execute(insert, [row for _, row in asset])]
                 asset_events = [event for event, _ in asset]
                 self._store_asset_event_tags(conn, asset_events, event_ids)
                 # The asset's row keeps only the latest event of each kind, so the last one is enough.
-                latest = {(event.dagster_event.asset_key, event.dagster_event_type): (event, event_id) for event, event_id in zip(asset_events, event_ids)}
+                latest = {
+                    (event.dagster_event.asset_key, event.dagster_event_type): (event, event_id)
+                    for event, event_id in zip(asset_events, event_ids)
+                }
                 for event, event_id in latest.values():
                     self._store_asset_event(conn, event, event_id)
         for event in events:
@@ -271,11 +285,15 @@ class BatchedSqliteStorage(DagsterSqliteStorage):
         enable_event_batching()
 
     @classmethod
-    def from_config_value(cls, inst_data: ConfigurableClassData, config_value: Mapping[str, str]) -> "BatchedSqliteStorage":
+    def from_config_value(
+        cls, inst_data: ConfigurableClassData, config_value: Mapping[str, str]
+    ) -> BatchedSqliteStorage:
         return cls.from_local(inst_data=inst_data, **config_value)
 
     @property
     def event_storage_data(self) -> ConfigurableClassData | None:
         return ConfigurableClassData(
-            __name__, BatchedSqliteEventLogStorage.__name__, yaml.dump({"base_dir": _event_logs_directory(self.base_dir)})
+            __name__,
+            BatchedSqliteEventLogStorage.__name__,
+            yaml.dump({"base_dir": _event_logs_directory(self.base_dir)}),
         )

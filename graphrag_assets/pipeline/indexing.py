@@ -30,7 +30,13 @@ from graphrag_assets.pipeline.partitions import CORPUS_JOB, DOCUMENTS_JOB, PARTI
 from graphrag_assets.pipeline.runner import run_job
 from graphrag_assets.project.index_run import IndexOptions, IndexReport
 from graphrag_assets.project.locks import index_lock
-from graphrag_assets.project.state import check_input, corpus_is_stale, document_state, extraction_parse_failures, failed_extractions
+from graphrag_assets.project.state import (
+    check_input,
+    corpus_is_stale,
+    document_state,
+    extraction_parse_failures,
+    failed_extractions,
+)
 from graphrag_assets.storage.corpus import graph_sizes
 from graphrag_assets.storage.database import let_go
 from graphrag_assets.storage.documents import delete_documents, refresh_file_stats
@@ -39,7 +45,9 @@ from graphrag_assets.storage.tables import read_table
 Announce = Callable[[str], None]
 
 
-def index_project(settings: Settings, options: IndexOptions | None = None, announce: Announce = lambda message: None) -> IndexReport:
+def index_project(
+    settings: Settings, options: IndexOptions | None = None, announce: Announce = lambda message: None
+) -> IndexReport:
     """Bring the index up to date with the input folder; returns what was done.
 
     Holds the project's index lock for the whole update and refuses to start while a Dagster run
@@ -54,7 +62,9 @@ def index_project(settings: Settings, options: IndexOptions | None = None, annou
     instance = open_instance(settings)
     with index_lock(settings) as interrupted:
         if interrupted:
-            announce(f"the update started at {interrupted.get('started_at')} (pid {interrupted.get('pid')}) was stopped before it finished; finishing it")
+            announce(
+                f"the update started at {interrupted.get('started_at')} (pid {interrupted.get('pid')}) was stopped before it finished; finishing it"
+            )
         dead = refuse_while_runs_are_active(instance)
         if dead:
             announce(f"marked {len(dead)} run(s) failed whose process is gone: {', '.join(run[:8] for run in dead)}")
@@ -72,7 +82,9 @@ def index_project(settings: Settings, options: IndexOptions | None = None, annou
         return report
 
 
-def _index(settings: Settings, instance: DagsterInstance, defs: Definitions, announce: Announce, options: IndexOptions) -> IndexReport:
+def _index(
+    settings: Settings, instance: DagsterInstance, defs: Definitions, announce: Announce, options: IndexOptions
+) -> IndexReport:
     changes = document_state(settings).changes
     report = IndexReport(changes=changes, method=settings.resolved_method)
     announce(changes.summary())
@@ -82,14 +94,18 @@ def _index(settings: Settings, instance: DagsterInstance, defs: Definitions, ann
 
     registered = list(instance.get_dynamic_partitions(PARTITIONS_NAME))
     plan = plan_partitions(changes, registered, settings.partitions)
-    gone = sorted(set(changes.deleted) | {key for key in plan.forget if not is_bucket_key(key) and key not in changes.paths})
+    gone = sorted(
+        set(changes.deleted) | {key for key in plan.forget if not is_bucket_key(key) and key not in changes.paths}
+    )
     if gone:
         report.deleted_rows = delete_documents(settings.database_path, settings.lancedb_path, gone)
     for key in plan.forget:
         instance.delete_dynamic_partition(PARTITIONS_NAME, key)
     if plan.forget and plan.bucketed != any(is_bucket_key(key) for key in plan.forget):
-        announce(f"{len(changes.paths)} document files: partitions are now " + (
-            f"{settings.partitions.buckets} hash buckets" if plan.bucketed else "one per document"))
+        announce(
+            f"{len(changes.paths)} document files: partitions are now "
+            + (f"{settings.partitions.buckets} hash buckets" if plan.bucketed else "one per document")
+        )
     document_runs: list[dict[str, Any]] = []
     if plan.add:
         instance.add_dynamic_partitions(PARTITIONS_NAME, plan.add)
@@ -111,7 +127,9 @@ def _index(settings: Settings, instance: DagsterInstance, defs: Definitions, ann
         partition = bucket_of(key, settings.partitions.buckets) if plan.bucketed else key
         if partition in retried:
             continue
-        if any(run["success"] and len(run["partitions"]) > 1 and partition in run["partitions"] for run in document_runs):
+        if any(
+            run["success"] and len(run["partitions"]) > 1 and partition in run["partitions"] for run in document_runs
+        ):
             retried.add(partition)
             announce(f"retrying {key} on its own (its extraction failed)")
             report.runs.append(run_job(defs, instance, DOCUMENTS_JOB, [partition]).as_dict())
@@ -121,7 +139,12 @@ def _index(settings: Settings, instance: DagsterInstance, defs: Definitions, ann
     broken = [run for run in document_runs if not run["success"]]
     if broken:
         announce(f"{len(broken)} document run(s) failed; the corpus graph is left as it was until they succeed")
-    elif changes.any or options.force_corpus or options.recluster or corpus_is_stale(settings, read_table(settings.database_path, "source_files")):
+    elif (
+        changes.any
+        or options.force_corpus
+        or options.recluster
+        or corpus_is_stale(settings, read_table(settings.database_path, "source_files"))
+    ):
         announce("updating the corpus-wide graph" + (" (clustering from scratch)" if options.recluster else ""))
         tags = {RECLUSTER_TAG: "true"} if options.recluster else None
         report.runs.append(run_job(defs, instance, CORPUS_JOB, tags=tags).as_dict())
@@ -131,7 +154,9 @@ def _index(settings: Settings, instance: DagsterInstance, defs: Definitions, ann
 def _describe_run(keys: list[str], plan: PartitionPlan, total: int | None, verb: str, kind: str) -> str:
     documents = sum(plan.work.get(key, 0) for key in keys)
     if plan.bucketed:
-        return f"{verb} {documents} {kind} document file(s) in {len(keys)} bucket(s)" + (f" (of {total})" if total and total != documents else "")
+        return f"{verb} {documents} {kind} document file(s) in {len(keys)} bucket(s)" + (
+            f" (of {total})" if total and total != documents else ""
+        )
     if len(keys) == 1 and kind == "changed":
         return f"{verb} {keys[0]}"
     return f"{verb} {documents} {kind} document file(s)" + (f" (of {total})" if total and total != documents else "")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from dagster import DagsterInstance, DagsterRunStatus, RunsFilter
 from dagster._core.instance.ref import InstanceRef
@@ -24,7 +24,13 @@ def open_instance(settings: Settings) -> DagsterInstance:
     base = settings.path(DAGSTER_DIR)
     base.mkdir(parents=True, exist_ok=True)
     postgres = uses_postgres(settings)
-    sqlite = {"custom": {"module": event_log.__name__, "class": "BatchedSqliteStorage", "config": {"base_dir": str(base / "storage")}}}
+    sqlite = {
+        "custom": {
+            "module": event_log.__name__,
+            "class": "BatchedSqliteStorage",
+            "config": {"base_dir": str(base / "storage")},
+        }
+    }
     overrides = {
         **({} if postgres else {"storage": sqlite}),
         "local_artifact_storage": {
@@ -47,7 +53,9 @@ def open_instance(settings: Settings) -> DagsterInstance:
         # opens a new connection for every query unless it serves the webserver; its webserver
         # engines (a pooled connection, no statement timeout here) make a run's events cheap.
         event_log.enable_event_batching()
-        instance.optimize_for_webserver(statement_timeout=0, pool_recycle=POSTGRES_POOL_RECYCLE_SECONDS, max_overflow=POSTGRES_MAX_OVERFLOW)
+        instance.optimize_for_webserver(
+            statement_timeout=0, pool_recycle=POSTGRES_POOL_RECYCLE_SECONDS, max_overflow=POSTGRES_MAX_OVERFLOW
+        )
     return instance
 
 
@@ -83,7 +91,7 @@ def fail_dead_runs(instance: DagsterInstance) -> list[str]:
 
 def pending_runs(instance: DagsterInstance, tags: dict[str, str] | None = None) -> int:
     """Runs queued or in progress (with these tags), ignoring any stuck for over 12 hours."""
-    since = datetime.now(timezone.utc) - timedelta(hours=ACTIVE_RUN_MAX_AGE_HOURS)
+    since = datetime.now(UTC) - timedelta(hours=ACTIVE_RUN_MAX_AGE_HOURS)
     return instance.get_runs_count(RunsFilter(statuses=PENDING, tags=tags or {}, created_after=since))
 
 

@@ -63,7 +63,9 @@ class DuckDBPolarsIOManager(ConfigurableIOManager):
             context.add_output_metadata({"table": MetadataValue.text(table)})
             return
         if not isinstance(obj, pl.DataFrame):
-            raise TypeError(f"{context.asset_key.to_user_string()} must return a polars DataFrame, not {type(obj).__name__}")
+            raise TypeError(
+                f"{context.asset_key.to_user_string()} must return a polars DataFrame, not {type(obj).__name__}"
+            )
         if context.has_asset_partitions:
             keys = context.asset_partition_keys
             write_partitions(self.database, table, obj, _partition_column(metadata), keys)

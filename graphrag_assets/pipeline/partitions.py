@@ -31,7 +31,9 @@ DOCUMENTS_PER_RUN = 5_000
 STAGED_METADATA = {"staged": True}
 
 
-def run_groups(keys: Sequence[str], order: Sequence[str], work: dict[str, int], limit: int = DOCUMENTS_PER_RUN) -> list[list[str]]:
+def run_groups(
+    keys: Sequence[str], order: Sequence[str], work: dict[str, int], limit: int = DOCUMENTS_PER_RUN
+) -> list[list[str]]:
     """``keys`` in runs that are contiguous in the partition ``order`` and process at most ``limit``
     documents each (a partition with more is a run of its own), so a run's memory stays bounded."""
     runs: list[list[str]] = []

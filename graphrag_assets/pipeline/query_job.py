@@ -2,7 +2,7 @@
 was built from are recorded as run metadata. (The CLI calls the query functions directly: a
 Dagster run per query would bloat the event log.)"""
 
-from typing import Literal, Optional
+from typing import Literal
 
 from dagster import Config, MetadataValue, OpExecutionContext, Out, Output, job, op
 
@@ -13,12 +13,18 @@ from graphrag_assets.query.request import QueryOptions
 class QueryConfig(Config):
     question: str
     method: Literal["local", "global", "drift", "basic"] = "global"
-    community_level: Optional[int] = None
-    dynamic_selection: Optional[bool] = None
-    response_type: Optional[str] = None
+    community_level: int | None = None
+    dynamic_selection: bool | None = None
+    response_type: str | None = None
 
 
-@op(out=Out(dict, io_manager_key="query_io_manager", description="The answer, its context records and usage (QueryResult.to_dict()); kept in memory, recorded as metadata."))
+@op(
+    out=Out(
+        dict,
+        io_manager_key="query_io_manager",
+        description="The answer, its context records and usage (QueryResult.to_dict()); kept in memory, recorded as metadata.",
+    )
+)
 def answer_query(context: OpExecutionContext, config: QueryConfig, project: GraphRAGProject):
     # Imported here: the query engines and BM25 cost ~0.1 s, paid by every process that loads the
     # definitions (each index run) although only this op uses them.
@@ -45,9 +51,14 @@ def answer_query(context: OpExecutionContext, config: QueryConfig, project: Grap
 
 
 # The launchpad opens with this config to edit, instead of "Missing required config entry 'question'".
-DEFAULT_CONFIG = {"ops": {"answer_query": {"config": {"question": "What are the main themes of the documents?", "method": "global"}}}}
+DEFAULT_CONFIG = {
+    "ops": {"answer_query": {"config": {"question": "What are the main themes of the documents?", "method": "global"}}}
+}
 
 
-@job(config=DEFAULT_CONFIG, description="Answer one question about the index (edit the question and method in the launchpad).")
+@job(
+    config=DEFAULT_CONFIG,
+    description="Answer one question about the index (edit the question and method in the launchpad).",
+)
 def query_job():
     answer_query()

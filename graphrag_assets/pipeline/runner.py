@@ -12,16 +12,20 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from dagster import DagsterInstance, Definitions
-from dagster._core.storage.defs_state.base import set_defs_state_storage
 from dagster._core.definitions.repository_definition.valid_definitions import SINGLETON_REPOSITORY_NAME
-from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG, REPOSITORY_LABEL_TAG
+from dagster._core.storage.defs_state.base import set_defs_state_storage
+from dagster._core.storage.tags import (
+    ASSET_PARTITION_RANGE_END_TAG,
+    ASSET_PARTITION_RANGE_START_TAG,
+    REPOSITORY_LABEL_TAG,
+)
 
 from graphrag_assets.core.processes import ProcessId
 from graphrag_assets.pipeline.instance import LOCATION_NAME, PROCESS_TAG, TRIGGER_TAG
 from graphrag_assets.pipeline.uncaptured import execute_without_capture
 
-
 log = logging.getLogger(__name__)
+
 
 @dataclass
 class RunOutcome:
@@ -101,6 +105,7 @@ def _run_job(defs, instance, job_name, partition_keys, tags, console_log_level) 
         run_tags[ASSET_PARTITION_RANGE_START_TAG] = keys[0]
         run_tags[ASSET_PARTITION_RANGE_END_TAG] = keys[-1]
     run_config = {"loggers": {"console": {"config": {"log_level": console_log_level}}}}
-    result = execute_without_capture(job, run_config=run_config, instance=instance, partition_key=partition_key, tags=run_tags)
+    result = execute_without_capture(
+        job, run_config=run_config, instance=instance, partition_key=partition_key, tags=run_tags
+    )
     return RunOutcome(job_name, result.run_id, result.success, keys, None if result.success else _first_error(result))
-

@@ -44,14 +44,25 @@ class DoctorReport:
             if result is None:
                 return None
             return {
-                "model": result.model, "url": result.url, "ok": result.ok, "error": result.error,
-                "first_seconds": _round(result.first_seconds), "warm_seconds": _round(result.warm_seconds),
-                "vector_size": result.vector_size, "capabilities": result.capabilities.as_dict(),
+                "model": result.model,
+                "url": result.url,
+                "ok": result.ok,
+                "error": result.error,
+                "first_seconds": _round(result.first_seconds),
+                "warm_seconds": _round(result.warm_seconds),
+                "vector_size": result.vector_size,
+                "capabilities": result.capabilities.as_dict(),
             }
 
         return {
-            "ok": self.ok, "problem": self.problem, "method": self.method, "chat": endpoint(self.chat),
-            "embeddings": endpoint(self.embeddings), "prices": self.prices, "dry_run": self.dry_run, "notes": self.notes,
+            "ok": self.ok,
+            "problem": self.problem,
+            "method": self.method,
+            "chat": endpoint(self.chat),
+            "embeddings": endpoint(self.embeddings),
+            "prices": self.prices,
+            "dry_run": self.dry_run,
+            "notes": self.notes,
         }
 
 
@@ -81,13 +92,19 @@ def run_doctor(settings: Settings) -> DoctorReport:
     return report
 
 
-async def _probe(chat: OpenAIChatModel | None, embedder: OpenAIEmbeddingModel | None) -> tuple[ProbeResult | None, ProbeResult | None]:
+async def _probe(
+    chat: OpenAIChatModel | None, embedder: OpenAIEmbeddingModel | None
+) -> tuple[ProbeResult | None, ProbeResult | None]:
     return (await probe_chat(chat) if chat else None), (await probe_embeddings(embedder) if embedder else None)
 
 
 def _price(settings: Settings, model: str) -> dict[str, float] | None:
     price = settings.llm.prices.get(model)
-    return None if price is None else {"input_per_million": price.input_per_million, "output_per_million": price.output_per_million}
+    return (
+        None
+        if price is None
+        else {"input_per_million": price.input_per_million, "output_per_million": price.output_per_million}
+    )
 
 
 def _dry_run(settings: Settings) -> dict[str, Any]:
@@ -113,10 +130,14 @@ def _problem(result: ProbeResult) -> str:
     model_setting = "llm.chat_model" if chat else "llm.embedding_model"
     url_setting = "llm.base_url" if chat else "llm.embedding_base_url (or llm.base_url)"
     if result.error_kind == "auth":
-        return f"the {result.kind} endpoint {result.url} refused the API key (HTTP 401); set {key_setting} to a valid key."
+        return (
+            f"the {result.kind} endpoint {result.url} refused the API key (HTTP 401); set {key_setting} to a valid key."
+        )
     if result.error_kind == "not_found":
-        return (f"the {result.kind} endpoint {result.url} has no model '{result.model}' (HTTP 404); check {model_setting} "
-                f"(on Azure, the deployment name) and {url_setting}.")
+        return (
+            f"the {result.kind} endpoint {result.url} has no model '{result.model}' (HTTP 404); check {model_setting} "
+            f"(on Azure, the deployment name) and {url_setting}."
+        )
     return str(result.error)
 
 
@@ -141,28 +162,40 @@ def _notes(settings: Settings, report: DoctorReport) -> list[str]:
         caps = chat.capabilities
         first, warm = chat.first_seconds or 0.0, chat.warm_seconds or 0.0
         if first > max(SLOW_FIRST_SECONDS, 5 * warm):
-            notes.append(f"the first answer took {first:.1f} s and the next {warm:.2f} s: the server loads the model on first "
-                         f"use; llm.request_timeout ({settings.llm.request_timeout:g} s) must stay above that.")
+            notes.append(
+                f"the first answer took {first:.1f} s and the next {warm:.2f} s: the server loads the model on first "
+                f"use; llm.request_timeout ({settings.llm.request_timeout:g} s) must stay above that."
+            )
         if first > settings.llm.request_timeout / 2:
             notes.append("answers take more than half of llm.request_timeout; raise it for this server.")
         budget, name = _largest_prompt_budget(settings)
         if caps.context_window is not None and caps.context_window < budget:
-            notes.append(f"the context window ({caps.context_window:,} tokens) is smaller than {name} ({budget:,}); longer "
-                         "prompts are shortened to fit, so lower that setting or raise the server's context length.")
+            notes.append(
+                f"the context window ({caps.context_window:,} tokens) is smaller than {name} ({budget:,}); longer "
+                "prompts are shortened to fit, so lower that setting or raise the server's context length."
+            )
         if caps.think_blocks:
-            notes.append("answers start with a <think> block: it is removed before parsing, but its tokens are paid for.")
+            notes.append(
+                "answers start with a <think> block: it is removed before parsing, but its tokens are paid for."
+            )
         if not caps.temperature:
             notes.append("the model accepts only its default temperature, so answers may vary from run to run.")
         if caps.json_object in ("ignored", "rejected") and caps.json_schema in ("ignored", "rejected"):
-            notes.append("the server does not enforce JSON answers: reports and query steps rely on the prompt and on JSON repair.")
+            notes.append(
+                "the server does not enforce JSON answers: reports and query steps rely on the prompt and on JSON repair."
+            )
     embeddings = report.embeddings
     if embeddings is not None and embeddings.ok and embeddings.capabilities.dimensions in ("ignored", "rejected"):
-        notes.append(f"llm.embedding_dimensions is not supported by this server; vectors have {embeddings.vector_size} dimensions.")
+        notes.append(
+            f"llm.embedding_dimensions is not supported by this server; vectors have {embeddings.vector_size} dimensions."
+        )
     return notes
 
 
 def _support(value: str, unknown: str = "not tried") -> str:
-    return {"honoured": "honoured", "ignored": "accepted but not followed", "rejected": "refused", "unknown": unknown}[value]
+    return {"honoured": "honoured", "ignored": "accepted but not followed", "rejected": "refused", "unknown": unknown}[
+        value
+    ]
 
 
 def render_doctor(report: DoctorReport, settings: Settings) -> str:
@@ -195,7 +228,12 @@ def render_doctor(report: DoctorReport, settings: Settings) -> str:
             row("temperature", "accepted" if caps.temperature else "refused (the model's default is used)")
             row("JSON object", _support(caps.json_object))
             row("JSON schema", _support(caps.json_schema))
-            row("usage in streams", _support(caps.stream_usage).replace("honoured", "reported").replace("accepted but not followed", "missing"))
+            row(
+                "usage in streams",
+                _support(caps.stream_usage)
+                .replace("honoured", "reported")
+                .replace("accepted but not followed", "missing"),
+            )
             row("<think> blocks", "yes (removed before parsing)" if caps.think_blocks else "no")
             row("context window", f"{caps.context_window:,} tokens" if caps.context_window else "not reported")
         row("price", price(chat.model))
@@ -208,7 +246,10 @@ def render_doctor(report: DoctorReport, settings: Settings) -> str:
         row("answers", timing(emb))
         if emb.ok:
             row("vectors", f"{emb.vector_size} dimensions" + (" (base64)" if caps.base64_embeddings else ""))
-            row("dimensions", _support(caps.dimensions, "not asked for") if settings.llm.embedding_dimensions else "not asked for")
+            row(
+                "dimensions",
+                _support(caps.dimensions, "not asked for") if settings.llm.embedding_dimensions else "not asked for",
+            )
         row("price", price(emb.model))
     dry = report.dry_run
     if "error" in dry:

@@ -56,4 +56,6 @@ def partition_documents(settings: Settings, partition_keys: Sequence[str]) -> li
 def step_work(settings: Settings, partition_keys: Sequence[str], step: str) -> list[str]:
     """The documents of these partitions whose ``step`` is out of date (extraction: or failed, or cut off)."""
     failed_table = EXTRACTION_STATUS if step == "graph_extractions" else None
-    return documents_needing_step(settings.database_path, step, partition_documents(settings, partition_keys), failed_table)
+    return documents_needing_step(
+        settings.database_path, step, partition_documents(settings, partition_keys), failed_table
+    )

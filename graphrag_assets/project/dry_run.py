@@ -75,12 +75,16 @@ class DryRunEstimate:
             lines.append("per-document stage: nothing to do")
         if self.method != "nlp":
             if self.last_corpus_run:
-                lines.append("corpus stage (depends on what extraction finds; only summaries and reports whose inputs change are called).")
+                lines.append(
+                    "corpus stage (depends on what extraction finds; only summaries and reports whose inputs change are called)."
+                )
                 lines.append("The last corpus run for reference:")
                 for purpose, u in self.last_corpus_run.items():
                     lines.append(f"  {purpose:<22} {u['calls']:>6} made, {u['cached']:>6} cached")
             else:
-                lines.append("corpus stage: not built yet; expect one summary call per entity or relationship with several descriptions and one report call per community.")
+                lines.append(
+                    "corpus stage: not built yet; expect one summary call per entity or relationship with several descriptions and one report call per community."
+                )
         if self.resolution is not None:
             lines.append(self.resolution.render())
         if self.reports:
@@ -113,18 +117,25 @@ def estimate_next_run(settings: Settings) -> DryRunEstimate:
 
 def _report_prediction(settings: Settings, units: pl.DataFrame, replaced: list[str]) -> dict[str, Any]:
     """Which stored reports the changes reach (see :class:`~graphrag_assets.index.report_reuse.ReusePrediction`)."""
-    read = {name: read_table(settings.database_path, name, read_only=True) for name in ("communities", "entities", "text_units")}
+    read = {
+        name: read_table(settings.database_path, name, read_only=True)
+        for name in ("communities", "entities", "text_units")
+    }
     communities, entities, text_units = read["communities"], read["entities"], read["text_units"]
     if communities is None or entities is None:
         return {}
     old_units = [] if text_units is None else text_units.filter(pl.col("document_key").is_in(replaced))["id"].to_list()
-    affected = entities_of_text_units(entities, old_units) | mentioned_entities(entities, units["text"].to_list() if units.height else [])
+    affected = entities_of_text_units(entities, old_units) | mentioned_entities(
+        entities, units["text"].to_list() if units.height else []
+    )
     return {**predict_reuse(communities, affected).as_dict(), "update": settings.communities.update}
 
 
 def _chunks(settings: Settings, keys: list[str]) -> pl.DataFrame:
     files = {f.key: f for f in discover_input_files(settings.input_dir, settings.input.file_types)}
-    frames = [read_file_documents(settings.input_dir, files[k].path, k, settings.input).frame for k in keys if k in files]
+    frames = [
+        read_file_documents(settings.input_dir, files[k].path, k, settings.input).frame for k in keys if k in files
+    ]
     documents = pl.concat(frames) if frames else schemas.empty_frame(schemas.DOCUMENTS)
     return chunk_documents(documents, settings.chunking.size, settings.chunking.overlap, settings.chunking.encoding)
 

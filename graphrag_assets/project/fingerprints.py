@@ -47,7 +47,9 @@ def document_fingerprint(settings: Settings) -> str:
             "max_gleanings": extraction.max_gleanings,
             "prompt": _prompt_version("extract_graph", extraction.prompt, settings),
             "claims": extraction.claims.model_dump(exclude={"prompt"}),
-            "claims_prompt": _prompt_version("extract_claims", extraction.claims.prompt, settings) if extraction.claims.enabled else None,
+            "claims_prompt": _prompt_version("extract_claims", extraction.claims.prompt, settings)
+            if extraction.claims.enabled
+            else None,
             "model": settings.llm.chat_model,
         }
     else:

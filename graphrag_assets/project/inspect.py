@@ -29,7 +29,9 @@ class Listing:
     limit: int = 50
 
 
-def _query(settings: Settings, sql: str, params: list[Any] | None = None, needs: tuple[str, ...] = ("entities",)) -> pl.DataFrame:
+def _query(
+    settings: Settings, sql: str, params: list[Any] | None = None, needs: tuple[str, ...] = ("entities",)
+) -> pl.DataFrame:
     with connect(settings.database_path, read_only=True) as conn:
         missing = [table for table in needs if not table_exists(conn, table)]
         if missing:
@@ -82,7 +84,11 @@ def entity_detail(settings: Settings, name: str) -> dict[str, Any]:
     if entities.is_empty():
         titles = _query(settings, "select title from entities")["title"].to_list()
         close = difflib.get_close_matches(name.strip().upper(), titles, n=3, cutoff=0.6)
-        hint = f"; did you mean {', '.join(repr(t) for t in close)}?" if close else "; 'graphrag-assets show entities --search TEXT' lists names."
+        hint = (
+            f"; did you mean {', '.join(repr(t) for t in close)}?"
+            if close
+            else "; 'graphrag-assets show entities --search TEXT' lists names."
+        )
         raise UserError(f"there is no entity named {name!r}{hint}")
     entity = entities.row(0, named=True)
     title = entity["title"]
@@ -121,7 +127,9 @@ def entity_detail(settings: Settings, name: str) -> dict[str, Any]:
 
 def report_detail(settings: Settings, community: int) -> dict[str, Any]:
     """The report of one community: its level, size, rank and full text."""
-    reports = _query(settings, "select * from community_reports where community = ?", [community], needs=("community_reports",))
+    reports = _query(
+        settings, "select * from community_reports where community = ?", [community], needs=("community_reports",)
+    )
     if reports.is_empty():
         raise UserError(f"there is no report for community {community}; 'graphrag-assets show reports' lists them.")
     report = reports.row(0, named=True)

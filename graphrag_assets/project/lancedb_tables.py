@@ -26,7 +26,9 @@ TEXT_UNIT_BATCH_ROWS = 50_000  # rows per batch streamed from DuckDB into the ne
 
 def text_units_kept(settings: Settings) -> bool:
     """Whether per-document steps publish and delete text-unit vectors in LanceDB."""
-    return settings.storage.lancedb_tables == "always" or vectors.table_built(settings.lancedb_path, vectors.TEXT_UNIT_TABLE)
+    return settings.storage.lancedb_tables == "always" or vectors.table_built(
+        settings.lancedb_path, vectors.TEXT_UNIT_TABLE
+    )
 
 
 def _text_unit_size(database: Path, *, read_only: bool, wait_seconds: float) -> tuple[int, int]:

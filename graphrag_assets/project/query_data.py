@@ -18,8 +18,8 @@ from graphrag_assets.core.errors import UserError
 from graphrag_assets.core.settings import Settings
 from graphrag_assets.query.lexical import Bm25Index
 from graphrag_assets.query.types import ArrayVectorIndex, QueryData, empty_index
-from graphrag_assets.storage.database import connect, frame_of, reading, table_exists
 from graphrag_assets.storage.corpus import vector_versions
+from graphrag_assets.storage.database import connect, frame_of, reading, table_exists
 from graphrag_assets.storage.vectors import ENTITY_TABLE, REPORT_TABLE, TEXT_UNIT_TABLE, LanceVectorIndex, lexical_index
 
 QUERY_TABLES = {
@@ -32,7 +32,11 @@ QUERY_TABLES = {
     "documents": schemas.DOCUMENTS,
 }
 TEXT_COLUMNS_SKIPPED = {"documents": ["text"]}  # the documents' full text is never needed to answer
-EMBEDDING_TABLES = {ENTITY_TABLE: "entity_embeddings", TEXT_UNIT_TABLE: "text_unit_embeddings", REPORT_TABLE: "community_report_embeddings"}
+EMBEDDING_TABLES = {
+    ENTITY_TABLE: "entity_embeddings",
+    TEXT_UNIT_TABLE: "text_unit_embeddings",
+    REPORT_TABLE: "community_report_embeddings",
+}
 
 
 def load_query_data(settings: Settings) -> QueryData:
@@ -54,7 +58,9 @@ def _load(settings: Settings) -> QueryData:
             columns = [c for c in schema if c not in skipped]
             present = {row[0] for row in conn.execute(f'describe "{table}"').fetchall()}
             select = ", ".join(f'"{c}"' for c in columns if c in present)
-            frames[table] = schemas.conform(frame_of(conn.sql(f'select {select} from "{table}"')), {c: schema[c] for c in columns})
+            frames[table] = schemas.conform(
+                frame_of(conn.sql(f'select {select} from "{table}"')), {c: schema[c] for c in columns}
+            )
     units = frames["text_units"]
     versions = vector_versions(settings.database_path)
     # A build that recorded no LanceDB tables (storage.lancedb_tables: auto on a small corpus) is

@@ -19,7 +19,12 @@ import polars as pl
 from graphrag_assets.core import schemas
 from graphrag_assets.core.settings import Settings
 from graphrag_assets.index.changes import ChangeSet
-from graphrag_assets.index.entity_resolution import EMBED_PURPOSE, merged_profiles, resolution_options, resolve_with_model
+from graphrag_assets.index.entity_resolution import (
+    EMBED_PURPOSE,
+    merged_profiles,
+    resolution_options,
+    resolve_with_model,
+)
 from graphrag_assets.index.graph_merge import merge_graph
 from graphrag_assets.llm.factory import ModelSet
 from graphrag_assets.llm.usage import UsageMeter
@@ -57,12 +62,18 @@ def next_extractions(settings: Settings, changes: ChangeSet, simulated: pl.DataF
     """The extraction records the next corpus run will merge (as far as they are known now)."""
     stored = read_table(settings.database_path, "graph_extractions", read_only=True)
     redone = set(changes.new) | set(changes.changed) | set(changes.deleted)
-    kept = schemas.empty_frame(schemas.GRAPH_EXTRACTIONS) if stored is None else stored.filter(~pl.col("document_key").is_in(list(redone)))
+    kept = (
+        schemas.empty_frame(schemas.GRAPH_EXTRACTIONS)
+        if stored is None
+        else stored.filter(~pl.col("document_key").is_in(list(redone)))
+    )
     status = read_table(settings.database_path, "extraction_status", read_only=True)
     if status is not None:
         failed = status.filter(pl.col("status") == "failed")["document_key"].to_list()
         kept = kept.filter(~pl.col("document_key").is_in(failed))
-    return pl.concat([schemas.conform(kept, schemas.GRAPH_EXTRACTIONS), schemas.conform(simulated, schemas.GRAPH_EXTRACTIONS)])
+    return pl.concat(
+        [schemas.conform(kept, schemas.GRAPH_EXTRACTIONS), schemas.conform(simulated, schemas.GRAPH_EXTRACTIONS)]
+    )
 
 
 async def estimate_resolution(

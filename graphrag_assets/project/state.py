@@ -36,7 +36,11 @@ class DocumentState:
     @property
     def hashes(self) -> dict[str, str]:
         """Content hash per document: as stored, updated by the files hashed in this check."""
-        stored = {} if self.source_files is None else dict(zip(self.source_files["document_key"], self.source_files["content_hash"]))
+        stored = (
+            {}
+            if self.source_files is None
+            else dict(zip(self.source_files["document_key"], self.source_files["content_hash"]))
+        )
         return {**stored, **self.changes.hashes}
 
 
@@ -44,7 +48,9 @@ def _read(settings: Settings, table: str, wait_seconds: float) -> pl.DataFrame |
     return read_table(settings.database_path, table, read_only=True, wait_seconds=wait_seconds)
 
 
-def failed_extractions(settings: Settings, keys: list[str] | None = None, wait_seconds: float = DEFAULT_WAIT_SECONDS) -> list[str]:
+def failed_extractions(
+    settings: Settings, keys: list[str] | None = None, wait_seconds: float = DEFAULT_WAIT_SECONDS
+) -> list[str]:
     """Documents (of ``keys``, or all) whose extraction status is ``failed``."""
     status = _read(settings, "extraction_status", wait_seconds)
     if status is None:
@@ -90,10 +96,16 @@ def check_input(settings: Settings, state: DocumentState, *, allow_empty: bool =
     if state.changes.paths:
         return
     folder = settings.input_dir
-    problem = "does not exist" if not folder.is_dir() else f"holds no documents ({', '.join(settings.input.file_types)} files)"
+    problem = (
+        "does not exist"
+        if not folder.is_dir()
+        else f"holds no documents ({', '.join(settings.input.file_types)} files)"
+    )
     indexed = 0 if state.source_files is None else state.source_files.height
     if not indexed:
-        raise UserError(f"the input folder {folder} {problem}; put documents there (or set input.dir in graphrag.yaml) and run 'graphrag-assets index' again.")
+        raise UserError(
+            f"the input folder {folder} {problem}; put documents there (or set input.dir in graphrag.yaml) and run 'graphrag-assets index' again."
+        )
     if not allow_empty:
         raise UserError(
             f"the input folder {folder} {problem}, but the index holds {indexed} document file(s); nothing was deleted. "
@@ -101,7 +113,9 @@ def check_input(settings: Settings, state: DocumentState, *, allow_empty: bool =
         )
 
 
-def corpus_is_stale(settings: Settings, source_files: pl.DataFrame | None, wait_seconds: float = DEFAULT_WAIT_SECONDS) -> bool:
+def corpus_is_stale(
+    settings: Settings, source_files: pl.DataFrame | None, wait_seconds: float = DEFAULT_WAIT_SECONDS
+) -> bool:
     """True when the published corpus build is not the one the documents and settings call for,
     a corpus run staged tables and did not publish them, or the index now needs LanceDB tables
     it does not have (see :mod:`graphrag_assets.project.lancedb_tables`)."""
@@ -128,8 +142,16 @@ def corpus_staleness(
     added = sorted(set(current) - set(built))
     removed = sorted(set(built) - set(current))
     changed = sorted(k for k in set(current) & set(built) if current[k] != built[k])
-    failed = sorted(manifest.filter(pl.col("status") == "failed")["document_key"].to_list()) if "status" in manifest.columns else []
-    built_with = set(manifest["settings_fingerprint"].drop_nulls().to_list()) if "settings_fingerprint" in manifest.columns else set()
+    failed = (
+        sorted(manifest.filter(pl.col("status") == "failed")["document_key"].to_list())
+        if "status" in manifest.columns
+        else []
+    )
+    built_with = (
+        set(manifest["settings_fingerprint"].drop_nulls().to_list())
+        if "settings_fingerprint" in manifest.columns
+        else set()
+    )
     settings_changed = fingerprint is not None and built_with != {fingerprint} and not manifest.is_empty()
     return {
         "built": True,

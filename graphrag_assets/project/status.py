@@ -13,8 +13,8 @@ import polars as pl
 from graphrag_assets.core.settings import Settings
 from graphrag_assets.llm.usage import CORPUS_MODEL_ASSETS, last_corpus_run_usage
 from graphrag_assets.project.fingerprints import corpus_fingerprint
-from graphrag_assets.project.locks import index_lock_held, interrupted_update
 from graphrag_assets.project.lancedb_tables import lancedb_missing
+from graphrag_assets.project.locks import index_lock_held, interrupted_update
 from graphrag_assets.project.state import corpus_staleness, document_state
 from graphrag_assets.storage.corpus import last_clustering, staged_tables
 from graphrag_assets.storage.database import connect, frame_of, reading, table_exists
@@ -45,11 +45,18 @@ def _read(conn, table: str) -> pl.DataFrame | None:
 
 def _row_counts(conn, tables: tuple[str, ...]) -> dict[str, int]:
     """Rows of each of ``tables`` the database has, in that order, counted in one query."""
-    present = {row[0] for row in conn.execute("select table_name from information_schema.tables where table_schema = 'main'").fetchall()}
+    present = {
+        row[0]
+        for row in conn.execute(
+            "select table_name from information_schema.tables where table_schema = 'main'"
+        ).fetchall()
+    }
     found = [table for table in tables if table in present]
     if not found:
         return {}
-    counts = conn.execute(" union all ".join(f"select {i}, count(*) from \"{t}\"" for i, t in enumerate(found))).fetchall()
+    counts = conn.execute(
+        " union all ".join(f'select {i}, count(*) from "{t}"' for i, t in enumerate(found))
+    ).fetchall()
     return {found[i]: int(n) for i, n in sorted(counts)}
 
 
@@ -100,10 +107,16 @@ def _status(settings: Settings) -> dict[str, Any]:
         )
     if extraction_status is not None:
         documents["failed"] = (
-            extraction_status.filter(pl.col("status") == "failed").select("document_key", "error").sort("document_key").to_dicts()
+            extraction_status.filter(pl.col("status") == "failed")
+            .select("document_key", "error")
+            .sort("document_key")
+            .to_dicts()
         )
         documents["parse_failures"] = (
-            extraction_status.filter(pl.col("parse_failures") > 0).select("document_key", "parse_failures").sort("document_key").to_dicts()
+            extraction_status.filter(pl.col("parse_failures") > 0)
+            .select("document_key", "parse_failures")
+            .sort("document_key")
+            .to_dicts()
         )
     report["documents"] = documents
     unfinished = staged_tables(settings.database_path, read_only=True)

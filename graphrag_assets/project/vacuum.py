@@ -60,7 +60,9 @@ def vacuum_index(settings: Settings, *, drop_cache: bool = False) -> VacuumRepor
         pinned = vector_versions(settings.database_path)
         report.lancedb_tables = vectors.compact(settings.lancedb_path, vectors.table_names(settings.lancedb_path))
         if pinned:
-            record_vector_versions(settings.database_path, {t: report.lancedb_tables.get(t, v) for t, v in pinned.items()})
+            record_vector_versions(
+                settings.database_path, {t: report.lancedb_tables.get(t, v) for t, v in pinned.items()}
+            )
         if drop_cache:
             report.cache_rows_deleted = _empty_cache(settings.database_path)
         rewrite_compact(settings.database_path)

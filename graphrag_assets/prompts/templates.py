@@ -145,7 +145,9 @@ def load_prompt(
         except UnicodeDecodeError:
             raise UserError(f"prompt file {shown} is not valid UTF-8 text; save it as UTF-8.") from None
         except OSError as exc:
-            raise UserError(f"prompt file {shown} could not be read ({exc.strerror or exc}); check its permissions.") from None
+            raise UserError(
+                f"prompt file {shown} could not be read ({exc.strerror or exc}); check its permissions."
+            ) from None
         template = PromptTemplate(name, text, source=f"prompt file {shown}")
     template.require(needed)
     return template
@@ -172,4 +174,3 @@ def _placeholders(text: str, where: str) -> tuple[str, ...]:
         if name not in names:
             names.append(name)
     return tuple(names)
-

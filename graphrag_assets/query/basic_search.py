@@ -57,10 +57,17 @@ def build_basic_context(
     found = text_unit_hits(data, vector, question, options.k, options.mode)
     units = rank_text_units(found.hits, data.text_units)
     table = fill_table(
-        "Sources", SOURCE_COLUMNS, source_rows(units, count), options.max_context_tokens, count,
+        "Sources",
+        SOURCE_COLUMNS,
+        source_rows(units, count),
+        options.max_context_tokens,
+        count,
     )
     records = ContextRecords(sources=source_records(units.head(table.rows_used), data.documents))
-    warnings = [*found.warnings, *([] if found.hits else ["no text unit matched the question (is the text_unit_text index empty?)"])]
+    warnings = [
+        *found.warnings,
+        *([] if found.hits else ["no text unit matched the question (is the text_unit_text index empty?)"]),
+    ]
     return BasicContext(table, records, found.hits, found.mode, warnings)
 
 

@@ -46,7 +46,7 @@ class SizedRow(tuple):
 
     tokens: int
 
-    def __new__(cls, cells: Sequence[Any], tokens: int) -> "SizedRow":
+    def __new__(cls, cells: Sequence[Any], tokens: int) -> SizedRow:
         row = super().__new__(cls, cells)
         row.tokens = tokens
         return row

@@ -30,11 +30,11 @@ from typing import Any, TypeVar
 
 import polars as pl
 
+from graphrag_assets.core.settings import LocalSearchSettings, QuerySettings
 from graphrag_assets.llm.types import Message
 from graphrag_assets.query.context_tables import render_table
 from graphrag_assets.query.json_answers import DriftAnswer, parse_drift_answer
 from graphrag_assets.query.local_search import build_local_context, local_search, report_records
-from graphrag_assets.core.settings import LocalSearchSettings, QuerySettings
 from graphrag_assets.query.request import SearchRequest
 from graphrag_assets.query.types import ContextRecords, ModelCalls, QueryResult, query_prompt
 
@@ -226,13 +226,24 @@ async def run_primer(request: SearchRequest, reports: pl.DataFrame, calls: Model
     primer_prompt = query_prompt("drift_primer", request.prompts)
     folds = split_folds(chosen, options.primer_folds)
     fold_tables = [
-        render_table("Reports", ("id", "title", "content"), [(r["human_readable_id"], r["title"], r["full_content"]) for r in fold])
+        render_table(
+            "Reports",
+            ("id", "title", "content"),
+            [(r["human_readable_id"], r["title"], r["full_content"]) for r in fold],
+        )
         for fold in folds
     ]
     primer_texts = await asyncio.gather(
         *(
             calls.chat(
-                [{"role": "user", "content": primer_prompt.format(query=question, community_reports=table, followups=FOLLOW_UPS_PER_ANSWER)}],
+                [
+                    {
+                        "role": "user",
+                        "content": primer_prompt.format(
+                            query=question, community_reports=table, followups=FOLLOW_UPS_PER_ANSWER
+                        ),
+                    }
+                ],
                 purpose=PURPOSE_PRIMER,
                 json_mode=True,
                 prompt_version=primer_prompt.version,
@@ -292,7 +303,10 @@ async def reduce_answers(
         return NO_DATA_ANSWER, context_text
     reduce_prompt = query_prompt("drift_reduce", request.prompts)
     messages: list[Message] = [
-        {"role": "system", "content": reduce_prompt.format(context_data=context_text, response_type=request.response_type)},
+        {
+            "role": "system",
+            "content": reduce_prompt.format(context_data=context_text, response_type=request.response_type),
+        },
         {"role": "user", "content": request.question},
     ]
     return await calls.answer(messages, purpose=PURPOSE_REDUCE, prompt_version=reduce_prompt.version), context_text

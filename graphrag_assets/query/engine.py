@@ -27,7 +27,9 @@ from graphrag_assets.query.types import QUERY_PROMPT_PLACEHOLDERS, QueryResult
 ENGINES = {"local": local_search, "global": global_search, "drift": drift_search, "basic": basic_search}
 
 
-def load_query_prompts(overrides: Mapping[str, str | Path] | None, root: Path | None = None) -> dict[str, PromptTemplate]:
+def load_query_prompts(
+    overrides: Mapping[str, str | Path] | None, root: Path | None = None
+) -> dict[str, PromptTemplate]:
     """The user's replacement prompts, by prompt name (paths relative to ``root``), checked now."""
     prompts: dict[str, PromptTemplate] = {}
     for name, path in (overrides or {}).items():
@@ -56,7 +58,9 @@ async def run_query(request: SearchRequest) -> QueryResult:
             "shorten it, or raise the limit in graphrag.yaml."
         )
     if request.embedder is None and options.method != "global":
-        raise UserError(f"{options.method} search needs an embedding model to match the question; configure llm.embeddings.")
+        raise UserError(
+            f"{options.method} search needs an embedding model to match the question; configure llm.embeddings."
+        )
     handlers = RETRIEVERS if options.context_only else ENGINES
     result = await handlers[options.method](request.asking(request.question.strip()))
     evidence = assess(request.question, result.context_text, options.method)

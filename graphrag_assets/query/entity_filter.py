@@ -42,7 +42,9 @@ def seed_entities(question: str, hits: Sequence[tuple[str, float]], entities: pl
     hit_ids = [entity_id for entity_id, _ in hits]
     known = {
         entity_id: (title, kind)
-        for entity_id, title, kind in entities.filter(pl.col("id").is_in(hit_ids)).select("id", "title", "type").iter_rows()
+        for entity_id, title, kind in entities.filter(pl.col("id").is_in(hit_ids))
+        .select("id", "title", "type")
+        .iter_rows()
     }
     seeds: dict[str, float] = {}
     for entity_id, score in hits:

@@ -17,7 +17,6 @@ identical sentences are shown once (with the first citation). Deterministic.
 from __future__ import annotations
 
 import re
-
 from collections.abc import Sequence
 from dataclasses import dataclass
 

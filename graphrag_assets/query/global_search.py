@@ -40,8 +40,8 @@ from typing import Any
 
 import polars as pl
 
-from graphrag_assets.llm.types import Message
 from graphrag_assets.index.report_tokens import TOKENS_COLUMN
+from graphrag_assets.llm.types import Message
 from graphrag_assets.query.context_tables import pack_batches, render_table, sized_row
 from graphrag_assets.query.json_answers import MapPoint, parse_map_points, parse_rating
 from graphrag_assets.query.local_search import report_records
@@ -96,7 +96,9 @@ def reports_at_level(
     return capped.sort("human_readable_id")
 
 
-def occurrence_weights(communities: pl.DataFrame, entities: pl.DataFrame, community_ids: Sequence[int]) -> dict[int, float]:
+def occurrence_weights(
+    communities: pl.DataFrame, entities: pl.DataFrame, community_ids: Sequence[int]
+) -> dict[int, float]:
     """Distinct text units mentioning a community's entities, divided by the largest such count."""
     if not community_ids or communities.is_empty() or entities.is_empty():
         return {c: 0.0 for c in community_ids}
@@ -133,8 +135,16 @@ def build_map_batches(
         {
             "id": r["id"],
             "cells": sized_row(
-                (r["human_readable_id"], r["title"], round(weights.get(r["community"], 0.0), 4), r["full_content"], r["rank"]),
-                CONTENT_CELL, r.get(TOKENS_COLUMN), count,
+                (
+                    r["human_readable_id"],
+                    r["title"],
+                    round(weights.get(r["community"], 0.0), 4),
+                    r["full_content"],
+                    r["rank"],
+                ),
+                CONTENT_CELL,
+                r.get(TOKENS_COLUMN),
+                count,
             ),
         }
         for r in reports.sort("human_readable_id").iter_rows(named=True)
@@ -256,10 +266,16 @@ async def global_search(request: SearchRequest) -> QueryResult:
     """Answer the question from community reports by map-reduce (no-LLM: the closest report summaries)."""
     options = request.settings.global_
     level = options.community_level if request.options.community_level is None else request.options.community_level
-    dynamic = options.dynamic_selection if request.options.dynamic_selection is None else request.options.dynamic_selection
+    dynamic = (
+        options.dynamic_selection if request.options.dynamic_selection is None else request.options.dynamic_selection
+    )
     roll_up = request.options.roll_up
     calls = request.model_calls()
-    details: dict[str, Any] = {"community_level": level, "dynamic_selection": dynamic, "roll_up": roll_up and not dynamic}
+    details: dict[str, Any] = {
+        "community_level": level,
+        "dynamic_selection": dynamic,
+        "roll_up": roll_up and not dynamic,
+    }
     warnings: list[str] = []
     data = request.data
 
@@ -279,7 +295,9 @@ async def global_search(request: SearchRequest) -> QueryResult:
         reports = reports_at_level(data.communities, data.community_reports, level, roll_up=roll_up)
 
     weights = occurrence_weights(data.communities, data.entities, reports["community"].to_list())
-    batches, too_large = build_map_batches(reports, weights, options.shuffle_seed, options.max_context_tokens, calls.count)
+    batches, too_large = build_map_batches(
+        reports, weights, options.shuffle_seed, options.max_context_tokens, calls.count
+    )
     if too_large:
         warnings.append(
             f"report(s) {', '.join(too_large)} do not fit global.max_context_tokens on their own and were left out"
@@ -327,10 +345,17 @@ async def map_batches(
     for index, (batch, answer) in enumerate(zip(batches, answers, strict=True)):
         parsed = parse_map_points(answer)
         if parsed is None:
-            warnings.append(f"the map answer for batch {index + 1} could not be read as JSON points; it counts as no points")
+            warnings.append(
+                f"the map answer for batch {index + 1} could not be read as JSON points; it counts as no points"
+            )
         points += [ScoredPoint(index, i, p) for i, p in enumerate(parsed or [])]
         batch_details.append(
-            {"batch": index + 1, "reports": batch.report_citations, "readable": parsed is not None, "points": len(parsed or [])}
+            {
+                "batch": index + 1,
+                "reports": batch.report_citations,
+                "readable": parsed is not None,
+                "points": len(parsed or []),
+            }
         )
     return points, batch_details
 
@@ -384,14 +409,24 @@ async def _no_llm_result(
         answer = f"{NO_LLM_NOTICE} The community summaries closest to the question:\n\n" + "\n".join(lines)
     else:
         answer = f"{NO_LLM_NOTICE} The index holds no community reports at level {details['community_level']} or below."
-    context = render_table(
-        "Reports",
-        ("id", "title", "summary", "similarity", "rank"),
-        [
-            (r["human_readable_id"], r["title"], r["summary"], round(similarity[r["id"]], 4) if r["id"] in similarity else None, r["rank"])
-            for r in ranked
-        ],
-    ) if ranked else ""
+    context = (
+        render_table(
+            "Reports",
+            ("id", "title", "summary", "similarity", "rank"),
+            [
+                (
+                    r["human_readable_id"],
+                    r["title"],
+                    r["summary"],
+                    round(similarity[r["id"]], 4) if r["id"] in similarity else None,
+                    r["rank"],
+                )
+                for r in ranked
+            ],
+        )
+        if ranked
+        else ""
+    )
     if calls.on_token is not None:
         calls.on_token(answer)
     return QueryResult(

@@ -47,10 +47,10 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
+from graphrag_assets.core.settings import LocalSearchSettings
 from graphrag_assets.query.entity_filter import seed_entities
 from graphrag_assets.query.hybrid_search import text_unit_hits
 from graphrag_assets.query.types import QueryData
-from graphrag_assets.core.settings import LocalSearchSettings
 
 CACHE_KEY = "ranking_graph"
 PASSAGE_CANDIDATES = 10  # text units that receive restart mass (measured on LiHua-World: 20 did worse)
@@ -212,7 +212,10 @@ def relative_to_best(scores: Sequence[float]) -> np.ndarray:
 
 
 def restart_distribution(
-    graph: RankingGraph, seeds: Sequence[tuple[str, float]], passages: Sequence[tuple[str, float]], passage_weight: float
+    graph: RankingGraph,
+    seeds: Sequence[tuple[str, float]],
+    passages: Sequence[tuple[str, float]],
+    passage_weight: float,
 ) -> np.ndarray:
     """Seed mass (score / mentions, summing to 1) plus ``passage_weight`` × passage score / best score."""
     reset = np.zeros(graph.vertex_count)
@@ -246,8 +249,10 @@ def rank_relationships_by_score(
         .join(title_scores.rename({"title": "target", "_score": "_t"}), on="target", how="left")
         .with_columns((pl.col("_s").fill_null(0.0) + pl.col("_t").fill_null(0.0)).alias("_score"))
     )
-    return scored.sort(["_score", "human_readable_id"], descending=[True, False], nulls_last=True).head(cap).drop(
-        "_s", "_t", "_score"
+    return (
+        scored.sort(["_score", "human_readable_id"], descending=[True, False], nulls_last=True)
+        .head(cap)
+        .drop("_s", "_t", "_score")
     )
 
 
@@ -262,9 +267,11 @@ def rank_reports_by_score(
     chosen = np.zeros(graph.entity_count, dtype=bool)
     chosen[selected] = True
     holds = np.bincount(graph.member_community, weights=chosen[graph.member_vertex], minlength=n_communities) > 0
-    candidates = data.communities.select("community", "level").with_columns(
-        pl.Series("_score", member_scores), pl.Series("_holds", holds)
-    ).filter(pl.col("_holds"))
+    candidates = (
+        data.communities.select("community", "level")
+        .with_columns(pl.Series("_score", member_scores), pl.Series("_holds", holds))
+        .filter(pl.col("_holds"))
+    )
     if community_level is not None:
         candidates = candidates.filter(pl.col("level") <= community_level)
     ranked = data.community_reports.join(candidates.select("community", "_score"), on="community", how="inner")

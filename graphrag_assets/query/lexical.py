@@ -23,7 +23,9 @@ class Bm25Index:
         self._tokenizer = Tokenizer(stopwords="en")
         self._retriever = bm25s.BM25()
         if self._ids:
-            self._retriever.index(self._tokenizer.tokenize(list(texts), return_as="ids", show_progress=False), show_progress=False)
+            self._retriever.index(
+                self._tokenizer.tokenize(list(texts), return_as="ids", show_progress=False), show_progress=False
+            )
 
     def search(self, query: str, k: int) -> list[tuple[str, float]]:
         if k <= 0 or not self._ids or not query.strip():

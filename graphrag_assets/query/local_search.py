@@ -46,10 +46,17 @@ import polars as pl
 
 from graphrag_assets.core.ids import short_id
 from graphrag_assets.core.settings import LocalSearchSettings
+from graphrag_assets.index.report_tokens import TOKENS_COLUMN
 from graphrag_assets.llm.local_embedder import LocalEmbedder
 from graphrag_assets.llm.types import Message
-from graphrag_assets.index.report_tokens import TOKENS_COLUMN
-from graphrag_assets.query.context_tables import BudgetedTable, fill_table, format_row, join_sections, section_header, sized_row
+from graphrag_assets.query.context_tables import (
+    BudgetedTable,
+    fill_table,
+    format_row,
+    join_sections,
+    section_header,
+    sized_row,
+)
 from graphrag_assets.query.extractive import extractive_answer
 from graphrag_assets.query.graph_ranking import GraphQuery, RankedCandidates, rank_by_graph
 from graphrag_assets.query.request import SearchRequest
@@ -137,9 +144,9 @@ def rank_reports(
         .agg(pl.col("entity_ids").n_unique().alias("_matches"))
     )
     ranked = reports.join(counts, on="community", how="inner")
-    return ranked.sort(
-        ["_matches", "rank", "community"], descending=[True, True, False], nulls_last=True
-    ).drop("_matches")
+    return ranked.sort(["_matches", "rank", "community"], descending=[True, True, False], nulls_last=True).drop(
+        "_matches"
+    )
 
 
 def rank_relationships(titles: Sequence[str], relationships: pl.DataFrame, top_k: int) -> pl.DataFrame:
@@ -224,7 +231,9 @@ def relationship_records(relationships: pl.DataFrame) -> list[ContextRecord]:
 
 def claim_records(claims: pl.DataFrame) -> list[ContextRecord]:
     return [
-        ContextRecord(r["id"], r["human_readable_id"], str(r["human_readable_id"]), f"{r['type'] or 'CLAIM'}: {r['subject_id']}")
+        ContextRecord(
+            r["id"], r["human_readable_id"], str(r["human_readable_id"]), f"{r['type'] or 'CLAIM'}: {r['subject_id']}"
+        )
         for r in claims.iter_rows(named=True)
     ]
 
@@ -283,7 +292,12 @@ def rank_candidates(
 def report_rows(reports: pl.DataFrame, count: TokenCounter) -> list[tuple]:
     """(id, title, content) rows of the reports table, sized from the token counts stored at index time."""
     return [
-        sized_row((r["human_readable_id"], r["title"], r["full_content"]), REPORT_COLUMNS.index("content"), r.get(TOKENS_COLUMN), count)
+        sized_row(
+            (r["human_readable_id"], r["title"], r["full_content"]),
+            REPORT_COLUMNS.index("content"),
+            r.get(TOKENS_COLUMN),
+            count,
+        )
         for r in reports.iter_rows(named=True)
     ]
 
@@ -323,29 +337,44 @@ async def build_local_context(
     local_budget = available - community_budget - text_budget
 
     report_table = fill_table(
-        "Reports", REPORT_COLUMNS, report_rows(reports, count),
-        community_budget, count, shorter=reports.select("human_readable_id", "title", "summary").rows(),
+        "Reports",
+        REPORT_COLUMNS,
+        report_rows(reports, count),
+        community_budget,
+        count,
+        shorter=reports.select("human_readable_id", "title", "summary").rows(),
     )
     entity_table = fill_table(
-        "Entities", ENTITY_COLUMNS, mapped.select("human_readable_id", "title", "description", "degree").rows(),
-        local_budget, count,
+        "Entities",
+        ENTITY_COLUMNS,
+        mapped.select("human_readable_id", "title", "description", "degree").rows(),
+        local_budget,
+        count,
     )
     titles = mapped["title"].to_list()
     relationship_table = fill_table(
-        "Relationships", RELATIONSHIP_COLUMNS,
+        "Relationships",
+        RELATIONSHIP_COLUMNS,
         relationships.select("human_readable_id", "source", "target", "description", "weight").rows(),
-        local_budget - entity_table.tokens, count,
+        local_budget - entity_table.tokens,
+        count,
     )
     claims = rank_claims(titles, data.covariates)
     claim_table = fill_table(
-        "Claims", CLAIM_COLUMNS,
+        "Claims",
+        CLAIM_COLUMNS,
         claims.select(
             "human_readable_id", "subject_id", "object_id", "type", "status", "start_date", "end_date", "description"
         ).rows(),
-        local_budget - entity_table.tokens - relationship_table.tokens, count,
+        local_budget - entity_table.tokens - relationship_table.tokens,
+        count,
     )
     source_table = fill_table(
-        "Sources", SOURCE_COLUMNS, source_rows(units, count), text_budget, count,
+        "Sources",
+        SOURCE_COLUMNS,
+        source_rows(units, count),
+        text_budget,
+        count,
     )
 
     records = ContextRecords(
@@ -357,7 +386,14 @@ async def build_local_context(
     )
     tables = {t.name: t for t in (report_table, entity_table, relationship_table, claim_table, source_table)}
     text = join_sections(
-        [history_text, report_table.text, entity_table.text, relationship_table.text, claim_table.text, source_table.text]
+        [
+            history_text,
+            report_table.text,
+            entity_table.text,
+            relationship_table.text,
+            claim_table.text,
+            source_table.text,
+        ]
     )
     return LocalContext(text, records, mapped["title"].to_list(), tables, warnings)
 
@@ -369,7 +405,9 @@ def extractive_sources(data: QueryData, records: ContextRecords) -> list[tuple[s
     """(citation label, text) of the sources, then the reports, of a context, for the no-LLM answer."""
     texts = dict(data.text_units.filter(pl.col("id").is_in(records.ids("sources"))).select("id", "text").iter_rows())
     reports = dict(
-        data.community_reports.filter(pl.col("id").is_in(records.ids("reports"))).select("id", "full_content").iter_rows()
+        data.community_reports.filter(pl.col("id").is_in(records.ids("reports")))
+        .select("id", "full_content")
+        .iter_rows()
     )
     pairs = [(f"Sources ({r.citation})", texts[r.id]) for r in records.sources if texts.get(r.id)]
     pairs += [(f"Reports ({r.citation})", reports[r.id]) for r in records.reports if reports.get(r.id)]
@@ -394,7 +432,10 @@ async def local_search(request: SearchRequest) -> QueryResult:
     if calls.llm_available:
         prompt = query_prompt("local_search", request.prompts)
         messages: list[Message] = [
-            {"role": "system", "content": prompt.format(context_data=context.text, response_type=request.response_type)},
+            {
+                "role": "system",
+                "content": prompt.format(context_data=context.text, response_type=request.response_type),
+            },
             {"role": "user", "content": request.question},
         ]
         answer = await calls.answer(messages, purpose=PURPOSE, prompt_version=prompt.version)
@@ -410,5 +451,9 @@ async def local_search(request: SearchRequest) -> QueryResult:
         usage=calls.finish(),
         llm_used=calls.llm_available,
         warnings=context.warnings,
-        details={"mapped_entities": context.mapped_entities, "tables": context.table_summary(), "ranking": request.settings.local.ranking},
+        details={
+            "mapped_entities": context.mapped_entities,
+            "tables": context.table_summary(),
+            "ranking": request.settings.local.ranking,
+        },
     )

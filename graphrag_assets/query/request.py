@@ -80,12 +80,16 @@ class SearchRequest:
     def model_calls(self) -> ModelCalls:
         """A fresh usage-counting wrapper around this request's models (one per search)."""
         return ModelCalls(
-            self.chat_model, self.embedder, on_token=self.on_token, count=self.count, instructions=self.options.system_prompt
+            self.chat_model,
+            self.embedder,
+            on_token=self.on_token,
+            count=self.count,
+            instructions=self.options.system_prompt,
         )
 
-    def asking(self, question: str) -> "SearchRequest":
+    def asking(self, question: str) -> SearchRequest:
         """The same request for another question (DRIFT's follow-ups)."""
         return replace(self, question=question)
 
-    def without_chat_model(self) -> "SearchRequest":
+    def without_chat_model(self) -> SearchRequest:
         return replace(self, chat_model=None)

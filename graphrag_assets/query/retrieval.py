@@ -28,21 +28,37 @@ from graphrag_assets.query.local_search import build_local_context, report_recor
 from graphrag_assets.query.request import SearchRequest
 from graphrag_assets.query.types import ContextRecords, ModelCalls, QueryResult
 
-GLOBAL_DYNAMIC_WARNING = "dynamic community selection needs the model to rate reports; the reports of the community level are listed"
-DRIFT_WARNING = "DRIFT's primer reports are chosen here by the question itself (its hypothetical answer needs the model)"
+GLOBAL_DYNAMIC_WARNING = (
+    "dynamic community selection needs the model to rate reports; the reports of the community level are listed"
+)
+DRIFT_WARNING = (
+    "DRIFT's primer reports are chosen here by the question itself (its hypothetical answer needs the model)"
+)
 
 
-def _result(method: str, records: ContextRecords, text: str, calls: ModelCalls, details: dict[str, Any], warnings: list[str]) -> QueryResult:
+def _result(
+    method: str, records: ContextRecords, text: str, calls: ModelCalls, details: dict[str, Any], warnings: list[str]
+) -> QueryResult:
     return QueryResult(
-        answer="", method=method, context_records=records, context_text=text, usage=calls.finish(),
-        llm_used=False, warnings=warnings, details={"context_only": True, **details},
+        answer="",
+        method=method,
+        context_records=records,
+        context_text=text,
+        usage=calls.finish(),
+        llm_used=False,
+        warnings=warnings,
+        details={"context_only": True, **details},
     )
 
 
 async def local_context(request: SearchRequest) -> QueryResult:
     calls = request.without_chat_model().model_calls()
     context = await build_local_context(request, calls, request.settings.local)
-    details = {"mapped_entities": context.mapped_entities, "tables": context.table_summary(), "ranking": request.settings.local.ranking}
+    details = {
+        "mapped_entities": context.mapped_entities,
+        "tables": context.table_summary(),
+        "ranking": request.settings.local.ranking,
+    }
     return _result("local", context.records, context.text, calls, details, context.warnings)
 
 
@@ -63,19 +79,33 @@ async def basic_context(request: SearchRequest) -> QueryResult:
 async def global_context(request: SearchRequest) -> QueryResult:
     options, data = request.settings.global_, request.data
     level = options.community_level if request.options.community_level is None else request.options.community_level
-    dynamic = options.dynamic_selection if request.options.dynamic_selection is None else request.options.dynamic_selection
+    dynamic = (
+        options.dynamic_selection if request.options.dynamic_selection is None else request.options.dynamic_selection
+    )
     calls = request.without_chat_model().model_calls()
     reports = reports_at_level(data.communities, data.community_reports, level, roll_up=request.options.roll_up)
     weights = occurrence_weights(data.communities, data.entities, reports["community"].to_list())
-    batches, too_large = build_map_batches(reports, weights, options.shuffle_seed, options.max_context_tokens, calls.count)
+    batches, too_large = build_map_batches(
+        reports, weights, options.shuffle_seed, options.max_context_tokens, calls.count
+    )
     warnings = [GLOBAL_DYNAMIC_WARNING] if dynamic else []
     if too_large:
-        warnings.append(f"report(s) {', '.join(too_large)} do not fit global.max_context_tokens on their own and were left out")
+        warnings.append(
+            f"report(s) {', '.join(too_large)} do not fit global.max_context_tokens on their own and were left out"
+        )
     by_id = {r["id"]: r for r in reports.iter_rows(named=True)}
     used = pl.DataFrame([by_id[i] for b in batches for i in b.report_ids], schema=reports.schema)
-    details = {"community_level": level, "batches": [{"batch": i + 1, "reports": b.report_citations} for i, b in enumerate(batches)]}
+    details = {
+        "community_level": level,
+        "batches": [{"batch": i + 1, "reports": b.report_citations} for i, b in enumerate(batches)],
+    }
     return _result(
-        "global", ContextRecords(reports=report_records(used)), "\n\n".join(b.text for b in batches), calls, details, warnings
+        "global",
+        ContextRecords(reports=report_records(used)),
+        "\n\n".join(b.text for b in batches),
+        calls,
+        details,
+        warnings,
     )
 
 
@@ -88,9 +118,14 @@ async def drift_context(request: SearchRequest) -> QueryResult:
     vector = await calls.embed(request.question, PURPOSE_HYDE)
     by_id = {r["id"]: r for r in reports.iter_rows(named=True)}
     chosen = [by_id[i] for i, _ in request.data.community_full_content.search(vector, k * 2) if i in by_id][:k]
-    table = render_table("Reports", ("id", "title", "content"), [(r["human_readable_id"], r["title"], r["full_content"]) for r in chosen])
+    table = render_table(
+        "Reports", ("id", "title", "content"), [(r["human_readable_id"], r["title"], r["full_content"]) for r in chosen]
+    )
     records = ContextRecords(reports=report_records(pl.DataFrame(chosen, schema=reports.schema)))
-    details = {"community_level": request.options.community_level, "primer_reports": [r.citation for r in records.reports]}
+    details = {
+        "community_level": request.options.community_level,
+        "primer_reports": [r.citation for r in records.reports],
+    }
     return _result("drift", records, table if chosen else "", calls, details, [DRIFT_WARNING])
 
 

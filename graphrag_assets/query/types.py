@@ -20,8 +20,6 @@ from typing import TYPE_CHECKING, Any, Protocol
 import polars as pl
 
 from graphrag_assets.core.errors import UserError, dimension_mismatch
-from graphrag_assets.prompts.templates import PromptTemplate, load_prompt
-from graphrag_assets.llm.types import ChatModel, ChatOptions, EmbeddingModel, Message
 from graphrag_assets.core.schemas import (
     COMMUNITIES,
     COMMUNITY_REPORTS,
@@ -33,6 +31,8 @@ from graphrag_assets.core.schemas import (
     empty_frame,
 )
 from graphrag_assets.core.tokens import token_counter
+from graphrag_assets.llm.types import ChatModel, ChatOptions, EmbeddingModel, Message
+from graphrag_assets.prompts.templates import PromptTemplate, load_prompt
 
 TokenCounter = Callable[[str], int]
 TokenCallback = Callable[[str], None]
@@ -154,7 +154,7 @@ class ContextRecords:
 
     KINDS = ("reports", "entities", "relationships", "claims", "sources")
 
-    def merge(self, other: "ContextRecords") -> None:
+    def merge(self, other: ContextRecords) -> None:
         """Add ``other``'s records that are not already here (first appearance keeps its place)."""
         for kind in self.KINDS:
             mine: list[ContextRecord] = getattr(self, kind)
@@ -257,7 +257,9 @@ class ModelCalls:
 
     async def embed(self, text: str, purpose: str) -> list[float]:
         if self.embedder is None:
-            raise UserError("this search needs an embedding model, and none is configured; set llm.embeddings in graphrag.yaml.")
+            raise UserError(
+                "this search needs an embedding model, and none is configured; set llm.embeddings in graphrag.yaml."
+            )
         self.usage.embedding_calls += 1
         vectors = await self.embedder.embed([text], purpose=purpose)
         return [float(x) for x in vectors[0]]

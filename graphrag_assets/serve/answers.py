@@ -32,14 +32,18 @@ class Question:
             raise ServeError(400, "the question is empty; send the question to ask as text.")
         if len(self.text) > max_chars:
             raise ServeError(
-                400, f"the question is {len(self.text):,} characters long and the limit is {max_chars:,} "
-                "(serve.max_question_chars); shorten it.", "question_too_long",
+                400,
+                f"the question is {len(self.text):,} characters long and the limit is {max_chars:,} "
+                "(serve.max_question_chars); shorten it.",
+                "question_too_long",
             )
         prompt = self.options.system_prompt or ""
         if len(prompt) > max_chars:
             raise ServeError(
-                400, f"the system prompt is {len(prompt):,} characters long and the limit is {max_chars:,} "
-                "(serve.max_question_chars); shorten it.", "system_prompt_too_long",
+                400,
+                f"the system prompt is {len(prompt):,} characters long and the limit is {max_chars:,} "
+                "(serve.max_question_chars); shorten it.",
+                "system_prompt_too_long",
             )
 
 

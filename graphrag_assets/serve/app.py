@@ -43,7 +43,9 @@ Choose a project with the path prefix `/p/NAME/` (e.g. `/p/NAME/api/query`, or t
 def create_app(config: ServeConfig, on_ready: Callable[[], None] | None = None) -> FastAPI:
     """The application for ``config``: its projects load when it starts (its lifespan), then
     ``on_ready`` is called."""
-    projects = Projects([Project(n, s) for n, s in zip(config.names, config.projects)], config.limits.reload_interval_seconds)
+    projects = Projects(
+        [Project(n, s) for n, s in zip(config.names, config.projects)], config.limits.reload_interval_seconds
+    )
     server = Server(config, projects)
 
     @contextlib.asynccontextmanager
@@ -57,7 +59,11 @@ def create_app(config: ServeConfig, on_ready: Callable[[], None] | None = None) 
             await projects.stop()
 
     app = FastAPIOffline(
-        title="graphrag-assets", description=DESCRIPTION, version=_version(), lifespan=lifespan, redoc_url=None,
+        title="graphrag-assets",
+        description=DESCRIPTION,
+        version=_version(),
+        lifespan=lifespan,
+        redoc_url=None,
         swagger_ui_parameters={"validatorUrl": None},
     )
     app.state.server = server
@@ -101,5 +107,7 @@ def serve(config: ServeConfig, announce: Callable[[str], None]) -> None:
     key = "API key required" if config.api_key else "no API key (loopback only)"
     message = f"serving {len(config.names)} project(s) ({', '.join(config.names)}) at http://{shown}:{port}/ ({key}; API docs at /docs)"
     app = create_app(config, on_ready=lambda: announce(message))
-    uv = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on", timeout_graceful_shutdown=5))
+    uv = uvicorn.Server(
+        uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on", timeout_graceful_shutdown=5)
+    )
     uv.run(sockets=[sock])

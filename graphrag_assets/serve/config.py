@@ -71,7 +71,9 @@ def project_roots(roots: Sequence[Path], projects_dir: Path | None) -> list[Path
             raise UserError(f"{folder} is not a folder; pass --projects with a folder that holds project folders.")
         inside = sorted(p for p in folder.iterdir() if p.is_dir() and looks_like_project(p))
         if not inside:
-            raise UserError(f"{folder} holds no project (a folder with {SETTINGS_FILE} or data/graphrag.duckdb); pass --root for each project instead.")
+            raise UserError(
+                f"{folder} holds no project (a folder with {SETTINGS_FILE} or data/graphrag.duckdb); pass --root for each project instead."
+            )
         found += inside
     return found or [_absolute(Path(os.environ.get("GRAPHRAG_ROOT") or Path.cwd()))]
 
@@ -81,7 +83,9 @@ def project_names(roots: Sequence[Path]) -> list[str]:
     for root in roots:
         name = root.name
         if not NAME.match(name):
-            raise UserError(f"the project folder name {name!r} cannot be used in a URL; rename it to letters, digits, '.', '_' or '-'.")
+            raise UserError(
+                f"the project folder name {name!r} cannot be used in a URL; rename it to letters, digits, '.', '_' or '-'."
+            )
         if name in names:
             raise UserError(f"two projects are named {name!r} (folder names must differ); rename one of the folders.")
         names.append(name)
@@ -101,7 +105,9 @@ def resolve_api_key(given: str | None, projects: Sequence[Settings], names: Sequ
     return next(iter(keys.values()), None)
 
 
-def build_config(roots: Sequence[Path], projects_dir: Path | None, host: str, port: int, api_key: str | None) -> ServeConfig:
+def build_config(
+    roots: Sequence[Path], projects_dir: Path | None, host: str, port: int, api_key: str | None
+) -> ServeConfig:
     """Load every project's settings and check the address, the key and the names."""
     folders = project_roots(roots, projects_dir)
     names = project_names(folders)

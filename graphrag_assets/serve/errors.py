@@ -21,8 +21,14 @@ from graphrag_assets.core.errors import LLMError, UserError
 log = logging.getLogger("graphrag_assets.serve")
 
 ERROR_TYPES = {
-    400: "invalid_request_error", 401: "authentication_error", 404: "not_found_error", 405: "invalid_request_error",
-    413: "request_too_large", 422: "invalid_request_error", 500: "server_error", 502: "upstream_error",
+    400: "invalid_request_error",
+    401: "authentication_error",
+    404: "not_found_error",
+    405: "invalid_request_error",
+    413: "request_too_large",
+    422: "invalid_request_error",
+    500: "server_error",
+    502: "upstream_error",
     503: "service_unavailable",
 }
 
@@ -38,10 +44,19 @@ class ServeError(Exception):
 
 
 def error_body(status: int, message: str, code: str | None = None) -> dict[str, Any]:
-    return {"error": {"message": message, "type": ERROR_TYPES.get(status, "invalid_request_error"), "param": None, "code": code}}
+    return {
+        "error": {
+            "message": message,
+            "type": ERROR_TYPES.get(status, "invalid_request_error"),
+            "param": None,
+            "code": code,
+        }
+    }
 
 
-def error_response(status: int, message: str, code: str | None = None, headers: dict[str, str] | None = None) -> JSONResponse:
+def error_response(
+    status: int, message: str, code: str | None = None, headers: dict[str, str] | None = None
+) -> JSONResponse:
     return JSONResponse(error_body(status, message, code), status_code=status, headers=headers)
 
 
@@ -70,7 +85,11 @@ def validation_message(exc: RequestValidationError) -> str:
     if first.get("type") == "missing":
         return f"'{where}' is required."
     more = f" (and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''})" if len(errors) > 1 else ""
-    return f"'{where}': {message[0].lower() + message[1:] if message else 'is invalid'}{more}." if where else f"{message}{more}."
+    return (
+        f"'{where}': {message[0].lower() + message[1:] if message else 'is invalid'}{more}."
+        if where
+        else f"{message}{more}."
+    )
 
 
 def install_error_handlers(app: FastAPI) -> None:
@@ -84,7 +103,9 @@ def install_error_handlers(app: FastAPI) -> None:
         if exc.status_code == 404:
             message = f"there is no route {request.method} {request.url.path}; GET /docs lists the routes."
         elif exc.status_code == 405:
-            message = f"{request.method} is not allowed on {request.url.path}; GET /docs lists the methods of each route."
+            message = (
+                f"{request.method} is not allowed on {request.url.path}; GET /docs lists the methods of each route."
+            )
         else:
             message = str(exc.detail)
         return error_response(exc.status_code, message, headers=getattr(exc, "headers", None))

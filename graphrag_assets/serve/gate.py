@@ -124,7 +124,9 @@ class Gate:
     async def _refuse(self, scope: Scope, headers: dict[str, str], send: Send) -> None:
         if scope["method"] == "GET" and "text/html" in headers.get("accept", "") and scope["path"] in ("/", "/docs"):
             login = f"{scope.get(PREFIX_SCOPE_KEY, '')}/login"
-            await send({"type": "http.response.start", "status": 303, "headers": [(b"location", login.encode("utf-8"))]})
+            await send(
+                {"type": "http.response.start", "status": 303, "headers": [(b"location", login.encode("utf-8"))]}
+            )
             await send({"type": "http.response.body", "body": b""})
             return
         message = (
@@ -135,12 +137,21 @@ class Gate:
         await _send_json(send, 401, error_body(401, message, "invalid_api_key"), [(b"www-authenticate", b"Bearer")])
 
 
-async def _send_json(send: Send, status: int, body: dict[str, Any], headers: list[tuple[bytes, bytes]] | None = None) -> None:
+async def _send_json(
+    send: Send, status: int, body: dict[str, Any], headers: list[tuple[bytes, bytes]] | None = None
+) -> None:
     payload = json.dumps(body).encode("utf-8")
-    await send({
-        "type": "http.response.start", "status": status,
-        "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode()), *(headers or [])],
-    })
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(payload)).encode()),
+                *(headers or []),
+            ],
+        }
+    )
     await send({"type": "http.response.body", "body": payload})
 
 

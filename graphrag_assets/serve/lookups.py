@@ -37,8 +37,12 @@ class Page:
     def take(self, frame: pl.DataFrame) -> tuple[pl.DataFrame, dict[str, Any]]:
         rows = frame.slice(self.offset, self.limit)
         following = self.offset + rows.height
-        meta = {"total": frame.height, "offset": self.offset, "limit": self.limit,
-                "next_offset": following if following < frame.height else None}
+        meta = {
+            "total": frame.height,
+            "offset": self.offset,
+            "limit": self.limit,
+            "next_offset": following if following < frame.height else None,
+        }
         return rows, meta
 
 
@@ -66,8 +70,12 @@ def _preview(text: str | None) -> str:
 
 def _entity_row(row: dict[str, Any], preview: bool = True) -> dict[str, Any]:
     return {
-        "id": row["id"], "human_readable_id": row["human_readable_id"], "title": row["title"], "type": row["type"],
-        "degree": row["degree"], "description": _preview(row["description"]) if preview else (row["description"] or ""),
+        "id": row["id"],
+        "human_readable_id": row["human_readable_id"],
+        "title": row["title"],
+        "type": row["type"],
+        "degree": row["degree"],
+        "description": _preview(row["description"]) if preview else (row["description"] or ""),
     }
 
 
@@ -77,10 +85,14 @@ def search_entities(data: QueryData, text: str | None, page: Page) -> dict[str, 
     needle = (text or "").strip().lower()
     if needle:
         title = pl.col("title").str.to_lowercase()
-        alias = pl.col("aliases").list.eval(pl.element().str.to_lowercase().str.contains(needle, literal=True)).list.any()
-        entities = entities.filter(title.str.contains(needle, literal=True) | alias.fill_null(False)).with_columns(
-            (~title.str.starts_with(needle)).alias("_later")
-        ).sort(["_later", "degree", "title"], descending=[False, True, False], nulls_last=True)
+        alias = (
+            pl.col("aliases").list.eval(pl.element().str.to_lowercase().str.contains(needle, literal=True)).list.any()
+        )
+        entities = (
+            entities.filter(title.str.contains(needle, literal=True) | alias.fill_null(False))
+            .with_columns((~title.str.starts_with(needle)).alias("_later"))
+            .sort(["_later", "degree", "title"], descending=[False, True, False], nulls_last=True)
+        )
     else:
         entities = entities.sort(["degree", "title"], descending=[True, False], nulls_last=True)
     rows, meta = page.take(entities)
@@ -109,13 +121,18 @@ def entity_detail(data: QueryData, ref: str, page: Page) -> dict[str, Any]:
     entity = find_entity(data, ref)
     around = neighbourhood(data, entity["title"])
     others = data.entities.select(
-        pl.col("title").alias("other"), pl.col("human_readable_id").alias("other_hrid"), pl.col("type").alias("other_type")
+        pl.col("title").alias("other"),
+        pl.col("human_readable_id").alias("other_hrid"),
+        pl.col("type").alias("other_type"),
     ).unique("other", keep="first")
     rows, meta = page.take(around)
     rows = rows.join(others, on="other", how="left", maintain_order="left")
     relationships = [
         {
-            "id": r["id"], "human_readable_id": r["human_readable_id"], "weight": r["weight"], "description": r["description"] or "",
+            "id": r["id"],
+            "human_readable_id": r["human_readable_id"],
+            "weight": r["weight"],
+            "description": r["description"] or "",
             "other": {"title": r["other"], "human_readable_id": r["other_hrid"], "type": r["other_type"]},
         }
         for r in rows.iter_rows(named=True)
@@ -159,15 +176,28 @@ def neighbourhood_view(data: QueryData, ref: str, limit: int) -> dict[str, Any]:
     return {
         "title": f"{entity['title']}: {around.height} of {everything.height} relationships",
         "entities": {
-            "title": found["title"].to_list(), "type": found["type"].to_list(), "degree": found["degree"].to_list(),
-            "description": found["description"].to_list(), "community": [0] * found.height,
+            "title": found["title"].to_list(),
+            "type": found["type"].to_list(),
+            "degree": found["degree"].to_list(),
+            "description": found["description"].to_list(),
+            "community": [0] * found.height,
         },
         "relationships": pairs,
-        "communities": [{
-            "community": 0, "level": 0, "parent": -1, "title": f"Neighbourhood of {entity['title']}", "size": len(members),
-            "x": 0.0, "y": 0.0, "r": 1.0, "members": members,
-            "layout": [round(v, 4) for point in layout for v in point], "report": None,
-        }],
+        "communities": [
+            {
+                "community": 0,
+                "level": 0,
+                "parent": -1,
+                "title": f"Neighbourhood of {entity['title']}",
+                "size": len(members),
+                "x": 0.0,
+                "y": 0.0,
+                "r": 1.0,
+                "members": members,
+                "layout": [round(v, 4) for point in layout for v in point],
+                "report": None,
+            }
+        ],
         "center": center,
     }
 
@@ -178,17 +208,31 @@ def neighbourhood_view(data: QueryData, ref: str, limit: int) -> dict[str, Any]:
 def relationship_detail(data: QueryData, ref: str) -> dict[str, Any]:
     rows = _by_ref(data.relationships, ref)
     if rows.is_empty():
-        raise _not_found("relationship", ref, "relationships are cited by their number, as in [Data: Relationships (12)].")
+        raise _not_found(
+            "relationship", ref, "relationships are cited by their number, as in [Data: Relationships (12)]."
+        )
     r = rows.row(0, named=True)
-    ends = {row["title"]: row for row in data.entities.filter(pl.col("title").is_in([r["source"], r["target"]])).iter_rows(named=True)}
+    ends = {
+        row["title"]: row
+        for row in data.entities.filter(pl.col("title").is_in([r["source"], r["target"]])).iter_rows(named=True)
+    }
 
     def end(title: str) -> dict[str, Any]:
         row = ends.get(title)
-        return {"title": title, "human_readable_id": row["human_readable_id"] if row else None, "type": row["type"] if row else None}
+        return {
+            "title": title,
+            "human_readable_id": row["human_readable_id"] if row else None,
+            "type": row["type"] if row else None,
+        }
 
     return {
-        "id": r["id"], "human_readable_id": r["human_readable_id"], "source": end(r["source"]), "target": end(r["target"]),
-        "description": r["description"] or "", "weight": r["weight"], "combined_degree": r["combined_degree"],
+        "id": r["id"],
+        "human_readable_id": r["human_readable_id"],
+        "source": end(r["source"]),
+        "target": end(r["target"]),
+        "description": r["description"] or "",
+        "weight": r["weight"],
+        "combined_degree": r["combined_degree"],
         "sources": source_list(data, list(r["text_unit_ids"] or [])),
     }
 
@@ -198,7 +242,18 @@ def claim_detail(data: QueryData, ref: str) -> dict[str, Any]:
     if rows.is_empty():
         raise _not_found("claim", ref, "claims are cited by their number, as in [Data: Claims (3)].")
     c = rows.row(0, named=True)
-    keys = ("id", "human_readable_id", "type", "description", "subject_id", "object_id", "status", "start_date", "end_date", "source_text")
+    keys = (
+        "id",
+        "human_readable_id",
+        "type",
+        "description",
+        "subject_id",
+        "object_id",
+        "status",
+        "start_date",
+        "end_date",
+        "source_text",
+    )
     return {**{k: c[k] for k in keys}, "sources": source_list(data, [c["text_unit_id"]] if c["text_unit_id"] else [])}
 
 
@@ -212,7 +267,10 @@ def _short_ids(data: QueryData) -> dict[str, str]:
 
 
 def _documents(data: QueryData) -> dict[str, dict[str, Any]]:
-    return {row["id"]: {"id": row["id"], "title": row["title"], "path": row["path"]} for row in data.documents.iter_rows(named=True)}
+    return {
+        row["id"]: {"id": row["id"], "title": row["title"], "path": row["path"]}
+        for row in data.documents.iter_rows(named=True)
+    }
 
 
 def source_list(data: QueryData, unit_ids: list[str]) -> list[dict[str, Any]]:
@@ -221,9 +279,15 @@ def source_list(data: QueryData, unit_ids: list[str]) -> list[dict[str, Any]]:
     documents = _documents(data)
     by_id = {row["id"]: row for row in units.iter_rows(named=True)}
     return [
-        {"id": u, "citation": short_id(u), "chunk_index": by_id[u]["chunk_index"], "n_tokens": by_id[u]["n_tokens"],
-         "document": documents.get(by_id[u]["document_id"])}
-        for u in dict.fromkeys(unit_ids) if u in by_id
+        {
+            "id": u,
+            "citation": short_id(u),
+            "chunk_index": by_id[u]["chunk_index"],
+            "n_tokens": by_id[u]["n_tokens"],
+            "document": documents.get(by_id[u]["document_id"]),
+        }
+        for u in dict.fromkeys(unit_ids)
+        if u in by_id
     ]
 
 
@@ -235,8 +299,12 @@ def source_detail(data: QueryData, ref: str) -> dict[str, Any]:
         raise _not_found("source", ref, "sources are cited by their short id, as in [Data: Sources (3f9a2c1b)].")
     u = rows.row(0, named=True)
     return {
-        "id": u["id"], "citation": short_id(u["id"]), "text": u["text"] or "", "n_tokens": u["n_tokens"],
-        "chunk_index": u["chunk_index"], "document": _documents(data).get(u["document_id"]),
+        "id": u["id"],
+        "citation": short_id(u["id"]),
+        "text": u["text"] or "",
+        "n_tokens": u["n_tokens"],
+        "chunk_index": u["chunk_index"],
+        "document": _documents(data).get(u["document_id"]),
     }
 
 
@@ -252,13 +320,21 @@ def list_communities(data: QueryData, level: int | None, page: Page) -> dict[str
     reports = data.community_reports.select(
         "community", pl.col("title").alias("report_title"), "rank", "summary"
     ).unique("community", keep="first")
-    ordered = communities.join(reports, on="community", how="left").sort(["size", "community"], descending=[True, False])
+    ordered = communities.join(reports, on="community", how="left").sort(
+        ["size", "community"], descending=[True, False]
+    )
     rows, meta = page.take(ordered)
     items = [
         {
-            "community": r["community"], "level": r["level"], "parent": r["parent"], "children": list(r["children"] or []),
-            "size": r["size"], "title": r["report_title"] or r["title"] or f"Community {r['community']}",
-            "rank": r["rank"], "summary": _preview(r["summary"]), "has_report": r["report_title"] is not None,
+            "community": r["community"],
+            "level": r["level"],
+            "parent": r["parent"],
+            "children": list(r["children"] or []),
+            "size": r["size"],
+            "title": r["report_title"] or r["title"] or f"Community {r['community']}",
+            "rank": r["rank"],
+            "summary": _preview(r["summary"]),
+            "has_report": r["report_title"] is not None,
         }
         for r in rows.iter_rows(named=True)
     ]
@@ -273,7 +349,19 @@ def report_detail(data: QueryData, ref: str) -> dict[str, Any]:
     if rows.is_empty():
         raise _not_found("report", ref, "GET /api/communities lists the communities and their reports.")
     r = rows.row(0, named=True)
-    keys = ("id", "human_readable_id", "community", "level", "parent", "size", "rank", "title", "summary", "full_content", "rating_explanation")
+    keys = (
+        "id",
+        "human_readable_id",
+        "community",
+        "level",
+        "parent",
+        "size",
+        "rank",
+        "title",
+        "summary",
+        "full_content",
+        "rating_explanation",
+    )
     return {
         **{k: r[k] for k in keys},
         "children": list(r["children"] or []),

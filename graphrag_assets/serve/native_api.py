@@ -42,19 +42,35 @@ class QueryRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     question: str = Field(description="The question.")
     method: Literal["local", "global", "drift", "basic"] = Field("global", description="The query method.")
-    community_level: int | None = Field(None, ge=0, description="Global: the level used (default query.global.community_level); local/DRIFT: the deepest level used.")
-    dynamic_selection: bool | None = Field(None, description="Global: let the model pick the relevant communities from the root down.")
+    community_level: int | None = Field(
+        None,
+        ge=0,
+        description="Global: the level used (default query.global.community_level); local/DRIFT: the deepest level used.",
+    )
+    dynamic_selection: bool | None = Field(
+        None, description="Global: let the model pick the relevant communities from the root down."
+    )
     response_type: str | None = Field(None, max_length=200, description='Shape of the answer, e.g. "Single Paragraph".')
-    context_only: bool = Field(False, description="Return the context and its records without writing an answer (no chat call).")
-    system_prompt: str | None = Field(None, description="Your instructions for the final answer (tone, language, format).")
-    conversation_history: list[Turn] = Field(default_factory=list, description="Earlier turns (local search uses them).")
+    context_only: bool = Field(
+        False, description="Return the context and its records without writing an answer (no chat call)."
+    )
+    system_prompt: str | None = Field(
+        None, description="Your instructions for the final answer (tone, language, format)."
+    )
+    conversation_history: list[Turn] = Field(
+        default_factory=list, description="Earlier turns (local search uses them)."
+    )
     stream: bool = Field(False, description="Answer as server-sent events: start, token…, result (or error).")
 
     def question_asked(self) -> Question:
         options = QueryOptions(
-            method=self.method, community_level=self.community_level, dynamic_selection=self.dynamic_selection,
-            response_type=self.response_type, conversation_history=[t.model_dump() for t in self.conversation_history],
-            context_only=self.context_only, system_prompt=self.system_prompt,
+            method=self.method,
+            community_level=self.community_level,
+            dynamic_selection=self.dynamic_selection,
+            response_type=self.response_type,
+            conversation_history=[t.model_dump() for t in self.conversation_history],
+            context_only=self.context_only,
+            system_prompt=self.system_prompt,
         )
         return Question(self.question, options)
 
@@ -62,10 +78,17 @@ class QueryRequest(BaseModel):
 def _result_body(project: Project, answered: Answered) -> dict[str, Any]:
     r = answered.result
     return {
-        "project": project.name, "build": answered.snapshot.build.as_dict(), "method": r.method, "answer": r.answer,
-        "llm_used": r.llm_used, "context_only": bool(r.details.get("context_only")),
-        "references": references(r, project_prefix(project)), "context_text": r.context_text,
-        "usage": r.usage.to_dict(), "warnings": r.warnings, "details": r.details,
+        "project": project.name,
+        "build": answered.snapshot.build.as_dict(),
+        "method": r.method,
+        "answer": r.answer,
+        "llm_used": r.llm_used,
+        "context_only": bool(r.details.get("context_only")),
+        "references": references(r, project_prefix(project)),
+        "context_text": r.context_text,
+        "usage": r.usage.to_dict(),
+        "warnings": r.warnings,
+        "details": r.details,
     }
 
 
@@ -81,7 +104,11 @@ async def query(body: QueryRequest, request: Request) -> Any:
     snapshot = project.current()
     headers = build_headers(project, snapshot)
     if body.stream:
-        return StreamingResponse(_query_events(project, question, snapshot), media_type="text/event-stream", headers={**SSE_HEADERS, **headers})
+        return StreamingResponse(
+            _query_events(project, question, snapshot),
+            media_type="text/event-stream",
+            headers={**SSE_HEADERS, **headers},
+        )
     return JSONResponse(_result_body(project, await answer(project, question, snapshot)), headers=headers)
 
 
@@ -89,7 +116,11 @@ async def _query_events(project: Project, question: Question, snapshot: Snapshot
     yield sse({"project": project.name, "build": snapshot.build.as_dict(), "method": question.options.method}, "start")
     try:
         async for item in stream_answer(project, question, snapshot):
-            yield sse(_result_body(project, item), "result") if isinstance(item, Answered) else sse({"text": item}, "token")
+            yield (
+                sse(_result_body(project, item), "result")
+                if isinstance(item, Answered)
+                else sse({"text": item}, "token")
+            )
     except Exception as exc:  # the response has started: the error goes in the stream
         yield sse(error_body(*describe(exc)), "error")
 
@@ -101,20 +132,30 @@ def _explore(request: Request, lookup, *args: Any) -> JSONResponse:
 
 
 @router.get("/entities", tags=["explore"], summary="Find entities by name")
-async def entities(request: Request, q: str | None = Query(None, max_length=200, description="Part of the name (any case); none: the most connected first."),
-                   limit: int = Query(50, ge=1, le=MAX_PAGE), offset: int = Query(0, ge=0)) -> JSONResponse:
+async def entities(
+    request: Request,
+    q: str | None = Query(
+        None, max_length=200, description="Part of the name (any case); none: the most connected first."
+    ),
+    limit: int = Query(50, ge=1, le=MAX_PAGE),
+    offset: int = Query(0, ge=0),
+) -> JSONResponse:
     return _explore(request, lookups.search_entities, q, Page(limit, offset))
 
 
 @router.get("/entities/{ref}", tags=["explore"], summary="An entity and its neighbourhood (one page of relationships)")
-async def entity(ref: str, request: Request, limit: int = Query(50, ge=1, le=MAX_PAGE), offset: int = Query(0, ge=0)) -> JSONResponse:
+async def entity(
+    ref: str, request: Request, limit: int = Query(50, ge=1, le=MAX_PAGE), offset: int = Query(0, ge=0)
+) -> JSONResponse:
     """``ref``: the number answers cite it by, its id, or its name. The relationships are the
     strongest first, ``limit`` at a time from ``offset`` (``next_offset`` is null on the last page)."""
     return _explore(request, lookups.entity_detail, ref, Page(limit, offset))
 
 
 @router.get("/entities/{ref}/graph", tags=["explore"], summary="An entity's neighbourhood as graph view data")
-async def entity_graph(ref: str, request: Request, limit: int = Query(NEIGHBOURS_DRAWN, ge=1, le=MAX_PAGE)) -> JSONResponse:
+async def entity_graph(
+    ref: str, request: Request, limit: int = Query(NEIGHBOURS_DRAWN, ge=1, le=MAX_PAGE)
+) -> JSONResponse:
     """The entity and its ``limit`` strongest neighbours, laid out for ``GraphView.mount``."""
     return _explore(request, lookups.neighbourhood_view, ref, limit)
 
@@ -135,8 +176,12 @@ async def source(ref: str, request: Request) -> JSONResponse:
 
 
 @router.get("/communities", tags=["explore"], summary="Communities, largest first, with their reports")
-async def communities(request: Request, level: int | None = Query(None, ge=0, description="Only this level (0 is the coarsest)."),
-                      limit: int = Query(50, ge=1, le=MAX_PAGE), offset: int = Query(0, ge=0)) -> JSONResponse:
+async def communities(
+    request: Request,
+    level: int | None = Query(None, ge=0, description="Only this level (0 is the coarsest)."),
+    limit: int = Query(50, ge=1, le=MAX_PAGE),
+    offset: int = Query(0, ge=0),
+) -> JSONResponse:
     return _explore(request, lookups.list_communities, level, Page(limit, offset))
 
 
@@ -146,7 +191,9 @@ async def report(ref: str, request: Request) -> JSONResponse:
     return _explore(request, lookups.report_detail, ref)
 
 
-@router.get("/graph", tags=["explore"], summary="The community map and every community's entity graph (graph view data)")
+@router.get(
+    "/graph", tags=["explore"], summary="The community map and every community's entity graph (graph view data)"
+)
 async def graph(request: Request) -> JSONResponse:
     """What ``export --format html`` draws, for ``GraphView.mount``; computed once per build."""
     project = project_of(request)
@@ -165,6 +212,10 @@ async def status(request: Request) -> dict[str, Any]:
         "default_project": server.projects.default,
         "projects": [p.status() for p in server.projects.by_name.values()],
         "auth": server.config.api_key is not None,
-        "limits": {"max_request_bytes": limits.max_request_bytes, "max_question_chars": limits.max_question_chars,
-                   "reload_interval_seconds": limits.reload_interval_seconds, "max_page": MAX_PAGE},
+        "limits": {
+            "max_request_bytes": limits.max_request_bytes,
+            "max_question_chars": limits.max_question_chars,
+            "reload_interval_seconds": limits.reload_interval_seconds,
+            "max_page": MAX_PAGE,
+        },
     }

@@ -30,8 +30,8 @@ from graphrag_assets.serve.answers import Answered, Question, answer, stream_ans
 from graphrag_assets.serve.errors import ServeError, describe, error_body
 from graphrag_assets.serve.projects import Project
 from graphrag_assets.serve.references import references
-from graphrag_assets.serve.snapshot import Snapshot
 from graphrag_assets.serve.server import SSE_HEADERS, build_headers, project_of, project_prefix, server_of, sse
+from graphrag_assets.serve.snapshot import Snapshot
 
 MODEL_PREFIX = "graphrag-"
 OWNER = "graphrag-assets"
@@ -57,7 +57,9 @@ class ChatCompletionRequest(BaseModel):
     """OpenAI's chat completion request; fields this server does not use are accepted and ignored."""
 
     model_config = ConfigDict(extra="allow")
-    model: str = Field(description="graphrag-local | graphrag-global | graphrag-drift | graphrag-basic, optionally NAME/ for a project")
+    model: str = Field(
+        description="graphrag-local | graphrag-global | graphrag-drift | graphrag-basic, optionally NAME/ for a project"
+    )
     messages: list[ChatMessage] = Field(min_length=1)
     stream: bool = False
     stream_options: dict[str, Any] | None = None
@@ -69,8 +71,10 @@ def parse_model(model: str, projects: list[str]) -> tuple[str | None, str]:
     method = name.removeprefix(MODEL_PREFIX) if name.startswith(MODEL_PREFIX) else ""
     if method not in METHODS or (project and project not in projects):
         raise ServeError(
-            404, f"the model {model!r} does not exist; use graphrag-local, graphrag-global, graphrag-drift or graphrag-basic "
-            "(GET /v1/models lists them).", "model_not_found",
+            404,
+            f"the model {model!r} does not exist; use graphrag-local, graphrag-global, graphrag-drift or graphrag-basic "
+            "(GET /v1/models lists them).",
+            "model_not_found",
         )
     return project or None, method
 
@@ -82,7 +86,9 @@ def conversation(messages: list[ChatMessage], method: str) -> tuple[str, QueryOp
         raise ServeError(400, f"the last message must be the user's question, not a {last.role!r} message.")
     system = "\n\n".join(m.text() for m in messages if m.role in SYSTEM_ROLES and m.text().strip())
     history = [{"role": m.role, "content": m.text()} for m in messages[:-1] if m.role in ("user", "assistant")]
-    options = QueryOptions(method=method, conversation_history=history if method == "local" else (), system_prompt=system or None)
+    options = QueryOptions(
+        method=method, conversation_history=history if method == "local" else (), system_prompt=system or None
+    )
     return last.text(), options
 
 
@@ -107,12 +113,22 @@ async def get_model(model_id: str, request: Request) -> dict[str, Any]:
 
 def _usage(answered: Answered) -> dict[str, int]:
     u = answered.result.usage
-    return {"prompt_tokens": u.prompt_tokens, "completion_tokens": u.completion_tokens, "total_tokens": u.prompt_tokens + u.completion_tokens}
+    return {
+        "prompt_tokens": u.prompt_tokens,
+        "completion_tokens": u.completion_tokens,
+        "total_tokens": u.prompt_tokens + u.completion_tokens,
+    }
 
 
 def _graphrag(project: Project, answered: Answered) -> dict[str, Any]:
     r = answered.result
-    return {"project": project.name, "build": answered.snapshot.build.as_dict(), "method": r.method, "llm_used": r.llm_used, "warnings": r.warnings}
+    return {
+        "project": project.name,
+        "build": answered.snapshot.build.as_dict(),
+        "method": r.method,
+        "llm_used": r.llm_used,
+        "warnings": r.warnings,
+    }
 
 
 @router.post("/chat/completions", summary="Ask a question (OpenAI chat completion, streamed or not)")
@@ -129,31 +145,71 @@ async def chat_completions(body: ChatCompletionRequest, request: Request) -> Any
     if body.stream:
         usage = bool((body.stream_options or {}).get("include_usage"))
         events = _chat_events(project, question, snapshot, (ident, created, body.model, usage))
-        return StreamingResponse(events, media_type="text/event-stream", headers={**SSE_HEADERS, **build_headers(project, snapshot)})
+        return StreamingResponse(
+            events, media_type="text/event-stream", headers={**SSE_HEADERS, **build_headers(project, snapshot)}
+        )
     answered = await answer(project, question, snapshot)
-    return JSONResponse({
-        "id": ident, "object": "chat.completion", "created": created, "model": body.model,
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": answered.result.answer}, "finish_reason": "stop", "logprobs": None}],
-        "usage": _usage(answered),
-        "references": references(answered.result, project_prefix(project)),
-        "graphrag": _graphrag(project, answered),
-    }, headers=build_headers(project, snapshot))
+    return JSONResponse(
+        {
+            "id": ident,
+            "object": "chat.completion",
+            "created": created,
+            "model": body.model,
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": answered.result.answer},
+                    "finish_reason": "stop",
+                    "logprobs": None,
+                }
+            ],
+            "usage": _usage(answered),
+            "references": references(answered.result, project_prefix(project)),
+            "graphrag": _graphrag(project, answered),
+        },
+        headers=build_headers(project, snapshot),
+    )
 
 
-async def _chat_events(project: Project, question: Question, snapshot: Snapshot, meta: tuple[str, int, str, bool]) -> AsyncIterator[bytes]:
+async def _chat_events(
+    project: Project, question: Question, snapshot: Snapshot, meta: tuple[str, int, str, bool]
+) -> AsyncIterator[bytes]:
     ident, created, model, include_usage = meta
 
     def chunk(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> bytes:
         choices = [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}]
-        return sse({"id": ident, "object": "chat.completion.chunk", "created": created, "model": model, "choices": choices, **extra})
+        return sse(
+            {
+                "id": ident,
+                "object": "chat.completion.chunk",
+                "created": created,
+                "model": model,
+                "choices": choices,
+                **extra,
+            }
+        )
 
     yield chunk({"role": "assistant", "content": ""})
     try:
         async for item in stream_answer(project, question, snapshot):
             if isinstance(item, Answered):
-                yield chunk({}, "stop", references=references(item.result, project_prefix(project)), graphrag=_graphrag(project, item))
+                yield chunk(
+                    {},
+                    "stop",
+                    references=references(item.result, project_prefix(project)),
+                    graphrag=_graphrag(project, item),
+                )
                 if include_usage:
-                    yield sse({"id": ident, "object": "chat.completion.chunk", "created": created, "model": model, "choices": [], "usage": _usage(item)})
+                    yield sse(
+                        {
+                            "id": ident,
+                            "object": "chat.completion.chunk",
+                            "created": created,
+                            "model": model,
+                            "choices": [],
+                            "usage": _usage(item),
+                        }
+                    )
             else:
                 yield chunk({"content": item})
     except Exception as exc:  # the response has started: the error goes in the stream

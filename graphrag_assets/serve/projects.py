@@ -68,8 +68,10 @@ class Project:
         if snapshot is None:
             detail = f" (last attempt: {self.error})" if self.error else ""
             raise ServeError(
-                503, f"project {self.name!r} has no index yet{detail}; run 'graphrag-assets index --root {self.settings.root}' "
-                "and the server picks it up.", "index_not_ready",
+                503,
+                f"project {self.name!r} has no index yet{detail}; run 'graphrag-assets index --root {self.settings.root}' "
+                "and the server picks it up.",
+                "index_not_ready",
             )
         return snapshot
 
@@ -128,7 +130,11 @@ class Projects:
     def get(self, name: str | None) -> Project:
         project = self.by_name.get(name or self.default)
         if project is None:
-            raise ServeError(404, f"there is no project named {name!r}; this server has: {', '.join(self.by_name)}.", "project_not_found")
+            raise ServeError(
+                404,
+                f"there is no project named {name!r}; this server has: {', '.join(self.by_name)}.",
+                "project_not_found",
+            )
         return project
 
     async def start(self) -> None:

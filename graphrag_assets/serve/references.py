@@ -14,6 +14,7 @@ from typing import Any
 from graphrag_assets.query.citations import cited_records
 from graphrag_assets.query.types import QueryResult
 
+
 def references(result: QueryResult, prefix: str) -> dict[str, list[dict[str, Any]]]:
     """``{kind: [{id, human_readable_id, citation, title, cited, href}]}`` for every context record.
 

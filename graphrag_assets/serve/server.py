@@ -46,7 +46,7 @@ def sse(data: dict[str, Any] | str, event: str | None = None) -> bytes:
     """One server-sent event (``data`` as JSON unless it is text already)."""
     text = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False, default=str)
     head = f"event: {event}\n" if event else ""
-    return f"{head}data: {text}\n\n".encode("utf-8")
+    return f"{head}data: {text}\n\n".encode()
 
 
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}

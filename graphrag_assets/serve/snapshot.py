@@ -103,9 +103,14 @@ class Snapshot:
         d = self.data
         levels = d.communities["level"].n_unique() if not d.communities.is_empty() else 0
         return {
-            "entities": d.entities.height, "relationships": d.relationships.height, "communities": d.communities.height,
-            "levels": levels, "reports": d.community_reports.height, "text_units": d.text_units.height,
-            "documents": d.documents.height, "claims": d.covariates.height,
+            "entities": d.entities.height,
+            "relationships": d.relationships.height,
+            "communities": d.communities.height,
+            "levels": levels,
+            "reports": d.community_reports.height,
+            "text_units": d.text_units.height,
+            "documents": d.documents.height,
+            "claims": d.covariates.height,
         }
 
     def community_map(self, title: str) -> dict[str, Any]:
@@ -113,8 +118,10 @@ class Snapshot:
         with self._view_lock:
             if self._view is None:
                 tables = {
-                    "entities": self.data.entities, "relationships": self.data.relationships,
-                    "communities": self.data.communities, "community_reports": self.data.community_reports,
+                    "entities": self.data.entities,
+                    "relationships": self.data.relationships,
+                    "communities": self.data.communities,
+                    "community_reports": self.data.community_reports,
                 }
                 self._view = view_data(tables, title)
             return self._view

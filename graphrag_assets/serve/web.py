@@ -26,7 +26,11 @@ CONTENT_SECURITY_POLICY = (
     "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
     "connect-src 'self'; font-src 'self'; object-src 'none'; base-uri 'self'; form-action 'self'; frame-ancestors 'none'"
 )
-PAGE_HEADERS = {"Content-Security-Policy": CONTENT_SECURITY_POLICY, "Cache-Control": "no-cache", "X-Content-Type-Options": "nosniff"}
+PAGE_HEADERS = {
+    "Content-Security-Policy": CONTENT_SECURITY_POLICY,
+    "Cache-Control": "no-cache",
+    "X-Content-Type-Options": "nosniff",
+}
 
 router = APIRouter(include_in_schema=False)
 

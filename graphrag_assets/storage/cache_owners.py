@@ -55,7 +55,9 @@ create table if not exists {OWNERS_TABLE} (
 _COLUMNS = ("key", "cache_table", "scope", "owner")
 
 
-def add_owners(conn, rows: Iterable[tuple[str, str, str, str]], *, only_cached: bool = False, create: bool = True) -> int:
+def add_owners(
+    conn, rows: Iterable[tuple[str, str, str, str]], *, only_cached: bool = False, create: bool = True
+) -> int:
     """Record (key, cache table, scope, owner) rows on an open connection; returns distinct rows given.
 
     ``only_cached`` keeps only keys that have a cache row (for ownership recorded after the fact,
@@ -99,7 +101,9 @@ def record_owners(path: str | Path, rows: Iterable[tuple[str, str, str, str]], *
         return add_owners(conn, rows, only_cached=only_cached)
 
 
-def forget_documents(path: str | Path, *, removed: Sequence[str] | None = None, keep: Sequence[str] | None = None) -> dict[str, int]:
+def forget_documents(
+    path: str | Path, *, removed: Sequence[str] | None = None, keep: Sequence[str] | None = None
+) -> dict[str, int]:
     """Drop the ownerships of the documents ``removed`` (or of every document not in ``keep``),
     then the cache rows that no owner holds any more; rows deleted per cache table (non-zero only).
 

@@ -122,7 +122,7 @@ def begin_corpus_run(path: str | Path, run_id: str) -> None:
         for table in tables:
             conn.execute(f"drop table if exists {_staged(table)}")
         conn.execute(f"drop schema if exists {LEGACY_STAGING_SCHEMA} cascade")
-    marker = pl.DataFrame({"run_id": [run_id], "started_at": [dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)]})
+    marker = pl.DataFrame({"run_id": [run_id], "started_at": [dt.datetime.now(dt.UTC).replace(tzinfo=None)]})
     write_staged(path, RUN_MARKER, marker)
 
 
@@ -133,7 +133,7 @@ def publish_corpus(path: str | Path, manifest: pl.DataFrame, build: Mapping[str,
     versions ...) becomes the one row of ``corpus_build``, with the time of the commit.
     """
     tables = [table for table in staged_tables(path) if table != RUN_MARKER]
-    row = {**build, "published_at": dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)}
+    row = {**build, "published_at": dt.datetime.now(dt.UTC).replace(tzinfo=None)}
     build_frame = pl.DataFrame([{k: (json.dumps(v) if isinstance(v, dict) else v) for k, v in row.items()}])
     with connect(path) as conn, transaction(conn, _manifest=manifest, _build=build_frame):
         for table in tables:
@@ -194,7 +194,6 @@ def record_vector_versions(path: str | Path, versions: Mapping[str, int]) -> Non
     """Point the published build at new LanceDB versions of the same content (after compaction)."""
     with connect(path) as conn:
         conn.execute(f"update {quote(BUILD_TABLE)} set vector_versions = ?", [json.dumps(dict(versions))])
-
 
 
 def published_build(path: str | Path, *, wait_seconds: float = 30.0) -> dict[str, str] | None:

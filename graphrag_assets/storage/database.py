@@ -87,7 +87,12 @@ def _holds_null_type(dtype: pl.DataType) -> bool:
 
 def _is_lock_error(exc: Exception) -> bool:
     text = str(exc).lower()
-    return "lock" in text or "conflicting" in text or "being used by another process" in text or "different configuration" in text
+    return (
+        "lock" in text
+        or "conflicting" in text
+        or "being used by another process" in text
+        or "different configuration" in text
+    )
 
 
 @contextlib.contextmanager

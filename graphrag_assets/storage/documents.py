@@ -64,7 +64,9 @@ def record_document_step(path: str | Path, step: str, keys: Sequence[str]) -> No
             conn.unregister("_keys")
 
 
-def documents_needing_step(path: str | Path, step: str, keys: Sequence[str], failed_status_table: str | None = None) -> list[str]:
+def documents_needing_step(
+    path: str | Path, step: str, keys: Sequence[str], failed_status_table: str | None = None
+) -> list[str]:
     """The documents of ``keys`` whose rows of ``step`` were not written from their current
     ``source_files`` version (or never), plus, with ``failed_status_table``, those whose status
     there is ``failed`` or ``incomplete`` (an answer was cut off at the token limit); sorted.

@@ -20,7 +20,14 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
-from graphrag_assets.storage.database import LOCK_WAIT_SECONDS, FrameStream, connect, frame_of, table_exists, transaction
+from graphrag_assets.storage.database import (
+    LOCK_WAIT_SECONDS,
+    FrameStream,
+    connect,
+    frame_of,
+    table_exists,
+    transaction,
+)
 
 
 def quote(identifier: str) -> str:
@@ -70,7 +77,9 @@ def write_partitions(
         frame = frame.with_columns(pl.lit(keys[0], dtype=pl.String).alias(partition_column))
     stray = set(frame.get_column(partition_column).unique().to_list()) - set(keys)
     if stray:
-        raise ValueError(f"rows for partitions {sorted(stray)[:3]} cannot be written while writing {keys[:3]} of {table}")
+        raise ValueError(
+            f"rows for partitions {sorted(stray)[:3]} cannot be written while writing {keys[:3]} of {table}"
+        )
     key_frame = pl.DataFrame({"key": keys}, schema={"key": pl.String})
     with connect(path) as conn, transaction(conn, _incoming=frame, _keys=key_frame):
         if not table_exists(conn, table):
@@ -100,9 +109,9 @@ def read_table(
         if partition_column and partition_keys is not None:
             conn.register("_keys", FrameStream(pl.DataFrame({"key": list(partition_keys)}, schema={"key": pl.String})))
             try:
-                return frame_of(conn.sql(
-                    f"select * from {quote(table)} where {quote(partition_column)} in (select key from _keys)"
-                ))
+                return frame_of(
+                    conn.sql(f"select * from {quote(table)} where {quote(partition_column)} in (select key from _keys)")
+                )
             finally:
                 conn.unregister("_keys")
         return frame_of(conn.sql(f"select * from {quote(table)}"))
@@ -129,7 +138,9 @@ def _delete_by_keys(
     return deleted
 
 
-def delete_partitions(path: str | Path, tables: Sequence[str], partition_column: str, partition_keys: Sequence[str]) -> dict[str, int]:
+def delete_partitions(
+    path: str | Path, tables: Sequence[str], partition_column: str, partition_keys: Sequence[str]
+) -> dict[str, int]:
     """Delete the rows of ``partition_keys`` from each existing table, in one transaction.
 
     Dagster forgets a deleted dynamic partition but not the rows written for it; this removes them.
@@ -138,6 +149,8 @@ def delete_partitions(path: str | Path, tables: Sequence[str], partition_column:
     return _delete_by_keys(path, tables, partition_column, partition_keys, keep=False)
 
 
-def purge_partitions_except(path: str | Path, tables: Sequence[str], partition_column: str, keep: Sequence[str]) -> dict[str, int]:
+def purge_partitions_except(
+    path: str | Path, tables: Sequence[str], partition_column: str, keep: Sequence[str]
+) -> dict[str, int]:
     """Delete rows whose partition is not in ``keep`` (documents removed since they were written)."""
     return _delete_by_keys(path, tables, partition_column, keep, keep=True)

@@ -14,7 +14,6 @@ search fuses its hits with the vector hits (:mod:`graphrag_assets.query.hybrid_s
 from __future__ import annotations
 
 import os
-
 import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -167,7 +166,11 @@ def publish(
     if result.num_inserted_rows or result.num_updated_rows or result.num_deleted_rows:
         _index_text(existing)
     return PublishResult(
-        result.num_inserted_rows, result.num_updated_rows, result.num_deleted_rows, existing.count_rows(), existing.version
+        result.num_inserted_rows,
+        result.num_updated_rows,
+        result.num_deleted_rows,
+        existing.count_rows(),
+        existing.version,
     )
 
 

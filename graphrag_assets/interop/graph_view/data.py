@@ -56,15 +56,19 @@ def entity_table(entities: pl.DataFrame, communities: pl.DataFrame) -> pl.DataFr
 def relationship_pairs(relationships: pl.DataFrame, index_by_title: Mapping[str, int]) -> list[list[Any]]:
     """``[source index, target index, weight]`` per relationship whose two ends are entities."""
     pairs = []
-    for source, target, weight in relationships.sort("human_readable_id", "id", nulls_last=True).select(
-        "source", "target", "weight"
-    ).iter_rows():
+    for source, target, weight in (
+        relationships.sort("human_readable_id", "id", nulls_last=True).select("source", "target", "weight").iter_rows()
+    ):
         if source in index_by_title and target in index_by_title:
-            pairs.append([index_by_title[source], index_by_title[target], _round(weight if weight is not None else 1.0)])
+            pairs.append(
+                [index_by_title[source], index_by_title[target], _round(weight if weight is not None else 1.0)]
+            )
     return pairs
 
 
-def pack_communities(communities: pl.DataFrame, members: Mapping[int, Sequence[int]]) -> dict[int, tuple[float, float, float]]:
+def pack_communities(
+    communities: pl.DataFrame, members: Mapping[int, Sequence[int]]
+) -> dict[int, tuple[float, float, float]]:
     """(x, y, r) per community number: nested circle packing by member count, roots in the unit disc."""
     known = set(communities["community"].to_list())
     children: dict[int, list[int]] = {}
@@ -135,10 +139,14 @@ def community_layouts(
             layouts[community] = placed
             continue
         position = {entity: i for i, entity in enumerate(own)}
-        edges = sorted({
-            (min(position[a], position[b]), max(position[a], position[b]))
-            for a in own for b in neighbours.get(a, ()) if b in position
-        })
+        edges = sorted(
+            {
+                (min(position[a], position[b]), max(position[a], position[b]))
+                for a in own
+                for b in neighbours.get(a, ())
+                if b in position
+            }
+        )
         layouts[community] = dict(zip(own, leaf_layout(len(own), edges)))
     return layouts
 
@@ -177,17 +185,21 @@ def view_data(tables: Mapping[str, pl.DataFrame], title: str) -> dict[str, Any]:
         x, y, r = circles.get(number, (0.0, 0.0, 0.0))
         own = members[number]
         placed = layouts.get(number, {})
-        community_rows.append({
-            "community": number,
-            "level": row["level"],
-            "parent": row["parent"] if row["parent"] is not None else -1,
-            "title": row["title"] or f"Community {number}",
-            "size": len(own),
-            "x": _round(x), "y": _round(y), "r": _round(r),
-            "members": own,
-            "layout": [_round(v) for entity in own for v in placed.get(entity, (0.0, 0.0))],
-            "report": _report(reports.get(number)),
-        })
+        community_rows.append(
+            {
+                "community": number,
+                "level": row["level"],
+                "parent": row["parent"] if row["parent"] is not None else -1,
+                "title": row["title"] or f"Community {number}",
+                "size": len(own),
+                "x": _round(x),
+                "y": _round(y),
+                "r": _round(r),
+                "members": own,
+                "layout": [_round(v) for entity in own for v in placed.get(entity, (0.0, 0.0))],
+                "report": _report(reports.get(number)),
+            }
+        )
     return {
         "title": title,
         "entities": {

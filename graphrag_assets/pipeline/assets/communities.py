@@ -5,7 +5,7 @@ the stored table (see :mod:`graphrag_assets.index.stable_communities`). How each
 recorded in its materialization metadata, which the next run and ``status`` read back.
 """
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import polars as pl
 from dagster import (
@@ -21,16 +21,20 @@ from dagster import (
 )
 
 from graphrag_assets.core.progress import Counter
-from graphrag_assets.pipeline.assets.metadata import largest_communities, preview
 from graphrag_assets.index.community_checks import check_hierarchy
 from graphrag_assets.index.stable_communities import ClusteringRequest, communities_for_update, previous_assignments
+from graphrag_assets.pipeline.assets.metadata import largest_communities, preview
 from graphrag_assets.pipeline.partitions import STAGED_METADATA
 from graphrag_assets.pipeline.resources import GraphRAGProject
 from graphrag_assets.storage.corpus import CLUSTERING_TABLE, last_clustering, write_staged
 from graphrag_assets.storage.tables import read_table
 
 CHECKS = [
-    AssetCheckSpec("strict_hierarchy", asset="communities", description="Every child's parent exists one level up and children partition their parent's entities."),
+    AssetCheckSpec(
+        "strict_hierarchy",
+        asset="communities",
+        description="Every child's parent exists one level up and children partition their parent's entities.",
+    ),
     AssetCheckSpec(
         "clusters_within_max_size",
         asset="communities",
@@ -50,9 +54,11 @@ CHECKS = [
     check_specs=CHECKS,
     group_name="graph",
 )
-def communities(context: AssetExecutionContext, project: GraphRAGProject, entities: pl.DataFrame, relationships: pl.DataFrame):
+def communities(
+    context: AssetExecutionContext, project: GraphRAGProject, entities: pl.DataFrame, relationships: pl.DataFrame
+):
     settings = project.settings
-    period = datetime.now(timezone.utc).date().isoformat()
+    period = datetime.now(UTC).date().isoformat()
     progress = Counter("communities", 1, context.log).start()
     table, clustering = _cluster(context, settings, entities, relationships, period)
     progress.step()
@@ -72,19 +78,27 @@ def communities(context: AssetExecutionContext, project: GraphRAGProject, entiti
             "largest_communities": largest_communities(table, entities),
         },
     )
-    yield AssetCheckResult(check_name="strict_hierarchy", passed=report.ok, metadata={"problems": MetadataValue.json(report.problems)})
+    yield AssetCheckResult(
+        check_name="strict_hierarchy", passed=report.ok, metadata={"problems": MetadataValue.json(report.problems)}
+    )
     yield AssetCheckResult(
         check_name="clusters_within_max_size",
         passed=not report.unsplit_oversized,
         severity=AssetCheckSeverity.WARN,
-        metadata={"unsplittable": MetadataValue.json(report.unsplit_oversized[:50]), "count": report.unsplit_oversized_count},
+        metadata={
+            "unsplittable": MetadataValue.json(report.unsplit_oversized[:50]),
+            "count": report.unsplit_oversized_count,
+        },
     )
 
 
 # Run tag of a corpus run that must cluster from scratch (``index --recluster``).
 RECLUSTER_TAG = "graphrag_assets/recluster"
 
-def _cluster(context: AssetExecutionContext, settings, entities: pl.DataFrame, relationships: pl.DataFrame, period: str):
+
+def _cluster(
+    context: AssetExecutionContext, settings, entities: pl.DataFrame, relationships: pl.DataFrame, period: str
+):
     """The communities table and the clustering metadata, fresh or warm-started (stable mode).
 
     Stable mode reads the published ``communities`` table (the last build's: this run's goes to

@@ -13,22 +13,23 @@ import polars as pl
 from dagster import AssetExecutionContext, AssetIn, AssetKey, MetadataValue, asset
 
 from graphrag_assets.core import schemas
+from graphrag_assets.core.progress import Counter
+from graphrag_assets.index.embedding_texts import embed_frame, entity_texts, report_texts, text_unit_texts, with_text
 from graphrag_assets.llm.cache import own_embedded_texts
-
 from graphrag_assets.pipeline.assets.metadata import describe_partitions
 from graphrag_assets.pipeline.assets.model_session import ModelSession
 from graphrag_assets.pipeline.io_manager import DocumentRows
+from graphrag_assets.pipeline.partitions import DOCUMENT_PARTITIONS, PARTITION_METADATA, SINGLE_RUN, STAGED_METADATA
+from graphrag_assets.pipeline.resources import GraphRAGProject
 from graphrag_assets.project.document_work import step_work
 from graphrag_assets.project.lancedb_tables import text_units_kept
-from graphrag_assets.storage.tables import read_table
-from graphrag_assets.pipeline.partitions import DOCUMENT_PARTITIONS, PARTITION_METADATA, SINGLE_RUN, STAGED_METADATA
-from graphrag_assets.index.embedding_texts import embed_frame, entity_texts, report_texts, text_unit_texts, with_text
-from graphrag_assets.core.progress import Counter
-from graphrag_assets.pipeline.resources import GraphRAGProject
 from graphrag_assets.storage import vectors
+from graphrag_assets.storage.tables import read_table
 
 
-def _embed(context: AssetExecutionContext, settings, texts: pl.DataFrame, purpose: str, partition_key: str | None = None):
+def _embed(
+    context: AssetExecutionContext, settings, texts: pl.DataFrame, purpose: str, partition_key: str | None = None
+):
     progress = Counter(purpose.replace("_", " "), texts.height, context.log).start()
     with ModelSession(context, settings, partition_key=partition_key) as session:
         frame = session.run(embed_frame(session.embedder, texts, purpose=purpose)) if texts.height else None
@@ -36,7 +37,11 @@ def _embed(context: AssetExecutionContext, settings, texts: pl.DataFrame, purpos
     progress.step(texts.height)
     if frame is None:  # nothing to embed: the placeholder vector type never retypes a stored table
         frame = pl.DataFrame(
-            schema={**{c: texts.schema[c] for c in texts.columns if c != "text"}, "text_hash": pl.String, "vector": pl.Array(pl.Float32, 1)}
+            schema={
+                **{c: texts.schema[c] for c in texts.columns if c != "text"},
+                "text_hash": pl.String,
+                "vector": pl.Array(pl.Float32, 1),
+            }
         )
     frame = frame.with_columns(pl.lit(model_name, dtype=pl.String).alias("model"))
     return frame, session.metadata()
@@ -71,16 +76,26 @@ def text_unit_embeddings(context: AssetExecutionContext, project: GraphRAGProjec
     texts = text_unit_texts(text_units if text_units is not None else schemas.empty_frame(schemas.TEXT_UNITS))
     partitions = list(context.partition_keys)
     frame, usage = _embed(context, settings, texts, "embed_text_units", partitions[0] if len(partitions) == 1 else None)
-    own_embedded_texts(settings.database_path, frame["model"][0] if frame.height else "", texts.select("text", "document_key").iter_rows())
+    own_embedded_texts(
+        settings.database_path,
+        frame["model"][0] if frame.height else "",
+        texts.select("text", "document_key").iter_rows(),
+    )
     published = {}
     if text_units_kept(settings):
         result = vectors.publish(
-            settings.lancedb_path, vectors.TEXT_UNIT_TABLE, with_text(frame.select("id", "vector", "text_hash", "document_key"), texts),
-            scope_column="document_key", scope_keys=keys,
+            settings.lancedb_path,
+            vectors.TEXT_UNIT_TABLE,
+            with_text(frame.select("id", "vector", "text_hash", "document_key"), texts),
+            scope_column="document_key",
+            scope_keys=keys,
         )
         published = _publish_metadata(result, frame)
     describe_partitions(
-        context, "text_unit_embeddings", frame, lambda rows, bucketed: {"rows": rows.height, "dimension": _dimension(frame)},
+        context,
+        "text_unit_embeddings",
+        frame,
+        lambda rows, bucketed: {"rows": rows.height, "dimension": _dimension(frame)},
         run_wide={**usage, **published},
     )
     return DocumentRows(frame, keys)
@@ -102,7 +117,9 @@ def entity_embeddings(context: AssetExecutionContext, project: GraphRAGProject, 
     metadata=STAGED_METADATA,
     description=f"Embedding of each community report's full_content; published to LanceDB table '{vectors.REPORT_TABLE}'.",
 )
-def community_report_embeddings(context: AssetExecutionContext, project: GraphRAGProject, community_reports: pl.DataFrame) -> pl.DataFrame:
+def community_report_embeddings(
+    context: AssetExecutionContext, project: GraphRAGProject, community_reports: pl.DataFrame
+) -> pl.DataFrame:
     return _corpus_embeddings(context, project.settings, report_texts(community_reports), "embed_reports")
 
 

@@ -15,17 +15,17 @@ import polars as pl
 from dagster import AssetExecutionContext, AssetKey, AssetOut, Failure, MetadataValue, Output, multi_asset
 
 from graphrag_assets.core import schemas
-from graphrag_assets.index.methods import method_steps
+from graphrag_assets.core.progress import Counter, warn
 from graphrag_assets.index.graph_extraction import extract_graph_records, extraction_plan
+from graphrag_assets.index.methods import method_steps
 from graphrag_assets.index.noun_phrases import noun_phrase_records
 from graphrag_assets.pipeline.assets.metadata import describe_partitions, document_table, preview
+from graphrag_assets.pipeline.assets.model_session import ModelSession
 from graphrag_assets.pipeline.io_manager import DocumentRows
+from graphrag_assets.pipeline.partitions import DOCUMENT_PARTITIONS, PARTITION_METADATA, SINGLE_RUN
+from graphrag_assets.pipeline.resources import GraphRAGProject
 from graphrag_assets.project.document_work import step_work
 from graphrag_assets.storage.tables import read_table
-from graphrag_assets.pipeline.assets.model_session import ModelSession
-from graphrag_assets.pipeline.partitions import DOCUMENT_PARTITIONS, PARTITION_METADATA, SINGLE_RUN
-from graphrag_assets.core.progress import Counter, warn
-from graphrag_assets.pipeline.resources import GraphRAGProject
 
 
 @multi_asset(
@@ -52,7 +52,12 @@ def extract(context: AssetExecutionContext, project: GraphRAGProject):
     units = read_table(settings.database_path, "text_units", partition_column="document_key", partition_keys=keys)
     units = units if units is not None else schemas.empty_frame(schemas.TEXT_UNITS)
     outcomes = _Outcomes()
-    failed, failed_units, parse_failures, cut_off = outcomes.failed, outcomes.failed_units, outcomes.parse_failures, outcomes.cut_off
+    failed, failed_units, parse_failures, cut_off = (
+        outcomes.failed,
+        outcomes.failed_units,
+        outcomes.parse_failures,
+        outcomes.cut_off,
+    )
     metadata: dict = {}
     if method_steps(method).extraction == "model":
         records, metadata_extra = _llm_extraction(context, settings, units, outcomes)
@@ -79,6 +84,7 @@ def extract(context: AssetExecutionContext, project: GraphRAGProject):
         ],
         schema=schemas.EXTRACTION_STATUS,
     )
+
     def describe_records(rows: pl.DataFrame, bucketed: bool) -> dict:
         by_type = dict(rows.group_by("record_type").agg(pl.len()).iter_rows()) if rows.height else {}
         return {
@@ -129,7 +135,10 @@ def _llm_extraction(context, settings, units, outcomes: _Outcomes) -> tuple[pl.D
     with ModelSession(context, settings, partition_key=_partition_label(context)) as session:
         output = session.run(
             extract_graph_records(
-                session.chat, units.select("id", "text", "document_key"), plan, on_unit_done=lambda done, total: progress.step()
+                session.chat,
+                units.select("id", "text", "document_key"),
+                plan,
+                on_unit_done=lambda done, total: progress.step(),
             )
         )
     usage = session.metadata()

@@ -11,14 +11,21 @@ own (which would also cost Dagster a step and a table round trip per run).
 """
 
 import polars as pl
-from dagster import AssetCheckResult, AssetCheckSpec, AssetExecutionContext, AssetIn, AssetOut, MetadataValue, Output, multi_asset
+from dagster import (
+    AssetCheckResult,
+    AssetCheckSpec,
+    AssetExecutionContext,
+    AssetIn,
+    AssetOut,
+    MetadataValue,
+    Output,
+    multi_asset,
+)
 
 from graphrag_assets.core import schemas
 from graphrag_assets.core.buckets import is_bucket_key
 from graphrag_assets.core.errors import UserError
 from graphrag_assets.core.progress import Counter, warn
-from graphrag_assets.index.graph_checks import check_graph
-from graphrag_assets.index.methods import method_steps
 from graphrag_assets.index.entity_resolution import (
     Resolution,
     merged_profiles,
@@ -27,7 +34,9 @@ from graphrag_assets.index.entity_resolution import (
     resolve_with_model,
     resolve_with_rules,
 )
+from graphrag_assets.index.graph_checks import check_graph
 from graphrag_assets.index.graph_merge import finalize_covariates, finalize_graph, merge_graph
+from graphrag_assets.index.methods import method_steps
 from graphrag_assets.index.noun_phrases import NOUN_PHRASE_TYPE
 from graphrag_assets.index.resolution_clusters import apply_aliases, kept_aliases, largest_clusters, with_aliases
 from graphrag_assets.index.resolution_rules import NameEvidence
@@ -35,14 +44,22 @@ from graphrag_assets.index.summarize import SummaryOptions, distinct_description
 from graphrag_assets.pipeline.assets.metadata import preview
 from graphrag_assets.pipeline.assets.model_session import ModelSession
 from graphrag_assets.pipeline.partitions import PARTITIONS_NAME, STAGED_METADATA
-from graphrag_assets.storage.corpus import begin_corpus_run
 from graphrag_assets.pipeline.resources import GraphRAGProject
+from graphrag_assets.storage.corpus import begin_corpus_run
 from graphrag_assets.storage.documents import indexed_documents, keep_only_documents
 
 CHECKS = [
-    AssetCheckSpec("relationship_endpoints_exist", asset="relationships", description="Every relationship's source and target is an entity."),
+    AssetCheckSpec(
+        "relationship_endpoints_exist",
+        asset="relationships",
+        description="Every relationship's source and target is an entity.",
+    ),
     AssetCheckSpec("unique_entity_titles", asset="entities", description="No two entities share a title."),
-    AssetCheckSpec("degrees_match_relationships", asset="entities", description="Entity degrees and combined degrees agree with the relationships."),
+    AssetCheckSpec(
+        "degrees_match_relationships",
+        asset="entities",
+        description="Entity degrees and combined degrees agree with the relationships.",
+    ),
 ]
 
 
@@ -56,7 +73,10 @@ CHECKS = [
             description="Relationships merged across all documents, undirected (source < target), weights summed (MS GraphRAG v3 columns).",
             metadata=STAGED_METADATA,
         ),
-        "covariates": AssetOut(description="Claims extracted when extraction.claims.enabled (MS GraphRAG v3 columns).", metadata=STAGED_METADATA),
+        "covariates": AssetOut(
+            description="Claims extracted when extraction.claims.enabled (MS GraphRAG v3 columns).",
+            metadata=STAGED_METADATA,
+        ),
         "entity_aliases": AssetOut(
             description="Entity resolution: every name merged into another entity, with the method, score and reason (empty when resolution is off).",
             metadata=STAGED_METADATA,
@@ -84,7 +104,11 @@ def graph(
     purged = _purge_removed_documents(context, settings)
     left_out = sorted(extraction_status.filter(pl.col("status") == "failed")["document_key"].to_list())
     extractions = graph_extractions.filter(~pl.col("document_key").is_in(left_out))
-    metadata: dict = {"method": method, "left_out_documents": MetadataValue.json(left_out), "purged_rows": MetadataValue.json(purged)}
+    metadata: dict = {
+        "method": method,
+        "left_out_documents": MetadataValue.json(left_out),
+        "purged_rows": MetadataValue.json(purged),
+    }
     if method_steps(method).graph == "summarized":
         entities, relationships, covariates, aliases, extra = _standard_graph(context, settings, extractions)
     else:
@@ -98,8 +122,12 @@ def graph(
         metadata={
             **metadata,
             "entities": entities.height,
-            "types": MetadataValue.json(dict(entities.group_by("type").agg(pl.len()).sort("len", descending=True).head(20).iter_rows())),
-            "preview": preview(entities.sort("degree", descending=True).select("title", "type", "degree", "frequency", "description")),
+            "types": MetadataValue.json(
+                dict(entities.group_by("type").agg(pl.len()).sort("len", descending=True).head(20).iter_rows())
+            ),
+            "preview": preview(
+                entities.sort("degree", descending=True).select("title", "type", "degree", "frequency", "description")
+            ),
         },
     )
     yield Output(
@@ -107,15 +135,34 @@ def graph(
         output_name="relationships",
         metadata={
             "relationships": relationships.height,
-            "preview": preview(relationships.sort("combined_degree", descending=True).select("source", "target", "weight", "description")),
+            "preview": preview(
+                relationships.sort("combined_degree", descending=True).select(
+                    "source", "target", "weight", "description"
+                )
+            ),
         },
     )
     yield Output(covariates, output_name="covariates", metadata={"covariates": covariates.height})
     yield Output(aliases, output_name="entity_aliases", metadata=_alias_metadata(settings, aliases))
     report = check_graph(entities, relationships)
-    yield AssetCheckResult(check_name="relationship_endpoints_exist", asset_key="relationships", passed=not report.orphan_relationships, metadata={"orphans": len(report.orphan_relationships)})
-    yield AssetCheckResult(check_name="unique_entity_titles", asset_key="entities", passed=not report.duplicate_titles, metadata={"duplicates": MetadataValue.json(report.duplicate_titles[:20])})
-    yield AssetCheckResult(check_name="degrees_match_relationships", asset_key="entities", passed=not report.degree_mismatches, metadata={"mismatches": len(report.degree_mismatches)})
+    yield AssetCheckResult(
+        check_name="relationship_endpoints_exist",
+        asset_key="relationships",
+        passed=not report.orphan_relationships,
+        metadata={"orphans": len(report.orphan_relationships)},
+    )
+    yield AssetCheckResult(
+        check_name="unique_entity_titles",
+        asset_key="entities",
+        passed=not report.duplicate_titles,
+        metadata={"duplicates": MetadataValue.json(report.duplicate_titles[:20])},
+    )
+    yield AssetCheckResult(
+        check_name="degrees_match_relationships",
+        asset_key="entities",
+        passed=not report.degree_mismatches,
+        metadata={"mismatches": len(report.degree_mismatches)},
+    )
 
 
 def _standard_graph(context, settings, extractions: pl.DataFrame):
@@ -132,17 +179,24 @@ def _standard_graph(context, settings, extractions: pl.DataFrame):
                 extractions = apply_aliases(extractions, aliases)
                 merged = merge_graph(extractions)
         entity_items = [(row[0], row[1] or []) for row in merged.entities.select("title", "descriptions").iter_rows()]
-        relationship_items = [((row[0], row[1]), row[2] or []) for row in merged.relationships.select("source", "target", "descriptions").iter_rows()]
+        relationship_items = [
+            ((row[0], row[1]), row[2] or [])
+            for row in merged.relationships.select("source", "target", "descriptions").iter_rows()
+        ]
         needs_model = [item for item in entity_items + relationship_items if len(distinct_descriptions(item[1])) > 1]
         summaries: dict = {}
         if needs_model:
             progress = Counter("summarize descriptions", len(needs_model), context.log).start()
             summaries = session.run(
-                _summaries_with_progress(session.chat, needs_model, summary_options(settings), settings.llm.concurrency * 4, progress)
+                _summaries_with_progress(
+                    session.chat, needs_model, summary_options(settings), settings.llm.concurrency * 4, progress
+                )
             )
     entity_summaries = {k: v for k, v in summaries.items() if isinstance(k, str)}
     relationship_summaries = {k: v for k, v in summaries.items() if isinstance(k, tuple)}
-    entities, relationships = finalize_graph(merged.entities, merged.relationships, entity_summaries, relationship_summaries)
+    entities, relationships = finalize_graph(
+        merged.entities, merged.relationships, entity_summaries, relationship_summaries
+    )
     claims = extractions.filter(pl.col("record_type") == "claim")
     covariates = finalize_covariates(claims) if not claims.is_empty() else schemas.empty_frame(schemas.COVARIATES)
     stats = merged.stats
@@ -157,7 +211,9 @@ def _standard_graph(context, settings, extractions: pl.DataFrame):
     return entities, relationships, covariates, aliases, metadata
 
 
-def _resolve(context, settings, profiles: pl.DataFrame, evidence_texts, session: ModelSession | None = None) -> tuple[Resolution, dict]:
+def _resolve(
+    context, settings, profiles: pl.DataFrame, evidence_texts, session: ModelSession | None = None
+) -> tuple[Resolution, dict]:
     """Entity resolution by the model's verdicts or the offline rules, as the settings say.
 
     The model's calls go through ``session`` when given, else through a session of their own,
@@ -236,10 +292,12 @@ def _noun_graph(context, settings, extractions: pl.DataFrame, text_units: pl.Dat
     entities, relationships = materialize(graph, kept, ordered_units, progress.step)
     del graph
     progress.step()
-    metadata.update({
-        "nodes_before_pruning": before[0],
-        "edges_before_pruning": before[1],
-    })
+    metadata.update(
+        {
+            "nodes_before_pruning": before[0],
+            "edges_before_pruning": before[1],
+        }
+    )
     return entities, relationships, schemas.empty_frame(schemas.COVARIATES), kept_aliases(aliases, entities), metadata
 
 

@@ -10,19 +10,19 @@ import polars as pl
 from dagster import AssetExecutionContext, AssetKey, AssetOut, MetadataValue, Output, multi_asset
 
 from graphrag_assets.core import schemas
-from graphrag_assets.pipeline.assets.metadata import describe_partitions, document_table, preview
-from graphrag_assets.pipeline.io_manager import DocumentRows
-from graphrag_assets.project.document_work import ingest_work
-from graphrag_assets.storage.documents import delete_documents
-from graphrag_assets.project.fingerprints import document_fingerprint
-from graphrag_assets.pipeline.partitions import DOCUMENT_PARTITIONS, PARTITION_METADATA, SINGLE_RUN
+from graphrag_assets.core.progress import Counter
+from graphrag_assets.core.progress import warn as progress_warn
+from graphrag_assets.core.settings import Settings
 from graphrag_assets.index.chunking import attach_text_unit_ids, chunk_documents
 from graphrag_assets.index.documents import read_file_documents
 from graphrag_assets.index.input_files import InputFile, discover_input_files
-from graphrag_assets.core.progress import Counter
-from graphrag_assets.core.progress import warn as progress_warn
+from graphrag_assets.pipeline.assets.metadata import describe_partitions, document_table, preview
+from graphrag_assets.pipeline.io_manager import DocumentRows
+from graphrag_assets.pipeline.partitions import DOCUMENT_PARTITIONS, PARTITION_METADATA, SINGLE_RUN
 from graphrag_assets.pipeline.resources import GraphRAGProject
-from graphrag_assets.core.settings import Settings
+from graphrag_assets.project.document_work import ingest_work
+from graphrag_assets.project.fingerprints import document_fingerprint
+from graphrag_assets.storage.documents import delete_documents
 
 
 def ingest_partition(
@@ -36,14 +36,27 @@ def ingest_partition(
     """
     if found is None:
         message = f"partition {key}: its file is no longer in {settings.input.dir}; nothing ingested"
-        row = {"document_key": key, "status": "missing", "documents": 0, "message": message, "settings_fingerprint": fingerprint}
+        row = {
+            "document_key": key,
+            "status": "missing",
+            "documents": 0,
+            "message": message,
+            "settings_fingerprint": fingerprint,
+        }
         return schemas.empty_frame(schemas.DOCUMENTS), row, [message]
     try:
         stat = (settings.input_dir / found.path).stat()
         result = read_file_documents(settings.input_dir, found.path, key, settings.input)
     except Exception as exc:  # noqa: BLE001 - any failure is reported against this file only
         message = f"{found.path}: skipped, reading it failed unexpectedly ({type(exc).__name__}: {exc})"
-        row = {"document_key": key, "path": found.path, "status": "skipped", "documents": 0, "message": message, "settings_fingerprint": fingerprint}
+        row = {
+            "document_key": key,
+            "path": found.path,
+            "status": "skipped",
+            "documents": 0,
+            "message": message,
+            "settings_fingerprint": fingerprint,
+        }
         return schemas.empty_frame(schemas.DOCUMENTS), row, [message]
     row = {
         "document_key": key,
@@ -108,7 +121,11 @@ def ingest(context: AssetExecutionContext, project: GraphRAGProject):
     del documents
     units = chunk_documents(docs, settings.chunking.size, settings.chunking.overlap, settings.chunking.encoding)
     docs = attach_text_unit_ids(docs, units)
-    source_frame = schemas.conform(pl.DataFrame(sources), schemas.SOURCE_FILES) if sources else schemas.empty_frame(schemas.SOURCE_FILES)
+    source_frame = (
+        schemas.conform(pl.DataFrame(sources), schemas.SOURCE_FILES)
+        if sources
+        else schemas.empty_frame(schemas.SOURCE_FILES)
+    )
     removed = {"run/removed_documents": len(work.remove)} if work.remove else {}
     describe_partitions(context, "source_files", source_frame, _describe_source, run_wide=removed)
     yield Output(DocumentRows(source_frame, keys), output_name="source_files")
@@ -124,13 +141,18 @@ def ingest(context: AssetExecutionContext, project: GraphRAGProject):
 
     describe_partitions(context, "documents", docs, describe_documents)
     yield Output(DocumentRows(docs, keys), output_name="documents")
-    describe_partitions(context, "text_units", units, lambda rows, bucketed: {
-        "text_units": rows.height,
-        "tokens": int(rows.get_column("n_tokens").sum() or 0),
-        "chunk_size": settings.chunking.size,
-        "chunk_overlap": settings.chunking.overlap,
-        "preview": preview(rows.select("chunk_index", "n_tokens", pl.col("text").str.slice(0, 80))),
-    })
+    describe_partitions(
+        context,
+        "text_units",
+        units,
+        lambda rows, bucketed: {
+            "text_units": rows.height,
+            "tokens": int(rows.get_column("n_tokens").sum() or 0),
+            "chunk_size": settings.chunking.size,
+            "chunk_overlap": settings.chunking.overlap,
+            "preview": preview(rows.select("chunk_index", "n_tokens", pl.col("text").str.slice(0, 80))),
+        },
+    )
     yield Output(DocumentRows(units, keys), output_name="text_units")
 
 

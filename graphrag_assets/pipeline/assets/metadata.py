@@ -56,12 +56,20 @@ def describe_partitions(
         shared["run/documents" if not bucketed else "run/buckets"] = len(keys)
     groups = {}
     if PARTITION_COLUMN in frame.columns and frame.height:
-        groups = {key[0]: rows for key, rows in _with_partition(frame, keys, bucketed).partition_by("_partition", as_dict=True, include_key=False).items()}
+        groups = {
+            key[0]: rows
+            for key, rows in _with_partition(frame, keys, bucketed)
+            .partition_by("_partition", as_dict=True, include_key=False)
+            .items()
+        }
     empty = frame.head(0)
     add_partition_metadata(
         context,
         asset,
-        {key: {**describe(rows := groups.get(key, empty), bucketed), "dagster/row_count": rows.height, **shared} for key in keys},
+        {
+            key: {**describe(rows := groups.get(key, empty), bucketed), "dagster/row_count": rows.height, **shared}
+            for key in keys
+        },
     )
 
 
@@ -70,7 +78,9 @@ def _with_partition(frame: pl.DataFrame, keys: list[str], bucketed: bool) -> pl.
         return frame.with_columns(pl.col(PARTITION_COLUMN).alias("_partition"))
     buckets = parse_bucket_key(keys[0])[1]
     documents = frame.get_column(PARTITION_COLUMN).unique()
-    mapping = pl.DataFrame({PARTITION_COLUMN: documents, "_partition": [bucket_of(key, buckets) for key in documents.to_list()]})
+    mapping = pl.DataFrame(
+        {PARTITION_COLUMN: documents, "_partition": [bucket_of(key, buckets) for key in documents.to_list()]}
+    )
     return frame.join(mapping, on=PARTITION_COLUMN, how="left")
 
 
@@ -82,7 +92,9 @@ def document_table(rows: pl.DataFrame) -> MetadataValue:
     return preview(rows.sort(PARTITION_COLUMN), rows=DOCUMENT_TABLE_ROWS)
 
 
-def add_partition_metadata(context: AssetExecutionContext, asset: str, metadata: Mapping[str, Mapping[str, Any]]) -> None:
+def add_partition_metadata(
+    context: AssetExecutionContext, asset: str, metadata: Mapping[str, Mapping[str, Any]]
+) -> None:
     """Attach ``metadata[key]`` to partition ``key`` of ``asset``, for many partitions at once.
 
     ``context.add_asset_metadata`` checks every call's key against the run's whole partition range,
@@ -126,7 +138,10 @@ def largest_communities(
     columns = ["community", "level", "parent", "size", "top entities"]
     if reports is not None:
         table = table.join(
-            reports.select("community", "rank", pl.col("title").alias("report")), on="community", how="left", maintain_order="left"
+            reports.select("community", "rank", pl.col("title").alias("report")),
+            on="community",
+            how="left",
+            maintain_order="left",
         )
         columns = ["community", "level", "size", "rank", "report", "top entities"]
     return preview(table.select(columns), rows=rows)

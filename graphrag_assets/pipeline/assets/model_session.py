@@ -10,8 +10,8 @@ from typing import Any, TypeVar
 
 from dagster import AssetExecutionContext, MetadataValue
 
-from graphrag_assets.core.settings import Settings
 from graphrag_assets.core.ownership import CORPUS, cache_owner
+from graphrag_assets.core.settings import Settings
 from graphrag_assets.llm.factory import ModelSet
 from graphrag_assets.llm.usage import UsageMeter
 
@@ -41,12 +41,18 @@ class ModelSession(ModelSet):
         """Calls, cache hits, tokens and cost of this step, flat for the Dagster UI."""
         totals = self.meter.totals()
         data: dict[str, Any] = dict(self.meter.as_metadata())
-        data["llm/usage"] = MetadataValue.md(_usage_table(self.meter)) if totals.requests or totals.cache_hits else "no model calls"
+        data["llm/usage"] = (
+            MetadataValue.md(_usage_table(self.meter)) if totals.requests or totals.cache_hits else "no model calls"
+        )
         return data
 
     def persist(self) -> None:
         run_id = self.context.run.run_id if self.context.run else "unknown"
-        asset = "/".join(self.context.assets_def.key.path) if len(self.context.assets_def.keys) == 1 else self.context.op_def.name
+        asset = (
+            "/".join(self.context.assets_def.key.path)
+            if len(self.context.assets_def.keys) == 1
+            else self.context.op_def.name
+        )
         self.meter.persist(self.settings.database_path, run_id, asset, self.partition_key)
 
     def __enter__(self) -> "ModelSession":
@@ -61,7 +67,10 @@ class ModelSession(ModelSet):
 
 def _usage_table(meter: UsageMeter) -> str:
     frame = meter.to_frame()
-    lines = ["| purpose | model | requests | cache hits | prompt tokens | completion tokens | cost (USD) |", "|---|---|---|---|---|---|---|"]
+    lines = [
+        "| purpose | model | requests | cache hits | prompt tokens | completion tokens | cost (USD) |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for row in frame.iter_rows(named=True):
         lines.append(
             f"| {row['purpose']} | {row['model']} | {row['requests']} | {row['cache_hits']} | "

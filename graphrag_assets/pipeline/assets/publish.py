@@ -25,7 +25,15 @@ from graphrag_assets.storage.corpus import publish_corpus, read_staged, record_v
 from graphrag_assets.storage.tables import read_table
 
 CORPUS_VECTORS = {"entity_embeddings": vectors.ENTITY_TABLE, "community_report_embeddings": vectors.REPORT_TABLE}
-STAGED_ASSETS = ["entities", "relationships", "covariates", "entity_aliases", "communities", "community_reports", *CORPUS_VECTORS]
+STAGED_ASSETS = [
+    "entities",
+    "relationships",
+    "covariates",
+    "entity_aliases",
+    "communities",
+    "community_reports",
+    *CORPUS_VECTORS,
+]
 
 
 @asset(
@@ -36,7 +44,10 @@ STAGED_ASSETS = ["entities", "relationships", "covariates", "entity_aliases", "c
     "their extraction failed. Materializing it publishes the staged corpus tables in one transaction.",
 )
 def corpus_manifest(
-    context: AssetExecutionContext, project: GraphRAGProject, source_files: pl.DataFrame, extraction_status: pl.DataFrame
+    context: AssetExecutionContext,
+    project: GraphRAGProject,
+    source_files: pl.DataFrame,
+    extraction_status: pl.DataFrame,
 ) -> MaterializeResult:
     settings = project.settings
     # No step after this one counts tokens: the tokenizer's 22 MB go before the run's end

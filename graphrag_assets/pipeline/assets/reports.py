@@ -9,24 +9,30 @@ so an unchanged community costs nothing on the next run.
 import polars as pl
 from dagster import AssetExecutionContext, AssetIn, MetadataValue, asset
 
-from graphrag_assets.index.community_reports import generate_reports, report_options
-from graphrag_assets.index.methods import method_steps
-from graphrag_assets.llm.usage import record_outcomes
-from graphrag_assets.index.report_reuse import REUSE_PURPOSE, ReuseSummary, summarize_reuse
-from graphrag_assets.index.report_context import ReportTables
-from graphrag_assets.index.extractive_reports import extractive_reports
-from graphrag_assets.index.report_tokens import with_content_tokens
-from graphrag_assets.pipeline.assets.metadata import largest_communities, preview
-from graphrag_assets.pipeline.assets.model_session import ModelSession
 from graphrag_assets.core.progress import Counter, warn
 from graphrag_assets.core.tokens import token_counter
+from graphrag_assets.index.community_reports import generate_reports, report_options
+from graphrag_assets.index.extractive_reports import extractive_reports
+from graphrag_assets.index.methods import method_steps
+from graphrag_assets.index.report_context import ReportTables
+from graphrag_assets.index.report_reuse import REUSE_PURPOSE, ReuseSummary, summarize_reuse
+from graphrag_assets.index.report_tokens import with_content_tokens
+from graphrag_assets.llm.usage import record_outcomes
+from graphrag_assets.pipeline.assets.metadata import largest_communities, preview
+from graphrag_assets.pipeline.assets.model_session import ModelSession
 from graphrag_assets.pipeline.partitions import STAGED_METADATA
 from graphrag_assets.pipeline.resources import GraphRAGProject
 from graphrag_assets.storage.tables import read_table
 
 
 @asset(
-    ins={"communities": AssetIn(), "entities": AssetIn(), "relationships": AssetIn(), "covariates": AssetIn(), "text_units": AssetIn()},
+    ins={
+        "communities": AssetIn(),
+        "entities": AssetIn(),
+        "relationships": AssetIn(),
+        "covariates": AssetIn(),
+        "text_units": AssetIn(),
+    },
     group_name="reports",
     metadata=STAGED_METADATA,
     description="A report per community (MS GraphRAG v3 columns): title, summary, rating, findings and markdown full_content; 'generation' says llm or extractive.",
@@ -55,7 +61,9 @@ def community_reports(
         previous = read_table(settings.database_path, "community_reports")  # the published build's
         with ModelSession(context, settings) as session:
             result = session.run(
-                generate_reports(session.chat, tables, report_options(settings), on_progress=lambda done, total: progress.step())
+                generate_reports(
+                    session.chat, tables, report_options(settings), on_progress=lambda done, total: progress.step()
+                )
             )
         usage = session.metadata()
         frame = result.frame
@@ -71,7 +79,9 @@ def community_reports(
             **reuse,
             "method": method,
             "reports": frame.height,
-            "levels": MetadataValue.json({str(k): v for k, v in frame.group_by("level").agg(pl.len()).sort("level").iter_rows()}),
+            "levels": MetadataValue.json(
+                {str(k): v for k, v in frame.group_by("level").agg(pl.len()).sort("level").iter_rows()}
+            ),
             "failed": len(failed),
             "failed_communities": MetadataValue.json([{"community": c, "reason": r} for c, r in failed]),
             "substituted_contexts": int((frame["substituted_reports"].fill_null(0) > 0).sum()) if frame.height else 0,
@@ -93,7 +103,12 @@ def _record_reuse(context: AssetExecutionContext, settings, summary: ReuseSummar
         run_id,
         "community_reports",
         REUSE_PURPOSE,
-        {"reused": figures["reused"], "regenerated": figures["regenerated"], "deleted": figures["deleted"], "reasons": figures["reasons"]},
+        {
+            "reused": figures["reused"],
+            "regenerated": figures["regenerated"],
+            "deleted": figures["deleted"],
+            "reasons": figures["reasons"],
+        },
     )
     return {
         "reports_reused": figures["reused"],
