@@ -112,6 +112,13 @@ def test_relative_links_resolve(path: Path):
     assert not broken_links(path), f"{path.relative_to(REPO)}: broken links {broken_links(path)}"
 
 
+def test_docs_index_lists_every_page():
+    index = REPO / "docs" / "README.md"
+    linked = {(index.parent / target.partition("#")[0]).resolve() for target in relative_links(index)}
+    unlisted = [page.name for page in DOCS if page != index and page.resolve() not in linked]
+    assert not unlisted, f"docs/README.md does not link {unlisted}"
+
+
 def test_readme_fits_on_a_few_screens():
     lines = README.read_text(encoding="utf-8").count("\n")
     assert lines <= MAX_README_LINES, f"README.md has {lines} lines; move detail to docs/ (limit {MAX_README_LINES})"
