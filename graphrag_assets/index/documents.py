@@ -34,9 +34,9 @@ _UNICODE_BOMS = (  # UTF-32 first: its little-endian BOM begins with the UTF-16 
     (codecs.BOM_UTF16_LE, "utf-16"),
     (codecs.BOM_UTF16_BE, "utf-16"),
 )
-# Past this share of undecodable characters a file is not text in the encoding (random bytes read as
-# UTF-8 are ~3/4 replacements; text in another 8-bit encoding stays far below, accented letters
-# being a few percent of it): it is skipped rather than indexed as replacement characters.
+# Past this many undecodable bytes per character of text a file is not text in the encoding (random
+# high bytes read as UTF-8 are ~3/4 replacements; text in another 8-bit encoding stays far below,
+# its accented letters being a few percent of it): it is skipped, not indexed as replacement marks.
 UNDECODABLE_SHARE = 0.25
 # Fed to the CSV reader after the file's last line: it comes back as a row of its own unless the
 # file ended inside a quoted value, which then swallowed it (a noncharacter never occurs in text).
