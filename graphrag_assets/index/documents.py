@@ -13,6 +13,7 @@ import hashlib
 import io
 import json
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -22,6 +23,7 @@ import polars as pl
 
 from graphrag_assets.core import ids, schemas
 from graphrag_assets.core.settings import InputSettings
+from graphrag_assets.index.input_files import open_regular
 
 BINARY_SNIFF_BYTES = 8192
 EXTRA_FIELDS = "_extra_fields"  # where a CSV row's values beyond the header's columns are kept
@@ -32,6 +34,13 @@ _UNICODE_BOMS = (  # UTF-32 first: its little-endian BOM begins with the UTF-16 
     (codecs.BOM_UTF16_LE, "utf-16"),
     (codecs.BOM_UTF16_BE, "utf-16"),
 )
+# Past this many undecodable bytes per character of text a file is not text in the encoding (random
+# high bytes read as UTF-8 are ~3/4 replacements; text in another 8-bit encoding stays far below,
+# its accented letters being a few percent of it): it is skipped, not indexed as replacement marks.
+UNDECODABLE_SHARE = 0.25
+# Fed to the CSV reader after the file's last line: it comes back as a row of its own unless the
+# file ended inside a quoted value, which then swallowed it (a noncharacter never occurs in text).
+_CSV_END = "\ufdd0graphrag-end-of-file"
 _REPLACED = "graphrag-count-replace"
 _replacement_counter: list[int] = [0]
 
@@ -124,9 +133,46 @@ def _iso_mtime(path: Path) -> str:
     return datetime.fromtimestamp(path.stat().st_mtime, tz=UTC).isoformat()
 
 
+class UnclosedQuote(csv.Error):
+    """A quote that is never closed: the csv module silently reads the rest of the file as one value."""
+
+
+def _csv_records(text: str) -> Iterator[list[str]]:
+    """The records of a CSV text, raising UnclosedQuote (naming the line its record starts on)
+    where the csv module would silently swallow every line after an unclosed quote."""
+
+    def lines() -> Iterator[str]:
+        yield from io.StringIO(text, newline="")
+        yield _CSV_END + "\n"
+
+    reader = csv.reader(lines())
+    starts_on = 1
+    for record in reader:
+        if record == [_CSV_END]:
+            return
+        if any(_CSV_END in value for value in record):
+            raise UnclosedQuote(
+                f"a quote in the row starting on line {starts_on} is never closed, so the rest of the file "
+                'would be read as one value; close it, or write a quote inside a value as ""'
+            )
+        starts_on = reader.line_num + 1
+        yield record
+
+
 def _csv_rows(text: str, rel_path: str, warnings: list[str]) -> list[dict[str, Any]]:
-    reader = csv.DictReader(io.StringIO(text, newline=""), restkey=EXTRA_FIELDS)
-    rows: list[dict[str, Any]] = [dict(row) for row in reader]
+    """Rows as :class:`csv.DictReader` makes them (blank lines skipped, missing values None, values
+    past the header's columns under ``EXTRA_FIELDS``), from records checked for unclosed quotes."""
+    records = _csv_records(text)
+    header = next(records, [])
+    rows: list[dict[str, Any]] = []
+    for record in records:
+        if not record:
+            continue
+        row: dict[str, Any] = dict(zip(header, record, strict=False))
+        if len(record) > len(header):
+            row[EXTRA_FIELDS] = record[len(header) :]
+        row.update((name, None) for name in header[len(record) :])
+        rows.append(row)
     long_rows = sum(1 for row in rows if EXTRA_FIELDS in row)
     if long_rows:
         warnings.append(
@@ -183,13 +229,43 @@ def _as_text(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
+def _row_key(row: dict[str, Any], index: int, id_column: str | None) -> str:
+    """What names a row within its file (its document id is derived from it): the value in
+    ``input.id_column``, or the row's number when there is no such column or value."""
+    value = row.get(id_column) if id_column else None
+    return str(index) if value in (None, "") else _as_text(value)
+
+
+def _duplicate_id(rows: list[dict[str, Any]], id_column: str | None) -> str | None:
+    """Why the rows' ids are not unique (two rows named alike would become one document id), else None.
+
+    The whole file is refused, like a database refusing a load that breaks a primary key, rather
+    than guessing which row is meant or indexing half of the file.
+    """
+    if not id_column:
+        return None
+    first: dict[str, int] = {}
+    for index, row in enumerate(rows):
+        key = _row_key(row, index, id_column)
+        if key in first:
+            unnamed = [n for n in (first[key], index) if rows[n].get(id_column) in (None, "")]
+            why = f" (row #{unnamed[0]} has none and is named by its number)" if unnamed else ""
+            return (
+                f"rows #{first[key]} and #{index} have the same id {key!r} in input.id_column '{id_column}'{why}; "
+                "give every row its own id"
+            )
+        first[key] = index
+    return None
+
+
 def read_file_documents(input_dir: Path, rel_path: str, document_key: str, settings: InputSettings) -> FileDocuments:
     """Read ``input_dir / rel_path`` into rows of the ``documents`` schema (without text_unit_ids)."""
     path = input_dir / rel_path
     warnings: list[str] = []
     empty = FileDocuments(schemas.empty_frame(schemas.DOCUMENTS), warnings, skipped=True)
     try:
-        data = path.read_bytes()
+        with open_regular(path) as handle:
+            data = handle.read()
     except OSError as exc:
         warnings.append(f"{rel_path}: skipped, could not be read ({exc.strerror or exc})")
         return empty
@@ -205,6 +281,12 @@ def read_file_documents(input_dir: Path, rel_path: str, document_key: str, setti
     del data
     if not text.strip():  # judged on the text: blank UTF-16 still holds NUL bytes
         warnings.append(f"{rel_path}: skipped, the file is empty")
+        return empty
+    if replaced > UNDECODABLE_SHARE * len(text):
+        warnings.append(
+            f"{rel_path}: skipped, {replaced} of its bytes are not valid {encoding}, so it is binary or in another "
+            "encoding; if it is text, set input.encoding in graphrag.yaml (e.g. latin-1)"
+        )
         return empty
     text = normalize_newlines(text)
     if replaced:
@@ -249,23 +331,18 @@ def read_file_documents(input_dir: Path, rel_path: str, document_key: str, setti
             f"set input.text_column in graphrag.yaml"
         )
         return FileDocuments(empty.frame, warnings, replaced, skipped=True, content_hash=content_hash)
+    duplicate = _duplicate_id(rows, settings.id_column)
+    if duplicate:
+        warnings.append(f"{rel_path}: skipped, {duplicate}")
+        return FileDocuments(empty.frame, warnings, replaced, skipped=True, content_hash=content_hash)
     out: list[dict[str, Any]] = []
     blank = 0
-    seen_keys: set[str] = set()
     for index, row in enumerate(rows):
         body = _as_text(row.get(settings.text_column)).strip()
         if not body:
             blank += 1
             continue
-        row_key = (
-            _as_text(row.get(settings.id_column))
-            if settings.id_column and row.get(settings.id_column) not in (None, "")
-            else str(index)
-        )
-        if row_key in seen_keys:
-            warnings.append(f"{rel_path}: duplicate id {row_key!r} in row {index}; using the row number instead")
-            row_key = f"row-{index}"
-        seen_keys.add(row_key)
+        row_key = _row_key(row, index, settings.id_column)
         title = _as_text(row.get(settings.title_column)).strip() if settings.title_column else ""
         raw = row if not settings.metadata_columns else {k: row.get(k) for k in settings.metadata_columns}
         out.append(

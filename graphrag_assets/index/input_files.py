@@ -9,14 +9,27 @@ sanitized and given a short hash suffix of the real path, so two paths never sha
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 import re
+import stat as stat_kind
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 _UNSAFE = re.compile(r"[^\w.\-/]+", re.UNICODE)
 _DOTS = re.compile(r"\.{2,}")
 HASH_BLOCK = 1 << 20
+# Opening a named pipe for reading waits for a writer; O_NONBLOCK makes it return at once, so the
+# opened thing can be checked before anything is read (Windows has no pipes in folders, nor the flag).
+_OPEN_WITHOUT_WAITING = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+_KINDS = (
+    (stat_kind.S_ISFIFO, "a named pipe"),
+    (stat_kind.S_ISSOCK, "a socket"),
+    (stat_kind.S_ISCHR, "a device"),
+    (stat_kind.S_ISBLK, "a device"),
+)
 
 
 @dataclass(frozen=True)
@@ -25,6 +38,58 @@ class InputFile:
     key: str  # partition key
     size: int
     mtime: float
+
+
+class NotARegularFile(OSError):
+    """The path names a pipe, socket or device: reading it could wait forever or never end."""
+
+
+def kind_of(mode: int) -> str:
+    """What a non-regular file is, in words ("a named pipe", ...)."""
+    return next((name for test, name in _KINDS if test(mode)), "not a regular file")
+
+
+@contextmanager
+def open_regular(path: Path) -> Iterator[io.BufferedReader]:
+    """``path`` opened for binary reading, refusing anything but a regular file (NotARegularFile).
+
+    Checked on the opened descriptor, so a file swapped for a pipe after the folder was scanned
+    cannot make a reader (or the sensor's hashing) wait for a writer that never comes.
+    """
+    descriptor = os.open(path, _OPEN_WITHOUT_WAITING)
+    try:
+        mode = os.fstat(descriptor).st_mode
+        if not stat_kind.S_ISREG(mode):
+            raise NotARegularFile(f"{path.name} is {kind_of(mode)}")
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(descriptor, True)
+        handle = os.fdopen(descriptor, "rb")
+    except BaseException:
+        os.close(descriptor)
+        raise
+    with handle:
+        yield handle
+
+
+def escaped_name(name: str) -> str | None:
+    """A printable form of a name that is not valid UTF-8 (its bad bytes as ``\\xe9``), else None.
+
+    Python hands such names over with each bad byte as a lone surrogate (PEP 383); such text
+    cannot be stored in the database, shown, or sent anywhere, so these files are passed over.
+    """
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return os.fsencode(name).decode("utf-8", "backslashreplace")
+    return None
+
+
+def _not_utf8(relative: str, what: str) -> str:
+    shown = escaped_name(relative)
+    return (
+        f"{shown}: skipped, the {what} name is not valid UTF-8 (shown here with its bad bytes as \\x..); "
+        "rename it to a UTF-8 name to index it"
+    )
 
 
 def partition_key_for(relative_path: str) -> str:
@@ -50,7 +115,9 @@ def scan_input_files(input_dir: Path, file_types: list[str]) -> InputScan:
 
     Hidden files and folders (starting with '.') are ignored, like editors' swap files. Linked
     folders are followed, except a link to a folder already visited (a loop, or a second way into
-    the same files); links to nothing cannot be read. Both are passed over and named, never silently.
+    the same files); links to nothing cannot be read. Both are passed over and named, never silently,
+    as are names that are not valid UTF-8 (one bad name must not stop the other files) and named
+    pipes, sockets and devices (reading one waits forever or never ends).
     """
     scan = InputScan()
     if not input_dir.is_dir():
@@ -61,6 +128,9 @@ def scan_input_files(input_dir: Path, file_types: list[str]) -> InputScan:
         here = Path(dirpath)
         keep = []
         for name in sorted(d for d in dirnames if not d.startswith(".")):
+            if escaped_name(name) is not None:
+                scan.passed_over.append(_not_utf8((here / name).relative_to(input_dir).as_posix(), "folder"))
+                continue
             target = (here / name).resolve()
             if target in visited:
                 scan.passed_over.append(
@@ -75,6 +145,9 @@ def scan_input_files(input_dir: Path, file_types: list[str]) -> InputScan:
                 continue
             full = here / name
             relative = full.relative_to(input_dir).as_posix()
+            if escaped_name(name) is not None:
+                scan.passed_over.append(_not_utf8(relative, "file"))
+                continue
             try:
                 stat = full.stat()
             except OSError as exc:
@@ -84,6 +157,9 @@ def scan_input_files(input_dir: Path, file_types: list[str]) -> InputScan:
                     else f"it cannot be read ({exc.strerror})"
                 )
                 scan.passed_over.append(f"{relative}: skipped, {reason}")
+                continue
+            if not stat_kind.S_ISREG(stat.st_mode):
+                scan.passed_over.append(f"{relative}: skipped, it is {kind_of(stat.st_mode)}, not a regular file")
                 continue
             scan.files.append(InputFile(relative, partition_key_for(relative), stat.st_size, stat.st_mtime))
     scan.files.sort(key=lambda f: f.path)
@@ -98,7 +174,7 @@ def discover_input_files(input_dir: Path, file_types: list[str]) -> list[InputFi
 def file_hash(path: Path) -> str:
     """SHA-256 of the file's bytes, read in blocks so large files are never held in memory."""
     digest = hashlib.sha256()
-    with path.open("rb") as handle:
+    with open_regular(path) as handle:
         while block := handle.read(HASH_BLOCK):
             digest.update(block)
     return digest.hexdigest()
