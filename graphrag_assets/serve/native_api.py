@@ -72,9 +72,10 @@ class QueryRequest(BaseModel):
     @field_validator("method")
     @classmethod
     def _registered(cls, method: str) -> str:
-        if method not in method_names():
-            *first, last = (repr(name) for name in method_names())
-            raise ValueError(f"Input should be {', '.join(first)} or {last}")
+        names = [repr(name) for name in method_names()]
+        if repr(method) not in names:
+            listed = f"{', '.join(names[:-1])} or {names[-1]}" if len(names) > 1 else names[0]
+            raise ValueError(f"Input should be {listed}")
         return method
 
     def question_asked(self) -> Question:
