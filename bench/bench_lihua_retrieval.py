@@ -61,8 +61,8 @@ from graphrag_assets.project.query_data import load_query_data  # noqa: E402
 from graphrag_assets.query.basic_search import build_basic_context  # noqa: E402
 from graphrag_assets.query.engine import run_query  # noqa: E402
 from graphrag_assets.query.local_search import build_local_context  # noqa: E402
+from graphrag_assets.query.query_data import QueryData  # noqa: E402
 from graphrag_assets.query.request import QueryOptions, SearchRequest  # noqa: E402
-from graphrag_assets.query.types import QueryData  # noqa: E402
 
 TOP = 10
 CUTOFFS = (1, 5, 10)

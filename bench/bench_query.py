@@ -9,7 +9,7 @@ tokens in 100 documents, each entity mentioned in a few text units of its commun
 on that graph and every community gets a simple synthetic report (title, summary, five findings,
 ~1,200 tokens). Entity descriptions, text units and reports are embedded with the product's local
 hashing embedder (512 dimensions) and searched either in memory
-(:class:`~graphrag_assets.query.types.ArrayVectorIndex`) or in LanceDB
+(:class:`~graphrag_assets.query.array_index.ArrayVectorIndex`) or in LanceDB
 (:func:`graphrag_assets.storage.vectors.publish` + ``LanceVectorIndex``, exact search, as the
 product does).
 
@@ -73,12 +73,13 @@ from graphrag_assets.core.tokens import token_counter  # noqa: E402
 from graphrag_assets.index.communities import build_communities, normalize_edges  # noqa: E402
 from graphrag_assets.index.embedding_texts import embed_frame, entity_texts, report_texts, text_unit_texts, with_text  # noqa: E402
 from graphrag_assets.llm.local_embedder import LocalEmbedder  # noqa: E402
+from graphrag_assets.query.array_index import ArrayVectorIndex  # noqa: E402
 from graphrag_assets.query.basic_search import basic_search  # noqa: E402
 from graphrag_assets.query.global_search import build_map_batches, global_search, occurrence_weights, reports_at_level  # noqa: E402
 from graphrag_assets.query.graph_ranking import ranking_graph  # noqa: E402
 from graphrag_assets.query.local_search import build_local_context, local_search  # noqa: E402
+from graphrag_assets.query.query_data import QueryData  # noqa: E402
 from graphrag_assets.query.request import QueryOptions, SearchRequest  # noqa: E402
-from graphrag_assets.query.types import ArrayVectorIndex, QueryData  # noqa: E402
 
 SEED = 20261130
 N_ENTITIES = 10_000

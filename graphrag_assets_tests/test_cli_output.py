@@ -1,7 +1,7 @@
 """What the CLI prints for a query: the answer, then what it cites by name."""
 
 from graphrag_assets.cli.output import cited_records, render_query_result
-from graphrag_assets.query.types import ContextRecord, ContextRecords, QueryResult, QueryUsage
+from graphrag_assets.query.results import ContextRecord, ContextRecords, QueryResult, QueryUsage
 
 
 def records() -> ContextRecords:

@@ -16,6 +16,7 @@ import pytest
 from graphrag_assets.core.ids import entity_id, stable_uuid
 from graphrag_assets.core.schemas import COMMUNITIES, COMMUNITY_REPORTS, ENTITIES, RELATIONSHIPS, TEXT_UNITS, conform
 from graphrag_assets.core.settings import LocalSearchSettings, QuerySettings
+from graphrag_assets.query.array_index import ArrayVectorIndex
 from graphrag_assets.query.graph_ranking import (
     GraphQuery,
     build_ranking_graph,
@@ -25,7 +26,7 @@ from graphrag_assets.query.graph_ranking import (
     restart_distribution,
 )
 from graphrag_assets.query.local_search import local_search
-from graphrag_assets.query.types import ArrayVectorIndex, QueryData
+from graphrag_assets.query.query_data import QueryData
 from graphrag_assets_tests.test_query_local import ScriptedChat, ScriptedEmbedder, request
 
 TITLES = ["A", "B", "C", "D"]

@@ -8,9 +8,9 @@ import pytest
 
 from graphrag_assets.core.ids import short_id
 from graphrag_assets.core.settings import QuerySettings
+from graphrag_assets.query.array_index import ArrayVectorIndex
 from graphrag_assets.query.basic_search import basic_search
 from graphrag_assets.query.hybrid_search import NO_FULL_TEXT_INDEX, reciprocal_rank_fusion, text_unit_hits
-from graphrag_assets.query.types import ArrayVectorIndex
 from graphrag_assets_tests.test_query_local import TU, ScriptedEmbedder, make_index, request
 
 

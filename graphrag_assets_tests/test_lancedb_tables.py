@@ -21,8 +21,8 @@ from graphrag_assets.pipeline.indexing import index_project
 from graphrag_assets.project.query_data import load_query_data
 from graphrag_assets.project.querying import answer_question
 from graphrag_assets.project.status import project_status
+from graphrag_assets.query.array_index import ArrayVectorIndex
 from graphrag_assets.query.request import QueryOptions
-from graphrag_assets.query.types import ArrayVectorIndex
 from graphrag_assets.storage.corpus import vector_versions
 from graphrag_assets.storage.vectors import ENTITY_TABLE, REPORT_TABLE, TEXT_UNIT_TABLE, LanceVectorIndex, table_ids
 from graphrag_assets_tests.conftest import query_db

@@ -7,9 +7,9 @@ import json
 
 from graphrag_assets.core.ids import short_id
 from graphrag_assets.core.settings import QuerySettings
+from graphrag_assets.query.array_index import ArrayVectorIndex
 from graphrag_assets.query.basic_search import basic_search
 from graphrag_assets.query.engine import run_query
-from graphrag_assets.query.types import ArrayVectorIndex
 from graphrag_assets_tests.test_query_local import (
     TU,
     ScriptedChat,

@@ -20,6 +20,7 @@ import pytest
 from graphrag_assets.core.ids import entity_id, stable_uuid
 from graphrag_assets.core.schemas import COMMUNITIES, COMMUNITY_REPORTS, ENTITIES, conform
 from graphrag_assets.core.settings import QuerySettings
+from graphrag_assets.query.array_index import ArrayVectorIndex
 from graphrag_assets.query.global_search import (
     NO_DATA_ANSWER,
     ScoredPoint,
@@ -30,7 +31,7 @@ from graphrag_assets.query.global_search import (
     reports_at_level,
 )
 from graphrag_assets.query.json_answers import MapPoint
-from graphrag_assets.query.types import ArrayVectorIndex, QueryData
+from graphrag_assets.query.query_data import QueryData
 from graphrag_assets_tests.test_query_local import ScriptedChat, ScriptedEmbedder, filler, request, words
 
 TREE = {  # community: (level, parent, children, entity numbers)

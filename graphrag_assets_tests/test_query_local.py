@@ -28,11 +28,12 @@ from graphrag_assets.core.schemas import (
 )
 from graphrag_assets.core.settings import QuerySettings
 from graphrag_assets.llm.types import ChatOptions, ChatResult, Message
+from graphrag_assets.query.array_index import ArrayVectorIndex
 from graphrag_assets.query.context_tables import fill_table
 from graphrag_assets.query.engine import load_query_prompts, run_query
 from graphrag_assets.query.local_search import local_search, map_entities
+from graphrag_assets.query.query_data import QueryData
 from graphrag_assets.query.request import QueryOptions, SearchRequest
-from graphrag_assets.query.types import ArrayVectorIndex, QueryData
 
 
 def words(text: str) -> int:

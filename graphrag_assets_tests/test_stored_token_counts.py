@@ -12,9 +12,9 @@ import pytest
 
 from graphrag_assets.core.tokens import get_tokenizer
 from graphrag_assets.index.report_tokens import TOKENS_COLUMN, with_content_tokens
+from graphrag_assets.query.context_records import REPORT_COLUMNS, report_rows, source_rows
 from graphrag_assets.query.context_tables import fill_table, format_row, sized_row
 from graphrag_assets.query.global_search import build_map_batches, occurrence_weights, reports_at_level
-from graphrag_assets.query.local_search import REPORT_COLUMNS, report_rows, source_rows
 from graphrag_assets_tests.test_query_global import ScriptedChat, make_data, search, settings
 
 

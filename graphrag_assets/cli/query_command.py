@@ -9,14 +9,32 @@ import click
 from graphrag_assets.cli.common import JSON_OPTION, ROOT_OPTION, guard, print_json, project_settings
 from graphrag_assets.cli.output import render_query_result
 from graphrag_assets.project.querying import answer_question
+from graphrag_assets.query.registry import METHODS, method_names
 from graphrag_assets.query.request import QueryOptions
+
+
+class RegisteredMethods(click.Choice):
+    """``--method``'s choices: the query methods registered when the command line is read
+    (query/registry.py), not a list copied when this module was imported."""
+
+    def __init__(self) -> None:  # click's Choice would store a copy of the choices
+        self.case_sensitive = True
+
+    @property
+    def choices(self) -> tuple[str, ...]:  # type: ignore[override]
+        return method_names()
 
 
 @click.command()
 @click.argument("question")
 @ROOT_OPTION
 @click.option(
-    "--method", "-m", type=click.Choice(["local", "global", "drift", "basic"]), default="global", show_default=True
+    "--method",
+    "-m",
+    type=RegisteredMethods(),
+    default="global",
+    show_default=True,
+    help="How to search: " + "; ".join(f"{m.name}: {m.help}" for m in METHODS) + ".",
 )
 @click.option(
     "--community-level",

@@ -277,6 +277,9 @@ class QuerySettings(_Section):
     global_: GlobalSearchSettings = Field(default_factory=GlobalSearchSettings, alias="global")
     drift: DriftSearchSettings = Field(default_factory=DriftSearchSettings)
     basic: BasicSearchSettings = Field(default_factory=BasicSearchSettings)
+    # Options of query methods that bring their own settings model (query/registry.py), by method
+    # name: core cannot import the query package, so each is checked by its method when a query runs.
+    methods: dict[str, dict[str, Any]] = Field(default_factory=dict)
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 

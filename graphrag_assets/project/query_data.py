@@ -16,8 +16,9 @@ import polars as pl
 from graphrag_assets.core import schemas
 from graphrag_assets.core.errors import UserError
 from graphrag_assets.core.settings import Settings
+from graphrag_assets.query.array_index import ArrayVectorIndex, empty_index
 from graphrag_assets.query.lexical import Bm25Index
-from graphrag_assets.query.types import ArrayVectorIndex, QueryData, empty_index
+from graphrag_assets.query.query_data import QueryData
 from graphrag_assets.storage.corpus import vector_versions
 from graphrag_assets.storage.database import connect, frame_of, reading, table_exists
 from graphrag_assets.storage.vectors import ENTITY_TABLE, REPORT_TABLE, TEXT_UNIT_TABLE, LanceVectorIndex, lexical_index

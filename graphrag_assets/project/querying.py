@@ -16,7 +16,7 @@ from graphrag_assets.llm.usage import UsageMeter
 from graphrag_assets.project.query_data import load_query_data
 from graphrag_assets.query.engine import load_query_prompts, run_query
 from graphrag_assets.query.request import QueryOptions, SearchRequest
-from graphrag_assets.query.types import QueryResult
+from graphrag_assets.query.results import QueryResult
 
 
 def uses_llm(settings: Settings) -> bool:

@@ -19,14 +19,18 @@ import polars as pl
 from graphrag_assets.core.ids import short_id
 from graphrag_assets.core.settings import BasicSearchSettings
 from graphrag_assets.llm.types import Message
+from graphrag_assets.query.context_records import SOURCE_COLUMNS, source_records, source_rows
 from graphrag_assets.query.context_tables import BudgetedTable, fill_table
+from graphrag_assets.query.extractive import no_llm_answer
 from graphrag_assets.query.hybrid_search import text_unit_hits
-from graphrag_assets.query.local_search import no_llm_answer, source_records, source_rows
+from graphrag_assets.query.model_calls import TokenCounter
+from graphrag_assets.query.query_data import QueryData
+from graphrag_assets.query.query_prompts import query_prompt
 from graphrag_assets.query.request import SearchRequest
-from graphrag_assets.query.types import ContextRecords, QueryData, QueryResult, TokenCounter, query_prompt
+from graphrag_assets.query.results import ContextRecords, QueryResult
+from graphrag_assets.query.retrieval import context_result
 
 PURPOSE = "query_basic"
-SOURCE_COLUMNS = ("id", "text")
 
 
 def rank_text_units(hits: list[tuple[str, float]], text_units: pl.DataFrame) -> pl.DataFrame:
@@ -106,3 +110,18 @@ async def basic_search(request: SearchRequest) -> QueryResult:
             "sources_used": table.rows_used,
         },
     )
+
+
+async def basic_context(request: SearchRequest) -> QueryResult:
+    """The context a basic search would answer from, without the answer (see :mod:`.retrieval`)."""
+    calls = request.without_chat_model().model_calls()
+    vector = await calls.embed(request.question, PURPOSE)
+    context = build_basic_context(request.question, vector, request.data, request.settings.basic, calls.count)
+    score = dict(context.hits)
+    details = {
+        "mode": context.mode,
+        "scores": {short_id(r.id): round(score[r.id], 4) for r in context.records.sources},
+        "sources_offered": context.table.rows_offered,
+        "sources_used": context.table.rows_used,
+    }
+    return context_result("basic", context.records, context.table.text, calls, details, context.warnings)

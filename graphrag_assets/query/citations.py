@@ -8,10 +8,8 @@ the cited records by name and the server marks them in the references it returns
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # only annotations: query.types imports numpy, which sql/status/show never need
-    from graphrag_assets.query.types import ContextRecords
+from graphrag_assets.query.results import ContextRecords
 
 _CITATION = re.compile(r"\[Data:([^\]]*)\]")
 _CITED_KIND = re.compile(r"(Reports|Entities|Relationships|Claims|Sources)\s*\(([^)]*)\)")

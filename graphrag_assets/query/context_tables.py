@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from graphrag_assets.query.types import TokenCounter
+from graphrag_assets.query.model_calls import TokenCounter
 
 SECTION_SEPARATOR = "\n\n"
 

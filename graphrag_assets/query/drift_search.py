@@ -32,16 +32,23 @@ import polars as pl
 
 from graphrag_assets.core.settings import LocalSearchSettings, QuerySettings
 from graphrag_assets.llm.types import Message
+from graphrag_assets.query.context_records import report_records
 from graphrag_assets.query.context_tables import render_table
 from graphrag_assets.query.json_answers import DriftAnswer, parse_drift_answer
-from graphrag_assets.query.local_search import build_local_context, local_search, report_records
+from graphrag_assets.query.local_search import build_local_context, local_search
+from graphrag_assets.query.model_calls import ModelCalls
+from graphrag_assets.query.query_prompts import query_prompt
 from graphrag_assets.query.request import SearchRequest
-from graphrag_assets.query.types import ContextRecords, ModelCalls, QueryResult, query_prompt
+from graphrag_assets.query.results import ContextRecords, QueryResult
+from graphrag_assets.query.retrieval import context_result
 
 PURPOSE_HYDE = "query_drift_hyde"
 PURPOSE_PRIMER = "query_drift_primer"
 PURPOSE_LOCAL = "query_drift_local"
 PURPOSE_REDUCE = "query_drift_reduce"
+CONTEXT_WARNING = (
+    "DRIFT's primer reports are chosen here by the question itself (its hypothetical answer needs the model)"
+)
 FOLLOW_UPS_PER_ANSWER = 5  # how many follow-up queries each primer / follow-up answer is asked for
 LOCAL_TEXT_UNIT_PROP = 0.9
 LOCAL_COMMUNITY_PROP = 0.1
@@ -56,7 +63,9 @@ def template_report(reports: pl.DataFrame) -> dict[str, Any] | None:
     """The report used as the shape of the hypothetical answer: highest rank, then lowest id."""
     if reports.is_empty():
         return None
-    return reports.sort(["rank", "human_readable_id"], descending=[True, False], nulls_last=True).row(0, named=True)
+    return reports.sort(["rank", "human_readable_id", "id"], descending=[True, False, False], nulls_last=True).row(
+        0, named=True
+    )
 
 
 def split_folds(items: Sequence[T], folds: int) -> list[list[T]]:
@@ -319,3 +328,24 @@ def _read(text: str, answer_key: str, what: str, warnings: list[str]) -> DriftAn
         warnings.append(f"the answer of {what} was not the expected JSON; its text was kept with score 0")
         return DriftAnswer(text.strip(), 0, ())
     return parsed
+
+
+async def drift_context(request: SearchRequest) -> QueryResult:
+    """The reports DRIFT's primer would read, chosen by the question itself (see :mod:`.retrieval`)."""
+    reports = request.data.community_reports
+    if request.options.community_level is not None:
+        reports = reports.filter(pl.col("level") <= request.options.community_level)
+    calls = request.without_chat_model().model_calls()
+    k = request.settings.drift.k_followups
+    vector = await calls.embed(request.question, PURPOSE_HYDE)
+    by_id = {r["id"]: r for r in reports.iter_rows(named=True)}
+    chosen = [by_id[i] for i, _ in request.data.community_full_content.search(vector, k * 2) if i in by_id][:k]
+    table = render_table(
+        "Reports", ("id", "title", "content"), [(r["human_readable_id"], r["title"], r["full_content"]) for r in chosen]
+    )
+    records = ContextRecords(reports=report_records(pl.DataFrame(chosen, schema=reports.schema)))
+    details = {
+        "community_level": request.options.community_level,
+        "primer_reports": [r.citation for r in records.reports],
+    }
+    return context_result("drift", records, table if chosen else "", calls, details, [CONTEXT_WARNING])

@@ -1,10 +1,10 @@
-"""One entry point for the four query methods, used by the CLI, the Dagster query job and the
-benchmarks.
+"""One entry point for the query methods, used by the CLI, the Dagster query job, the server and
+the benchmarks.
 
 :func:`run_query` validates a :class:`~graphrag_assets.query.request.SearchRequest` and hands it
-to the method's engine. With ``chat_model=None`` every method answers without an LLM (see each
-engine); the result then has ``llm_used=False`` and its answer says so. With
-``options.context_only`` it returns the context without an answer (:mod:`.retrieval`).
+to the method's engine (see :mod:`.registry`). With ``chat_model=None`` every method answers
+without an LLM (see each engine); the result then has ``llm_used=False`` and its answer says so.
+With ``options.context_only`` it returns the context without an answer (:mod:`.retrieval`).
 """
 
 from __future__ import annotations
@@ -15,16 +15,11 @@ from pathlib import Path
 from graphrag_assets.core.errors import UserError
 from graphrag_assets.core.tokens import token_counter
 from graphrag_assets.prompts.templates import PromptTemplate, load_prompt
-from graphrag_assets.query.basic_search import basic_search
-from graphrag_assets.query.drift_search import drift_search
 from graphrag_assets.query.evidence import assess
-from graphrag_assets.query.global_search import global_search
-from graphrag_assets.query.local_search import local_search
+from graphrag_assets.query.query_prompts import QUERY_PROMPT_PLACEHOLDERS
+from graphrag_assets.query.registry import check_method_settings, query_method
 from graphrag_assets.query.request import SearchRequest
-from graphrag_assets.query.retrieval import RETRIEVERS
-from graphrag_assets.query.types import QUERY_PROMPT_PLACEHOLDERS, QueryResult
-
-ENGINES = {"local": local_search, "global": global_search, "drift": drift_search, "basic": basic_search}
+from graphrag_assets.query.results import QueryResult
 
 
 def load_query_prompts(
@@ -57,12 +52,14 @@ async def run_query(request: SearchRequest) -> QueryResult:
             f"the question is {size:,} tokens long and the limit is {limit:,} (query.max_question_tokens); "
             "shorten it, or raise the limit in graphrag.yaml."
         )
-    if request.embedder is None and options.method != "global":
+    method = query_method(options.method)
+    if request.embedder is None and method.needs_embedder:
         raise UserError(
             f"{options.method} search needs an embedding model to match the question; configure llm.embeddings."
         )
-    handlers = RETRIEVERS if options.context_only else ENGINES
-    result = await handlers[options.method](request.asking(request.question.strip()))
+    check_method_settings(request.settings)
+    engine = method.context_function() if options.context_only else method.search_function()
+    result = await engine(request.asking(request.question.strip()))
     evidence = assess(request.question, result.context_text, options.method)
     result.details["evidence"] = evidence.as_dict()
     if evidence.weak:

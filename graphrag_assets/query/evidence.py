@@ -7,9 +7,10 @@ model-free, so it works offline and costs microseconds: the share of the questio
 words (function words and words shorter than three letters left out; a plural matches its
 singular) that occur anywhere in the context the method assembled.
 
-Thresholds per method, calibrated on the bundled sample with its six sample questions and
-off-topic ones (capital of France, a football final, baking bread, Hamlet): on-topic questions
-found 20–100% of their terms in the context of basic, local and DRIFT search, off-topic ones 0%
+Thresholds per method (``weak_evidence_below`` in :mod:`.registry`), calibrated on the bundled
+sample with its six sample questions and off-topic ones (capital of France, a football final,
+baking bread, Hamlet): on-topic questions found 20–100% of their terms in the context of basic,
+local and DRIFT search, off-topic ones 0%
 (one, about boiling water, 50%: "water" and "point" occur in harbour documents — the signal
 misses what shares vocabulary with the corpus). Global search answers corpus-wide questions
 ("the main themes") whose words need not occur in any report, so it is never flagged; with a
@@ -22,8 +23,8 @@ import re
 from dataclasses import asdict, dataclass
 
 from graphrag_assets.core.words import word_lists
+from graphrag_assets.query.registry import query_method
 
-WEAK_BELOW = {"basic": 0.2, "local": 0.2, "drift": 0.2, "global": 0.0}
 MIN_TERM_LENGTH = 3
 _WORD = re.compile(r"[^\W_]+")
 
@@ -62,4 +63,4 @@ def assess(question: str, context_text: str, method: str) -> Evidence:
     found = [t for t in terms if t in present or t.rstrip("s") in present or f"{t}s" in present]
     missing = [t for t in terms if t not in found]
     score = len(found) / len(terms) if terms else 1.0
-    return Evidence(score, WEAK_BELOW.get(method, 0.0), found, missing)
+    return Evidence(score, query_method(method).weak_evidence_below, found, missing)

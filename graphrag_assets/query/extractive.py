@@ -21,13 +21,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import polars as pl
 
 from graphrag_assets.core.sentences import split_sentences
 from graphrag_assets.core.words import function_words
 from graphrag_assets.llm.local_embedder import LocalEmbedder, words_of
+from graphrag_assets.query.model_calls import ModelCalls
+from graphrag_assets.query.query_data import QueryData
+from graphrag_assets.query.results import ContextRecords
 
 HEADER = "(Extractive answer: no language model was used; these are the most relevant passages.)"
 NO_MATCH = "No passage in the retrieved context matches the question."
+EXTRACTIVE_SENTENCES = 5
 KEYWORD_WEIGHT = 0.5
 MIN_COSINE = 0.1
 _SUFFIXES = ("ing", "es", "ed", "s")
@@ -103,3 +108,27 @@ def extractive_answer(
         return f"{HEADER}\n\n{NO_MATCH}"
     lines = [f"{candidates[i].text} [Data: {candidates[i].label}]" for i in ranked]
     return HEADER + "\n\n" + "\n\n".join(lines)
+
+
+def extractive_sources(data: QueryData, records: ContextRecords) -> list[tuple[str, str]]:
+    """(citation label, text) of the sources, then the reports, of a context, for the no-LLM answer."""
+    texts = dict(data.text_units.filter(pl.col("id").is_in(records.ids("sources"))).select("id", "text").iter_rows())
+    reports = dict(
+        data.community_reports.filter(pl.col("id").is_in(records.ids("reports")))
+        .select("id", "full_content")
+        .iter_rows()
+    )
+    pairs = [(f"Sources ({r.citation})", texts[r.id]) for r in records.sources if texts.get(r.id)]
+    pairs += [(f"Reports ({r.citation})", reports[r.id]) for r in records.reports if reports.get(r.id)]
+    return pairs
+
+
+def no_llm_answer(question: str, data: QueryData, records: ContextRecords, calls: ModelCalls) -> str:
+    """The extractive answer used when no chat model is configured (it says that no model was used).
+
+    Sentences are ranked with the offline hashing embedder whatever embedder the query used: the
+    ranking only compares sentences with the question, so it needs no stored vectors, and it costs
+    no calls to an embedding server.
+    """
+    embedder = calls.embedder if isinstance(calls.embedder, LocalEmbedder) else LocalEmbedder()
+    return extractive_answer(question, extractive_sources(data, records), embedder, max_sentences=EXTRACTIVE_SENTENCES)

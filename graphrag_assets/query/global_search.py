@@ -42,22 +42,21 @@ import polars as pl
 
 from graphrag_assets.index.report_tokens import TOKENS_COLUMN
 from graphrag_assets.llm.types import Message
+from graphrag_assets.query.context_records import report_records
 from graphrag_assets.query.context_tables import pack_batches, render_table, sized_row
 from graphrag_assets.query.json_answers import MapPoint, parse_map_points, parse_rating
-from graphrag_assets.query.local_search import report_records
+from graphrag_assets.query.model_calls import ModelCalls, TokenCounter
+from graphrag_assets.query.query_prompts import query_prompt
 from graphrag_assets.query.request import SearchRequest
-from graphrag_assets.query.types import (
-    NO_LLM_NOTICE,
-    ContextRecords,
-    ModelCalls,
-    QueryResult,
-    TokenCounter,
-    query_prompt,
-)
+from graphrag_assets.query.results import NO_LLM_NOTICE, ContextRecords, QueryResult
+from graphrag_assets.query.retrieval import context_result
 
 PURPOSE_MAP = "query_global_map"
 PURPOSE_REDUCE = "query_global_reduce"
 PURPOSE_RATE = "query_global_rate"
+DYNAMIC_CONTEXT_WARNING = (
+    "dynamic community selection needs the model to rate reports; the reports of the community level are listed"
+)
 CACHE_MAP_AND_RATE_CALLS = True
 UNREADABLE_RATING = 1
 NO_LLM_REPORTS = 5
@@ -438,4 +437,38 @@ async def _no_llm_result(
         llm_used=False,
         warnings=warnings,
         details=details,
+    )
+
+
+async def global_context(request: SearchRequest) -> QueryResult:
+    """The map batches of the community level's reports, without the map and reduce calls (see :mod:`.retrieval`)."""
+    options, data = request.settings.global_, request.data
+    level = options.community_level if request.options.community_level is None else request.options.community_level
+    dynamic = (
+        options.dynamic_selection if request.options.dynamic_selection is None else request.options.dynamic_selection
+    )
+    calls = request.without_chat_model().model_calls()
+    reports = reports_at_level(data.communities, data.community_reports, level, roll_up=request.options.roll_up)
+    weights = occurrence_weights(data.communities, data.entities, reports["community"].to_list())
+    batches, too_large = build_map_batches(
+        reports, weights, options.shuffle_seed, options.max_context_tokens, calls.count
+    )
+    warnings = [DYNAMIC_CONTEXT_WARNING] if dynamic else []
+    if too_large:
+        warnings.append(
+            f"report(s) {', '.join(too_large)} do not fit global.max_context_tokens on their own and were left out"
+        )
+    by_id = {r["id"]: r for r in reports.iter_rows(named=True)}
+    used = pl.DataFrame([by_id[i] for b in batches for i in b.report_ids], schema=reports.schema)
+    details = {
+        "community_level": level,
+        "batches": [{"batch": i + 1, "reports": b.report_citations} for i, b in enumerate(batches)],
+    }
+    return context_result(
+        "global",
+        ContextRecords(reports=report_records(used)),
+        "\n\n".join(b.text for b in batches),
+        calls,
+        details,
+        warnings,
     )

@@ -37,12 +37,17 @@ the error halves every step, so about 35 steps reach the tolerance.
 sum of their two ends' scores, at most ``top_k_relationships`` per entity; the reports of the
 communities (levels up to the requested one) holding one of them, by the summed score of all
 their members, then report rank; the text units by score.
+
+**Order.** The walk runs over the tables with their rows sorted by id, and every sort ends on a
+unique key, so equal scores are broken the same way however the tables' rows were ordered: an
+incremental build writes its rows in another order than a rebuild of the same index, and its
+context (and answers) must not differ for that.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import polars as pl
@@ -50,7 +55,7 @@ import polars as pl
 from graphrag_assets.core.settings import LocalSearchSettings
 from graphrag_assets.query.entity_filter import seed_entities
 from graphrag_assets.query.hybrid_search import text_unit_hits
-from graphrag_assets.query.types import QueryData
+from graphrag_assets.query.query_data import QueryData
 
 CACHE_KEY = "ranking_graph"
 PASSAGE_CANDIDATES = 10  # text units that receive restart mass (measured on LiHua-World: 20 did worse)
@@ -73,12 +78,25 @@ class RankingGraph:
     step_probability: np.ndarray  # per directed edge: its weight / the total weight leaving its source
     isolated: np.ndarray  # per vertex: has no edge
     entity_titles: list[str]  # vertex i (i < entity_count) is the entity of row i of the entity table
-    entity_vertex: dict[str, int]  # vertex entity_count + j is row j of the text units
-    unit_vertex: dict[str, int]
+    entity_vertex: dict[str, int]
+    unit_vertex: dict[str, int]  # vertex entity_count + j is row j of the text units
     mentions: np.ndarray  # per entity vertex: text units mentioning it (at least 1)
     member_community: np.ndarray  # community row of each (community, member) pair
     member_vertex: np.ndarray  # entity vertex of each pair
     built_from: tuple[pl.DataFrame, ...]  # the frames it describes (the cache is valid while they are the data's)
+    tables: tuple[pl.DataFrame, ...]  # entities, relationships, text units, communities: the rows vertices index
+
+    @property
+    def entity_rows(self) -> pl.DataFrame:
+        return self.tables[0]
+
+    @property
+    def unit_rows(self) -> pl.DataFrame:
+        return self.tables[2]
+
+    @property
+    def community_rows(self) -> pl.DataFrame:
+        return self.tables[3]
 
     @property
     def entity_count(self) -> int:
@@ -112,6 +130,12 @@ def _sources(data: QueryData) -> tuple[pl.DataFrame, ...]:
     return (data.entities, data.relationships, data.text_units, data.communities)
 
 
+def in_id_order(*tables: pl.DataFrame) -> tuple[pl.DataFrame, ...]:
+    """The tables with their rows sorted by id: the same graph, float for float, whatever order
+    the rows were stored in."""
+    return tuple(table.sort("id") for table in tables)
+
+
 def build_ranking_graph(
     entities: pl.DataFrame, relationships: pl.DataFrame, text_units: pl.DataFrame, communities: pl.DataFrame
 ) -> RankingGraph:
@@ -128,6 +152,7 @@ def build_ranking_graph(
         .join(title_vertex.rename({"title": "source", "_v": "_a"}), on="source")
         .join(title_vertex.rename({"title": "target", "_v": "_b"}), on="target")
         .filter(pl.col("weight") > 0)
+        .sort("_a", "_b", "weight")  # a join's output order is not defined
     )
     link_weights = links["weight"].to_numpy().astype(np.float64)
     if link_weights.size:
@@ -136,7 +161,8 @@ def build_ranking_graph(
         entities.select(pl.int_range(pl.len()).alias("_v"), pl.col("text_unit_ids").alias("unit"))
         .explode("unit")
         .join(unit_vertex, on="unit")
-        .unique(["_v", "_u"], keep="first", maintain_order=True)
+        .unique(["_v", "_u"])
+        .sort("_v", "_u")
     )
     edges = np.concatenate(
         [links.select("_a", "_b").to_numpy().reshape(-1, 2), mentioned.select("_v", "_u").to_numpy().reshape(-1, 2)]
@@ -154,6 +180,7 @@ def build_ranking_graph(
         communities.select(pl.int_range(pl.len()).alias("_c"), pl.col("entity_ids").alias("id"))
         .explode("id")
         .join(pl.DataFrame({"id": entity_ids, "_v": np.arange(n_entities)}), on="id")
+        .sort("_c", "_v")
     )
     return RankingGraph(
         vertex_count=vertex_count,
@@ -169,6 +196,7 @@ def build_ranking_graph(
         member_community=members["_c"].to_numpy(),
         member_vertex=members["_v"].to_numpy(),
         built_from=(entities, relationships, text_units, communities),
+        tables=(entities, relationships, text_units, communities),
     )
 
 
@@ -177,7 +205,7 @@ def ranking_graph(data: QueryData) -> RankingGraph:
     cached = data.derived.get(CACHE_KEY)
     sources = _sources(data)
     if cached is None or any(a is not b for a, b in zip(cached.built_from, sources)):
-        cached = build_ranking_graph(*sources)
+        cached = replace(build_ranking_graph(*in_id_order(*sources)), built_from=sources)
         data.derived[CACHE_KEY] = cached
     return cached
 
@@ -242,7 +270,7 @@ def _top(scores: np.ndarray, n: int) -> np.ndarray:
 def rank_relationships_by_score(
     titles: Sequence[str], relationships: pl.DataFrame, title_scores: pl.DataFrame, cap: int
 ) -> pl.DataFrame:
-    """Relationships touching ``titles`` by the sum of their ends' scores (ties: lower human_readable_id)."""
+    """Relationships touching ``titles`` by the sum of their ends' scores (ties: lower human_readable_id, then id)."""
     touching = relationships.filter(pl.col("source").is_in(titles) | pl.col("target").is_in(titles))
     scored = (
         touching.join(title_scores.rename({"title": "source", "_score": "_s"}), on="source", how="left")
@@ -250,7 +278,7 @@ def rank_relationships_by_score(
         .with_columns((pl.col("_s").fill_null(0.0) + pl.col("_t").fill_null(0.0)).alias("_score"))
     )
     return (
-        scored.sort(["_score", "human_readable_id"], descending=[True, False], nulls_last=True)
+        scored.sort(["_score", "human_readable_id", "id"], descending=[True, False, False], nulls_last=True)
         .head(cap)
         .drop("_s", "_t", "_score")
     )
@@ -260,7 +288,7 @@ def rank_reports_by_score(
     graph: RankingGraph, scores: np.ndarray, selected: np.ndarray, data: QueryData, community_level: int | None
 ) -> pl.DataFrame:
     """Reports of communities holding a selected entity, by their members' summed score, then rank."""
-    n_communities = data.communities.height
+    n_communities = graph.community_rows.height
     if n_communities == 0 or data.community_reports.is_empty():
         return data.community_reports.head(0)
     member_scores = np.bincount(graph.member_community, weights=scores[graph.member_vertex], minlength=n_communities)
@@ -268,14 +296,16 @@ def rank_reports_by_score(
     chosen[selected] = True
     holds = np.bincount(graph.member_community, weights=chosen[graph.member_vertex], minlength=n_communities) > 0
     candidates = (
-        data.communities.select("community", "level")
+        graph.community_rows.select("community", "level")
         .with_columns(pl.Series("_score", member_scores), pl.Series("_holds", holds))
         .filter(pl.col("_holds"))
     )
     if community_level is not None:
         candidates = candidates.filter(pl.col("level") <= community_level)
     ranked = data.community_reports.join(candidates.select("community", "_score"), on="community", how="inner")
-    return ranked.sort(["_score", "rank", "community"], descending=[True, True, False], nulls_last=True).drop("_score")
+    return ranked.sort(
+        ["_score", "rank", "community", "id"], descending=[True, True, False, False], nulls_last=True
+    ).drop("_score")
 
 
 def rank_by_graph(
@@ -294,10 +324,10 @@ def rank_by_graph(
     title_scores = pl.DataFrame({"title": graph.entity_titles, "_score": entity_scores}).unique("title", keep="first")
     units = _top(scores[graph.entity_count :], SOURCE_CANDIDATES)  # and unit j row j of the text units
     return RankedCandidates(
-        entities=data.entities[selected],
+        entities=graph.entity_rows[selected],
         reports=rank_reports_by_score(graph, scores, selected, data, community_level),
         relationships=rank_relationships_by_score(
             titles, data.relationships, title_scores, settings.top_k_relationships * len(titles)
         ),
-        text_units=data.text_units[units],
+        text_units=graph.unit_rows[units],
     )

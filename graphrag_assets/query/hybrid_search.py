@@ -5,7 +5,7 @@ the question". With ``mode="hybrid"`` and a full-text index, the vector hits and
 fused by reciprocal rank (Cormack, Clarke and Büttcher, 2009): every list adds ``1 / (K + rank)``
 (ranks from 1, K = 60) to each id it holds, the sum orders the result. That is the formula of
 LanceDB's ``RRFReranker``; we fuse here rather than through LanceDB's hybrid query so that the query
-engines stay free of I/O (the full-text index is a :class:`~graphrag_assets.query.types.LexicalIndex`
+engines stay free of I/O (the full-text index is a :class:`~graphrag_assets.query.search_indexes.LexicalIndex`
 handed in by storage) and the local ranking can reuse the same fused hits.
 
 Why fuse at all: the offline hashing embedder knows words but not how rare they are, and a model
@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from graphrag_assets.query.types import QueryData
+from graphrag_assets.query.query_data import QueryData
 
 RRF_K = 60
 NO_FULL_TEXT_INDEX = (

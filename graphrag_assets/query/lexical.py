@@ -19,12 +19,16 @@ class Bm25Index:
     """The LexicalIndex protocol over ``texts`` (keyed by ``ids``), built when it is created."""
 
     def __init__(self, ids: Sequence[str], texts: Sequence[str]) -> None:
-        self._ids = list(ids)
+        # Indexed in id order: texts of equal score come back in the order they were indexed, which
+        # must not depend on the order the rows were stored in (a rebuild and an update differ).
+        pairs = sorted(zip(ids, texts))
+        self._ids = [i for i, _ in pairs]
         self._tokenizer = Tokenizer(stopwords="en")
         self._retriever = bm25s.BM25()
         if self._ids:
             self._retriever.index(
-                self._tokenizer.tokenize(list(texts), return_as="ids", show_progress=False), show_progress=False
+                self._tokenizer.tokenize([t for _, t in pairs], return_as="ids", show_progress=False),
+                show_progress=False,
             )
 
     def search(self, query: str, k: int) -> list[tuple[str, float]]:

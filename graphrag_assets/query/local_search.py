@@ -21,7 +21,7 @@ from the question's entities and best-matching text units instead
    - **Relationships**: those with both ends among the mapped entities, by combined degree; then
      those with one end mapped, by how many mapped entities their outside end links to, then
      combined degree; the second group is capped at ``top_k_relationships`` × mapped entities
-     (as Microsoft does, the cap applies to it only). Ties go to the lower human_readable_id.
+     (as Microsoft does, the cap applies to it only). Ties go to the lower human_readable_id, then id.
    - **Claims** about a mapped entity, in entity order.
    - **Sources** (text units): per mapped entity in order, its text units (first mention wins),
      those linked to more of that entity's relationships first.
@@ -44,42 +44,36 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
-from graphrag_assets.core.ids import short_id
 from graphrag_assets.core.settings import LocalSearchSettings
-from graphrag_assets.index.report_tokens import TOKENS_COLUMN
-from graphrag_assets.llm.local_embedder import LocalEmbedder
 from graphrag_assets.llm.types import Message
-from graphrag_assets.query.context_tables import (
-    BudgetedTable,
-    fill_table,
-    format_row,
-    join_sections,
-    section_header,
-    sized_row,
+from graphrag_assets.query.context_records import (
+    REPORT_COLUMNS,
+    SOURCE_COLUMNS,
+    claim_records,
+    entity_records,
+    relationship_records,
+    report_records,
+    report_rows,
+    source_records,
+    source_rows,
 )
-from graphrag_assets.query.extractive import extractive_answer
+from graphrag_assets.query.context_tables import BudgetedTable, fill_table, format_row, join_sections, section_header
+from graphrag_assets.query.extractive import no_llm_answer
 from graphrag_assets.query.graph_ranking import GraphQuery, RankedCandidates, rank_by_graph
+from graphrag_assets.query.model_calls import ModelCalls, TokenCounter
+from graphrag_assets.query.query_data import QueryData
+from graphrag_assets.query.query_prompts import query_prompt
 from graphrag_assets.query.request import SearchRequest
-from graphrag_assets.query.types import (
-    ContextRecord,
-    ContextRecords,
-    ModelCalls,
-    QueryData,
-    QueryResult,
-    TokenCounter,
-    query_prompt,
-)
+from graphrag_assets.query.results import ContextRecords, QueryResult
+from graphrag_assets.query.retrieval import context_result
 
 PURPOSE = "query_local"
 ENTITY_OVERSAMPLING = 2
 HISTORY_SHARE = 0.2  # at most this share of the budget goes to the conversation history section
-EXTRACTIVE_SENTENCES = 5
 
-REPORT_COLUMNS = ("id", "title", "content")
 ENTITY_COLUMNS = ("id", "entity", "description", "number of relationships")
 RELATIONSHIP_COLUMNS = ("id", "source", "target", "description", "weight")
 CLAIM_COLUMNS = ("id", "entity", "object", "type", "status", "start date", "end date", "description")
-SOURCE_COLUMNS = ("id", "text")
 
 
 @dataclass
@@ -144,9 +138,9 @@ def rank_reports(
         .agg(pl.col("entity_ids").n_unique().alias("_matches"))
     )
     ranked = reports.join(counts, on="community", how="inner")
-    return ranked.sort(["_matches", "rank", "community"], descending=[True, True, False], nulls_last=True).drop(
-        "_matches"
-    )
+    return ranked.sort(
+        ["_matches", "rank", "community", "id"], descending=[True, True, False, False], nulls_last=True
+    ).drop("_matches")
 
 
 def rank_relationships(titles: Sequence[str], relationships: pl.DataFrame, top_k: int) -> pl.DataFrame:
@@ -157,7 +151,7 @@ def rank_relationships(titles: Sequence[str], relationships: pl.DataFrame, top_k
     src_in, dst_in = pl.col("source").is_in(selected), pl.col("target").is_in(selected)
     touching = relationships.filter(src_in | dst_in)
     inside = touching.filter(src_in & dst_in).sort(
-        ["combined_degree", "human_readable_id"], descending=[True, False], nulls_last=True
+        ["combined_degree", "human_readable_id", "id"], descending=[True, False, False], nulls_last=True
     )
     outside = touching.filter(src_in ^ dst_in).with_columns(
         pl.when(src_in).then(pl.col("target")).otherwise(pl.col("source")).alias("_outside"),
@@ -165,7 +159,7 @@ def rank_relationships(titles: Sequence[str], relationships: pl.DataFrame, top_k
     )
     outside = outside.with_columns(pl.col("_inside").n_unique().over("_outside").alias("_links"))
     outside = outside.sort(
-        ["_links", "combined_degree", "human_readable_id"], descending=[True, True, False], nulls_last=True
+        ["_links", "combined_degree", "human_readable_id", "id"], descending=[True, True, False, False], nulls_last=True
     ).drop("_outside", "_inside", "_links")
     return pl.concat([inside, outside.head(top_k * len(selected))], how="vertical")
 
@@ -177,7 +171,7 @@ def rank_claims(titles: Sequence[str], covariates: pl.DataFrame) -> pl.DataFrame
     order = {title: i for i, title in enumerate(titles)}
     claims = covariates.filter(pl.col("subject_id").is_in(list(order)))
     claims = claims.with_columns(pl.col("subject_id").replace_strict(order, return_dtype=pl.Int64).alias("_order"))
-    return claims.sort(["_order", "human_readable_id"], nulls_last=True).drop("_order")
+    return claims.sort(["_order", "human_readable_id", "id"], nulls_last=True).drop("_order")
 
 
 def rank_text_units(entities: pl.DataFrame, relationships: pl.DataFrame, text_units: pl.DataFrame) -> pl.DataFrame:
@@ -203,53 +197,6 @@ def rank_text_units(entities: pl.DataFrame, relationships: pl.DataFrame, text_un
     rows = text_units.filter(pl.col("id").is_in(list(order)))
     rows = rows.with_columns(pl.col("id").replace_strict(order, return_dtype=pl.Int64).alias("_order"))
     return rows.sort("_order").drop("_order")
-
-
-# --- records -------------------------------------------------------------------------------------
-
-
-def report_records(reports: pl.DataFrame) -> list[ContextRecord]:
-    return [
-        ContextRecord(r["id"], r["human_readable_id"], str(r["human_readable_id"]), r["title"] or "")
-        for r in reports.iter_rows(named=True)
-    ]
-
-
-def entity_records(entities: pl.DataFrame) -> list[ContextRecord]:
-    return [
-        ContextRecord(r["id"], r["human_readable_id"], str(r["human_readable_id"]), r["title"] or "")
-        for r in entities.iter_rows(named=True)
-    ]
-
-
-def relationship_records(relationships: pl.DataFrame) -> list[ContextRecord]:
-    return [
-        ContextRecord(r["id"], r["human_readable_id"], str(r["human_readable_id"]), f"{r['source']} -> {r['target']}")
-        for r in relationships.iter_rows(named=True)
-    ]
-
-
-def claim_records(claims: pl.DataFrame) -> list[ContextRecord]:
-    return [
-        ContextRecord(
-            r["id"], r["human_readable_id"], str(r["human_readable_id"]), f"{r['type'] or 'CLAIM'}: {r['subject_id']}"
-        )
-        for r in claims.iter_rows(named=True)
-    ]
-
-
-def source_records(text_units: pl.DataFrame, documents: pl.DataFrame) -> list[ContextRecord]:
-    """Text units as cited records; a source is named by its file, and by its row's title as well
-    for tabular files (a CSV or JSON file holds many documents)."""
-    titles = {}
-    if not documents.is_empty():
-        for doc_id, title, path in documents.select("id", "title", "path").iter_rows():
-            named_by_file = not path or title == path.rsplit("/", 1)[-1]
-            titles[doc_id] = (path or title) if named_by_file else f"{path}: {title}"
-    return [
-        ContextRecord(r["id"], r["human_readable_id"], short_id(r["id"]), titles.get(r["document_id"]) or "")
-        for r in text_units.iter_rows(named=True)
-    ]
 
 
 # --- context -------------------------------------------------------------------------------------
@@ -287,28 +234,6 @@ def rank_candidates(
         relationships=rank_relationships(mapped["title"].to_list(), data.relationships, settings.top_k_relationships),
         text_units=rank_text_units(mapped, data.relationships, data.text_units),
     )
-
-
-def report_rows(reports: pl.DataFrame, count: TokenCounter) -> list[tuple]:
-    """(id, title, content) rows of the reports table, sized from the token counts stored at index time."""
-    return [
-        sized_row(
-            (r["human_readable_id"], r["title"], r["full_content"]),
-            REPORT_COLUMNS.index("content"),
-            r.get(TOKENS_COLUMN),
-            count,
-        )
-        for r in reports.iter_rows(named=True)
-    ]
-
-
-def source_rows(units: pl.DataFrame, count: TokenCounter) -> list[tuple]:
-    """(short id, text) rows of the sources table, sized from the text units' stored ``n_tokens``
-    (counted when they were chunked) rather than by tokenizing their text again."""
-    return [
-        sized_row((short_id(r["id"]), r["text"]), SOURCE_COLUMNS.index("text"), r.get("n_tokens"), count)
-        for r in units.iter_rows(named=True)
-    ]
 
 
 async def build_local_context(
@@ -401,30 +326,6 @@ async def build_local_context(
 # --- search --------------------------------------------------------------------------------------
 
 
-def extractive_sources(data: QueryData, records: ContextRecords) -> list[tuple[str, str]]:
-    """(citation label, text) of the sources, then the reports, of a context, for the no-LLM answer."""
-    texts = dict(data.text_units.filter(pl.col("id").is_in(records.ids("sources"))).select("id", "text").iter_rows())
-    reports = dict(
-        data.community_reports.filter(pl.col("id").is_in(records.ids("reports")))
-        .select("id", "full_content")
-        .iter_rows()
-    )
-    pairs = [(f"Sources ({r.citation})", texts[r.id]) for r in records.sources if texts.get(r.id)]
-    pairs += [(f"Reports ({r.citation})", reports[r.id]) for r in records.reports if reports.get(r.id)]
-    return pairs
-
-
-def no_llm_answer(question: str, data: QueryData, records: ContextRecords, calls: ModelCalls) -> str:
-    """The extractive answer used when no chat model is configured (it says that no model was used).
-
-    Sentences are ranked with the offline hashing embedder whatever embedder the query used: the
-    ranking only compares sentences with the question, so it needs no stored vectors, and it costs
-    no calls to an embedding server.
-    """
-    embedder = calls.embedder if isinstance(calls.embedder, LocalEmbedder) else LocalEmbedder()
-    return extractive_answer(question, extractive_sources(data, records), embedder, max_sentences=EXTRACTIVE_SENTENCES)
-
-
 async def local_search(request: SearchRequest) -> QueryResult:
     """Answer the question from the local context of its entities (no-LLM: an extractive answer)."""
     calls = request.model_calls()
@@ -457,3 +358,15 @@ async def local_search(request: SearchRequest) -> QueryResult:
             "ranking": request.settings.local.ranking,
         },
     )
+
+
+async def local_context(request: SearchRequest) -> QueryResult:
+    """The context a local search would answer from, without the answer (see :mod:`.retrieval`)."""
+    calls = request.without_chat_model().model_calls()
+    context = await build_local_context(request, calls, request.settings.local)
+    details = {
+        "mapped_entities": context.mapped_entities,
+        "tables": context.table_summary(),
+        "ranking": request.settings.local.ranking,
+    }
+    return context_result("local", context.records, context.text, calls, details, context.warnings)

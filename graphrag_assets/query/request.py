@@ -15,9 +15,10 @@ from dataclasses import dataclass, field, replace
 from graphrag_assets.core.errors import UserError
 from graphrag_assets.core.settings import QuerySettings
 from graphrag_assets.llm.types import ChatModel, EmbeddingModel
-from graphrag_assets.query.types import ModelCalls, PromptOverrides, QueryData, TokenCallback, TokenCounter
-
-METHODS: tuple[str, ...] = ("local", "global", "drift", "basic")
+from graphrag_assets.query.model_calls import ModelCalls, TokenCallback, TokenCounter
+from graphrag_assets.query.query_data import QueryData
+from graphrag_assets.query.query_prompts import PromptOverrides
+from graphrag_assets.query.registry import METHODS, query_method
 
 
 @dataclass(frozen=True)
@@ -45,12 +46,13 @@ class QueryOptions:
 
     def validate(self) -> None:
         """Refuse requests no engine can serve, with one sentence each."""
-        if self.method not in METHODS:
-            raise UserError(f"unknown query method {self.method!r}; choose one of: {', '.join(METHODS)}.")
+        method = query_method(self.method)
         if self.community_level is not None and self.community_level < 0:
             raise UserError(f"community level must be 0 or more, not {self.community_level}.")
-        if self.conversation_history and self.method != "local":
-            raise UserError("a conversation history is only used by local search; drop it or use --method local.")
+        if self.conversation_history and not method.uses_conversation_history:
+            users = [m.name for m in METHODS if m.uses_conversation_history]
+            searches = " and ".join(f"{name} search" for name in users)
+            raise UserError(f"a conversation history is only used by {searches}; drop it or use --method {users[0]}.")
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from graphrag_assets.query.engine import run_query
 from graphrag_assets.query.request import QueryOptions, SearchRequest
-from graphrag_assets.query.types import QueryResult
+from graphrag_assets.query.results import QueryResult
 from graphrag_assets.serve.errors import ServeError
 from graphrag_assets.serve.projects import Project
 from graphrag_assets.serve.snapshot import Snapshot

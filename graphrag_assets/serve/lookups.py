@@ -20,7 +20,7 @@ import polars as pl
 
 from graphrag_assets.core.ids import short_id
 from graphrag_assets.interop.graph_view.data import leaf_layout, relationship_pairs
-from graphrag_assets.query.types import QueryData
+from graphrag_assets.query.query_data import QueryData
 from graphrag_assets.serve.errors import ServeError
 
 DESCRIPTION_PREVIEW = 200

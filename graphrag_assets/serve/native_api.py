@@ -12,8 +12,9 @@ from typing import Any, Literal
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse, StreamingResponse
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from graphrag_assets.query.registry import method_names
 from graphrag_assets.query.request import QueryOptions
 from graphrag_assets.serve import lookups
 from graphrag_assets.serve.answers import Answered, Question, answer, stream_answer
@@ -41,7 +42,13 @@ class QueryRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     question: str = Field(description="The question.")
-    method: Literal["local", "global", "drift", "basic"] = Field("global", description="The query method.")
+    # The registered methods (query/registry.py), read when a request is validated and when the
+    # schema is drawn, so a method added to the registry is accepted without a change here.
+    method: str = Field(
+        "global",
+        description="The query method.",
+        json_schema_extra=lambda schema: schema.update(enum=list(method_names())),
+    )
     community_level: int | None = Field(
         None,
         ge=0,
@@ -61,6 +68,15 @@ class QueryRequest(BaseModel):
         default_factory=list, description="Earlier turns (local search uses them)."
     )
     stream: bool = Field(False, description="Answer as server-sent events: start, token…, result (or error).")
+
+    @field_validator("method")
+    @classmethod
+    def _registered(cls, method: str) -> str:
+        names = [repr(name) for name in method_names()]
+        if repr(method) not in names:
+            listed = f"{', '.join(names[:-1])} or {names[-1]}" if len(names) > 1 else names[0]
+            raise ValueError(f"Input should be {listed}")
+        return method
 
     def question_asked(self) -> Question:
         options = QueryOptions(

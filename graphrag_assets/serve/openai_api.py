@@ -25,7 +25,8 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
-from graphrag_assets.query.request import METHODS, QueryOptions
+from graphrag_assets.query.registry import method_names, query_method
+from graphrag_assets.query.request import QueryOptions
 from graphrag_assets.serve.answers import Answered, Question, answer, stream_answer
 from graphrag_assets.serve.errors import ServeError, describe, error_body
 from graphrag_assets.serve.projects import Project
@@ -69,10 +70,10 @@ def parse_model(model: str, projects: list[str]) -> tuple[str | None, str]:
     """(project or None, method) of a model name, or a 404 naming the models there are."""
     project, _, name = model.rpartition("/")
     method = name.removeprefix(MODEL_PREFIX) if name.startswith(MODEL_PREFIX) else ""
-    if method not in METHODS or (project and project not in projects):
+    if method not in method_names() or (project and project not in projects):
         raise ServeError(
             404,
-            f"the model {model!r} does not exist; use graphrag-local, graphrag-global, graphrag-drift or graphrag-basic "
+            f"the model {model!r} does not exist; use {', '.join(MODEL_PREFIX + m for m in method_names())} "
             "(GET /v1/models lists them).",
             "model_not_found",
         )
@@ -87,15 +88,17 @@ def conversation(messages: list[ChatMessage], method: str) -> tuple[str, QueryOp
     system = "\n\n".join(m.text() for m in messages if m.role in SYSTEM_ROLES and m.text().strip())
     history = [{"role": m.role, "content": m.text()} for m in messages[:-1] if m.role in ("user", "assistant")]
     options = QueryOptions(
-        method=method, conversation_history=history if method == "local" else (), system_prompt=system or None
+        method=method,
+        conversation_history=history if query_method(method).uses_conversation_history else (),
+        system_prompt=system or None,
     )
     return last.text(), options
 
 
 def _model_list(projects: list[str]) -> list[dict[str, Any]]:
     created = int(time.time())
-    names = [f"{MODEL_PREFIX}{m}" for m in METHODS]
-    names += [f"{p}/{MODEL_PREFIX}{m}" for p in projects for m in METHODS]
+    names = [f"{MODEL_PREFIX}{m}" for m in method_names()]
+    names += [f"{p}/{MODEL_PREFIX}{m}" for p in projects for m in method_names()]
     return [{"id": n, "object": "model", "created": created, "owned_by": OWNER} for n in names]
 
 

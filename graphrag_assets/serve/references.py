@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from graphrag_assets.query.citations import cited_records
-from graphrag_assets.query.types import QueryResult
+from graphrag_assets.query.results import QueryResult
 
 
 def references(result: QueryResult, prefix: str) -> dict[str, list[dict[str, Any]]]:

@@ -1,7 +1,7 @@
 """One published build of a project's index, loaded completely, for many requests.
 
 A :class:`Snapshot` holds the tables and vector indexes the query engines read
-(:class:`~graphrag_assets.query.types.QueryData`, with the ranking graph built in advance) and the
+(:class:`~graphrag_assets.query.query_data.QueryData`, with the ranking graph built in advance) and the
 identity of the build they came from (:class:`BuildId`, from the one-row ``corpus_build`` table
 that every corpus run commits together with its tables). A snapshot never changes: a newer build
 is loaded into a new snapshot while requests go on being answered from the old one, and the
@@ -27,7 +27,7 @@ from graphrag_assets.core.settings import Settings
 from graphrag_assets.interop.graph_view.data import view_data
 from graphrag_assets.project.query_data import load_query_data
 from graphrag_assets.query.graph_ranking import ranking_graph
-from graphrag_assets.query.types import QueryData
+from graphrag_assets.query.query_data import QueryData
 from graphrag_assets.storage.corpus import published_build
 from graphrag_assets.storage.database import connect, table_exists
 
