@@ -178,7 +178,8 @@ def test_an_imported_index_is_a_published_build(imported) -> None:
     assert corpus["built"] and not corpus["stale"] and not corpus["unfinished"]
     with duckdb.connect(str(settings.database_path), read_only=True) as conn:
         assert conn.sql(STAGED_TABLES_LEFT).fetchall() == [(0,)]
-        assert conn.sql("select run_id from corpus_build").fetchall() == [(f"import:{MS_VERBS_DATA}",)]
+        # the source is recorded as its canonical path (links resolved), the one the CLI prints too
+        assert conn.sql("select run_id from corpus_build").fetchall() == [(f"import:{MS_VERBS_DATA.resolve()}",)]
 
 
 def test_import_embeds_every_text_with_the_project_embedder(imported) -> None:

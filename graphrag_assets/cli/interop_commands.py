@@ -65,7 +65,7 @@ def export_command(out_dir: Path, fmt: str, load: str | None, force: bool, root:
 @guard
 def import_command(source_dir: Path, fmt: str, force: bool, root: Path | None, as_json: bool) -> None:
     """Load an index made by another tool, to query it with our engines."""
-    result = import_index(project_settings(root), fmt, source_dir.resolve(), force=force)
+    result = import_index(project_settings(root), fmt, source_dir, force=force)
     if as_json:
         print_json(result.as_dict())
         return
