@@ -65,7 +65,9 @@ def run_readonly_query(
                     f"(a WITH clause that changes data); open {database} with the DuckDB CLI to change data."
                 )
             return readable_frame(conn.sql(query), nested_as_text=nested_as_text)
-        except duckdb.PermissionException:
+        except duckdb.PermissionException as exc:
+            if allow_file_access:  # file access is on: something else is off (settings, the temporary folder)
+                raise UserError(f"the query failed: {str(exc).strip().splitlines()[0]}") from None
             raise UserError(
                 "the query reads files or the network, which 'sql' does not allow by default; "
                 "pass --allow-file-access if you mean it."
