@@ -18,13 +18,17 @@ from graphrag_assets.storage.readonly_sql import run_readonly_query
 @click.option("--csv", "as_csv", is_flag=True, help="Print CSV.")
 @click.option("--limit", type=int, default=200, show_default=True, help="Rows to print in table output.")
 @click.option(
-    "--allow-file-access", is_flag=True, help="Let the query read files (read_csv, read_text, ...); off by default."
+    "--allow-file-access",
+    is_flag=True,
+    help="Let the query read files (read_csv, read_text, ...); off by default. Writing stays refused.",
 )
 @guard
 def sql(query: str, root: Path | None, as_json: bool, as_csv: bool, limit: int, allow_file_access: bool) -> None:
     """Run a read-only SQL query against the index database."""
     settings = project_settings(root)
-    frame = run_readonly_query(settings.database_path, query, allow_file_access=allow_file_access)
+    frame = run_readonly_query(
+        settings.database_path, query, allow_file_access=allow_file_access, nested_as_text=as_csv
+    )
     if as_json:
         print_json(frame.to_dicts())
     elif as_csv:
