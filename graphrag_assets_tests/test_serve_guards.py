@@ -209,13 +209,14 @@ def test_status_does_not_tell_the_absolute_project_folder(indexed: TestClient, n
 # --- slow clients, against a real server ---------------------------------------------------------
 
 TIMEOUT = 1.0
+MAX_CONNECTIONS = 6
 
 
 @pytest.fixture(scope="module")
 def strict_server(tmp_path_factory: pytest.TempPathFactory):
     root = empty_project(
         tmp_path_factory.mktemp("strict") / "strict",
-        f"serve:\n  request_timeout_seconds: {TIMEOUT}\n  key_failures: 3\n",
+        f"serve:\n  request_timeout_seconds: {TIMEOUT}\n  key_failures: 3\n  max_connections: {MAX_CONNECTIONS}\n",
     )
     process = ServeProcess.start("--root", str(root), "--api-key", KEY, "--allowed-host", "graph.example")
     try:
@@ -278,3 +279,18 @@ def test_the_real_server_checks_hosts_and_slows_guesses(strict_server: ServeProc
     status, headers, _ = request(strict_server, {"X-API-Key": "guess"}, "127.0.0.3")
     assert status == 429 and int(headers["retry-after"]) >= 1
     assert request(strict_server, right, "127.0.0.4")[0] == 200
+
+
+def test_stalled_sockets_hold_the_server_only_until_their_deadline(strict_server: ServeProcess) -> None:
+    """The reported attack in small: idle sockets up to the connection bound; the server refuses
+    more (503) instead of running out of descriptors, and answers again once they are cut off."""
+    stalled = [socket.create_connection(("127.0.0.1", strict_server.port), timeout=5) for _ in range(MAX_CONNECTIONS)]
+    try:
+        time.sleep(0.2)
+        assert request(strict_server, {"X-API-Key": KEY})[0] == 503
+        for sock in stalled:
+            closed_after(sock, TIMEOUT + 5)
+    finally:
+        for sock in stalled:
+            sock.close()
+    assert request(strict_server, {"X-API-Key": KEY})[0] == 200
