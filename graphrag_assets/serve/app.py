@@ -2,8 +2,8 @@
 
 :func:`create_app` wires the routes (:mod:`.openai_api`, :mod:`.native_api`, :mod:`.web`), the
 Host check (:mod:`.hosts`), the gate (:mod:`.gate`: project prefix, API key, request size and
-time) and the error handlers around one :class:`~.server.Server`; its lifespan loads every project's index before the first request and
-starts watching for newer builds. OpenAPI docs are at ``/docs`` (Swagger UI served from the
+time) and the error handlers around one :class:`~.server.Server`; its lifespan loads every
+project's index before the first request and starts watching for newer builds. OpenAPI docs are at ``/docs`` (Swagger UI served from the
 ``fastapi-offline`` package, not a CDN) and ``/openapi.json``.
 
 :func:`serve` binds the socket itself, so a port in use is one sentence, not a uvicorn traceback,
@@ -159,7 +159,7 @@ def request_deadline(protocol: type[asyncio.Protocol], seconds: float) -> type[a
         def _arm_deadline(self) -> None:
             if self._deadline is not None:
                 self._deadline.cancel()
-            waiting = self.cycle  # the deadline passes unless a newer request has arrived by then
+            waiting = self.cycle  # closed at the deadline unless a newer request has arrived by then
 
             def expire() -> None:
                 idle = waiting is None or waiting.response_complete
