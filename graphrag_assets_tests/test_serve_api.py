@@ -522,7 +522,7 @@ def test_a_project_without_an_index_is_served_once_it_has_one(nlp_index: Path, t
         "method: nlp\nllm:\n  embeddings: local\nserve:\n  reload_interval_seconds: 0.1\n", encoding="utf-8"
     )
     config = build_config([root], None, "127.0.0.1", 0, None)
-    with TestClient(create_app(config)) as test_client:
+    with TestClient(create_app(config), base_url="http://127.0.0.1") as test_client:  # no key: Host is checked
         waiting = test_client.post("/api/query", json={"question": QUESTION, "method": "local"})
         assert waiting.status_code == 503 and "project 'later' has no index yet" in error_of(waiting)
         assert test_client.get("/api/status").json()["projects"][0]["state"] == "no_index"

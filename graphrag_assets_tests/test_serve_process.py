@@ -20,12 +20,11 @@ from typing import Any
 
 import openai
 import pytest
-from click.testing import CliRunner
 
-from graphrag_assets.cli.main import main
 from graphrag_assets.core.errors import UserError
 from graphrag_assets.serve.config import build_config
 from graphrag_assets_tests.conftest import make_project, query_db
+from graphrag_assets_tests.graph_fixtures import stop_process
 from graphrag_assets_tests.serve_process import ServeProcess, serving_two_projects
 
 KEY = "process-test-key-41c9"
@@ -124,35 +123,66 @@ def test_the_key_from_the_environment(nlp_index: Path) -> None:
         process.stop()
 
 
-def serve_cli(*args: str) -> tuple[int, str]:
-    result = CliRunner().invoke(main, ["serve", *args])
-    return result.exit_code, result.output
+REFUSAL_TIMEOUT_SECONDS = 60  # a refusal takes a few seconds (the interpreter starting), more under load
+
+
+def serve_refusals(*calls: tuple[str, ...]) -> list[tuple[int, str]]:
+    """(exit code, output) of ``serve`` calls expected to refuse before listening.
+
+    They run at once, each in a subprocess, within one deadline: a regression that lets one listen
+    fails the test (and that server is stopped by its PID) instead of hanging the suite.
+    """
+    command = [sys.executable, "-m", "graphrag_assets.cli.main", "serve"]
+    processes = [
+        subprocess.Popen([*command, *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT) for args in calls
+    ]
+    deadline = time.monotonic() + REFUSAL_TIMEOUT_SECONDS
+    results = []
+    try:
+        for process, args in zip(processes, calls):
+            try:
+                out, _ = process.communicate(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                raise AssertionError(f"serve {' '.join(args)} did not refuse: it kept running") from None
+            results.append((process.returncode, out.decode("utf-8", "replace")))
+    finally:
+        for process in processes:
+            stop_process(process)
+    return results
 
 
 def test_refusals_before_listening(nlp_index: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("GRAPHRAG_SERVE_API_KEY", raising=False)
-    code, out = serve_cli("--root", str(nlp_index), "--host", "0.0.0.0")
-    assert code == 1 and "refusing to listen on 0.0.0.0 without an API key" in out and "Traceback" not in out
-    code, out = serve_cli("--root", str(nlp_index), "--host", "::")
-    assert code == 1 and "refusing to listen on ::" in out
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    a, b = make_project(tmp_path / "a", with_sample=False), make_project(tmp_path / "b", with_sample=False)
+    (a / "graphrag.yaml").write_text("serve:\n  api_key: secret-of-a\n", encoding="utf-8")
+    (b / "graphrag.yaml").write_text("serve:\n  api_key: secret-of-b\n", encoding="utf-8")
+    twin = tmp_path / "twins" / "a"
+    shutil.copytree(a, twin)
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen(1)
         port = taken.getsockname()[1]
-        code, out = serve_cli("--root", str(nlp_index), "--port", str(port))
+        any_v4, any_v6, in_use, no_project, two_keys, twins = serve_refusals(
+            ("--root", str(nlp_index), "--host", "0.0.0.0"),
+            ("--root", str(nlp_index), "--host", "::"),
+            ("--root", str(nlp_index), "--port", str(port)),
+            ("--projects", str(empty)),
+            ("--projects", str(tmp_path), "--host", "0.0.0.0"),
+            ("--root", str(a), "--root", str(twin)),
+        )
+    code, out = any_v4
+    assert code == 1 and "refusing to listen on 0.0.0.0 without an API key" in out and "Traceback" not in out
+    code, out = any_v6
+    assert code == 1 and "refusing to listen on ::" in out
+    code, out = in_use
     assert code == 1 and f"port {port} on 127.0.0.1 is in use by another program; pass another --port." in out
-    empty = tmp_path / "empty"
-    empty.mkdir()
-    code, out = serve_cli("--projects", str(empty))
+    code, out = no_project
     assert code == 1 and "holds no project" in out
-    a, b = make_project(tmp_path / "a", with_sample=False), make_project(tmp_path / "b", with_sample=False)
-    (a / "graphrag.yaml").write_text("serve:\n  api_key: secret-of-a\n", encoding="utf-8")
-    (b / "graphrag.yaml").write_text("serve:\n  api_key: secret-of-b\n", encoding="utf-8")
-    code, out = serve_cli("--projects", str(tmp_path), "--host", "0.0.0.0")
+    code, out = two_keys
     assert code == 1 and "the projects a, b set different serve.api_key values" in out and "secret-of" not in out
-    twin = tmp_path / "twins" / "a"
-    shutil.copytree(a, twin)
-    code, out = serve_cli("--root", str(a), "--root", str(twin))
+    code, out = twins
     assert code == 1 and "two projects are named 'a'" in out
 
 

@@ -34,8 +34,23 @@ from graphrag_assets.cli.common import guard
     default=None,
     help="Key every request must send (Authorization: Bearer KEY); default: $GRAPHRAG_SERVE_API_KEY, else serve.api_key.",
 )
+@click.option(
+    "--allowed-host",
+    "allowed_hosts",
+    multiple=True,
+    metavar="NAME",
+    help="A host name clients may use besides localhost, 127.0.0.1, [::1] and --host (repeatable; '*': any); "
+    "also serve.allowed_hosts. Other Host headers get 421 (a guard against DNS rebinding).",
+)
 @guard
-def serve(roots: tuple[Path, ...], projects_dir: Path | None, host: str, port: int, api_key: str | None) -> None:
+def serve(
+    roots: tuple[Path, ...],
+    projects_dir: Path | None,
+    host: str,
+    port: int,
+    api_key: str | None,
+    allowed_hosts: tuple[str, ...],
+) -> None:
     """Serve one or more projects' indexes over HTTP until interrupted (Ctrl-C).
 
     /v1/chat/completions and /v1/models speak OpenAI's API (models graphrag-local, -global, -drift,
@@ -45,5 +60,5 @@ def serve(roots: tuple[Path, ...], projects_dir: Path | None, host: str, port: i
     from graphrag_assets.serve.app import serve as run_server
     from graphrag_assets.serve.config import build_config
 
-    config = build_config(roots, projects_dir, host, port, api_key)
+    config = build_config(roots, projects_dir, host, port, api_key, allowed_hosts)
     run_server(config, announce=click.echo)

@@ -304,6 +304,14 @@ class ServeSettings(_Section):
     max_request_bytes: int = Field(1_000_000, ge=1_024)  # a larger request body is refused (413)
     max_question_chars: int = Field(8_000, ge=16)  # also the limit of a system prompt
     reload_interval_seconds: float = Field(2.0, gt=0)  # how often a newer published index is looked for
+    # Host names the server answers for besides loopback names and its own address (also --allowed-host);
+    # "*" answers any. Without an API key every request's Host is checked (DNS rebinding); with one, only
+    # when this list is set.
+    allowed_hosts: list[str] = Field(default_factory=list)
+    request_timeout_seconds: float = Field(10.0, gt=0)  # to send a request's headers, and then its body
+    max_connections: int = Field(256, ge=1)  # open connections and requests at once; past it, 503
+    key_failures: int = Field(10, ge=1)  # wrong API keys in a row from one address before it must wait (429)
+    key_failure_window_seconds: float = Field(60.0, gt=0)  # how long those failures count
 
     @field_validator("api_key")
     @classmethod

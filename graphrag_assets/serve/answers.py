@@ -28,6 +28,15 @@ class Question:
     options: QueryOptions = field(default_factory=QueryOptions)
 
     def check(self, max_chars: int) -> None:
+        texts = [self.text, self.options.system_prompt, self.options.response_type]
+        texts += [str(turn.get("content", "")) for turn in self.options.conversation_history or []]
+        if any(text and not _encodable(text) for text in texts):
+            raise ServeError(
+                400,
+                "the request holds a lone surrogate escape (such as \\ud800), which is no character; "
+                "send text as UTF-8, with escapes only in pairs.",
+                "invalid_text",
+            )
         if not self.text.strip():
             raise ServeError(400, "the question is empty; send the question to ask as text.")
         if len(self.text) > max_chars:
@@ -45,6 +54,15 @@ class Question:
                 "(serve.max_question_chars); shorten it.",
                 "system_prompt_too_long",
             )
+
+
+def _encodable(text: str) -> bool:
+    """False for text holding lone surrogates (JSON allows ``\\ud800``; UTF-8 cannot encode it)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 @dataclass

@@ -1,17 +1,21 @@
 """The ASGI application and how it is run.
 
 :func:`create_app` wires the routes (:mod:`.openai_api`, :mod:`.native_api`, :mod:`.web`), the
-gate (:mod:`.gate`: project prefix, API key, request size) and the error handlers around one
-:class:`~.server.Server`; its lifespan loads every project's index before the first request and
-starts watching for newer builds. OpenAPI docs are at ``/docs`` (Swagger UI served from the
+Host check (:mod:`.hosts`), the gate (:mod:`.gate`: project prefix, API key, request size and
+time) and the error handlers around one :class:`~.server.Server`; its lifespan loads every
+project's index before the first request and starts watching for newer builds. OpenAPI docs are at ``/docs`` (Swagger UI served from the
 ``fastapi-offline`` package, not a CDN) and ``/openapi.json``.
 
 :func:`serve` binds the socket itself, so a port in use is one sentence, not a uvicorn traceback,
-and runs uvicorn quietly on it.
+and runs uvicorn quietly on it, with a bound on connections (``serve.max_connections``, then 503)
+and a deadline for each request's headers (:func:`request_deadline`): uvicorn itself waits forever
+for a client that connects and sends nothing, or half a request, so a few hundred such sockets
+would use up the process's file descriptors.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import errno
 import socket
@@ -22,14 +26,17 @@ import uvicorn
 from fastapi import Depends, FastAPI
 from fastapi.security import HTTPBearer
 from fastapi_offline import FastAPIOffline
+from uvicorn.protocols.http.auto import AutoHTTPProtocol
 
 from graphrag_assets.core.errors import UserError
 from graphrag_assets.serve import native_api, openai_api, web
 from graphrag_assets.serve.config import ServeConfig
 from graphrag_assets.serve.errors import install_error_handlers
 from graphrag_assets.serve.gate import Gate
+from graphrag_assets.serve.hosts import HostCheck, allowed_hosts
 from graphrag_assets.serve.projects import Project, Projects
 from graphrag_assets.serve.server import Server
+from graphrag_assets.serve.throttle import KeyThrottle
 
 DESCRIPTION = """GraphRAG over HTTP: an OpenAI-compatible chat API (`/v1`), a native API (`/api`) and a web page (`/`).
 
@@ -46,7 +53,8 @@ def create_app(config: ServeConfig, on_ready: Callable[[], None] | None = None) 
     projects = Projects(
         [Project(n, s) for n, s in zip(config.names, config.projects)], config.limits.reload_interval_seconds
     )
-    server = Server(config, projects)
+    limits = config.limits
+    server = Server(config, projects, KeyThrottle(limits.key_failures, limits.key_failure_window_seconds))
 
     @contextlib.asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -72,7 +80,9 @@ def create_app(config: ServeConfig, on_ready: Callable[[], None] | None = None) 
         app.include_router(router, dependencies=[Depends(key_scheme)])
     app.include_router(web.router)
     install_error_handlers(app)
-    app.add_middleware(Gate, api_key=config.api_key, max_request_bytes=config.limits.max_request_bytes)
+    app.add_middleware(Gate, api_key=config.api_key, limits=limits, throttle=server.throttle)
+    hosts = allowed_hosts(config.host, config.allowed_hosts)
+    app.add_middleware(HostCheck, allowed=hosts, enforced=config.api_key is None or bool(config.allowed_hosts))
     return app
 
 
@@ -107,7 +117,55 @@ def serve(config: ServeConfig, announce: Callable[[str], None]) -> None:
     key = "API key required" if config.api_key else "no API key (loopback only)"
     message = f"serving {len(config.names)} project(s) ({', '.join(config.names)}) at http://{shown}:{port}/ ({key}; API docs at /docs)"
     app = create_app(config, on_ready=lambda: announce(message))
+    limits = config.limits
     uv = uvicorn.Server(
-        uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on", timeout_graceful_shutdown=5)
+        uvicorn.Config(
+            app,
+            http=request_deadline(AutoHTTPProtocol, limits.request_timeout_seconds),
+            log_level="warning",
+            access_log=False,
+            lifespan="on",
+            timeout_graceful_shutdown=5,
+            limit_concurrency=limits.max_connections,
+        )
     )
     uv.run(sockets=[sock])
+
+
+def request_deadline(protocol: type[asyncio.Protocol], seconds: float) -> type[asyncio.Protocol]:
+    """uvicorn's HTTP protocol with a deadline: a connection whose request headers are not all in
+    ``seconds`` after it opens (or after the previous response on it) is closed.
+
+    It relies on what uvicorn's protocols share: ``cycle`` (set when a request's headers are
+    complete) and ``on_response_complete``.
+    """
+
+    class RequestDeadline(protocol):  # type: ignore[misc, valid-type]
+        _deadline: asyncio.TimerHandle | None = None
+
+        def connection_made(self, transport: asyncio.BaseTransport) -> None:
+            super().connection_made(transport)
+            self._arm_deadline()
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            self._arm_deadline()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            if self._deadline is not None:
+                self._deadline.cancel()
+            super().connection_lost(exc)
+
+        def _arm_deadline(self) -> None:
+            if self._deadline is not None:
+                self._deadline.cancel()
+            waiting = self.cycle  # closed at the deadline unless a newer request has arrived by then
+
+            def expire() -> None:
+                idle = waiting is None or waiting.response_complete
+                if self.cycle is waiting and idle and not self.transport.is_closing():
+                    self.transport.close()
+
+            self._deadline = self.loop.call_later(seconds, expire)
+
+    return RequestDeadline

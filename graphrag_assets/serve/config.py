@@ -7,7 +7,9 @@ folder's name as given (a symbolic link's own name); the first one listed is the
 
 The API key comes from ``--api-key``, else ``$GRAPHRAG_SERVE_API_KEY`` (both read by the CLI),
 else the projects' ``serve.api_key``; projects that set different keys are refused, as one
-server has one key. The limits come from the first project's ``serve`` section.
+server has one key. The limits come from the first project's ``serve`` section; the host names
+allowed besides loopback (:mod:`.hosts`) are ``--allowed-host`` and every project's
+``serve.allowed_hosts``.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from graphrag_assets.core.settings import SETTINGS_FILE, ServeSettings, Settings
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 LOOPBACK_NAMES = {"localhost"}
+HOST_NAME = re.compile(r"^(\*|[A-Za-z0-9._-]+|\[?[0-9A-Fa-f:.]+\]?)$")
 DEFAULT_DATABASE = "data/graphrag.duckdb"
 
 
@@ -37,6 +40,7 @@ class ServeConfig:
     port: int = 8000
     api_key: str | None = None
     limits: ServeSettings = field(default_factory=ServeSettings)
+    allowed_hosts: tuple[str, ...] = ()  # given ones only; loopback names and the address are always allowed
 
     @property
     def default_project(self) -> str:
@@ -106,7 +110,12 @@ def resolve_api_key(given: str | None, projects: Sequence[Settings], names: Sequ
 
 
 def build_config(
-    roots: Sequence[Path], projects_dir: Path | None, host: str, port: int, api_key: str | None
+    roots: Sequence[Path],
+    projects_dir: Path | None,
+    host: str,
+    port: int,
+    api_key: str | None,
+    allowed_hosts: Sequence[str] = (),
 ) -> ServeConfig:
     """Load every project's settings and check the address, the key and the names."""
     folders = project_roots(roots, projects_dir)
@@ -120,4 +129,8 @@ def build_config(
         )
     if not 0 <= port <= 65535:
         raise UserError(f"--port must be between 0 and 65535, not {port}.")
-    return ServeConfig(tuple(projects), tuple(names), host, port, key, projects[0].serve)
+    for name in allowed_hosts:
+        if not HOST_NAME.match(name.strip()):
+            raise UserError(f"--allowed-host takes a host name such as example.org (no scheme or path), not {name!r}.")
+    hosts = dict.fromkeys([*allowed_hosts, *(h for s in projects for h in s.serve.allowed_hosts)])
+    return ServeConfig(tuple(projects), tuple(names), host, port, key, projects[0].serve, tuple(hosts))

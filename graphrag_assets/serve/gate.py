@@ -10,10 +10,14 @@
 - **Size**: a request body larger than ``serve.max_request_bytes`` is refused with 413, by its
   Content-Length or, without one, as soon as that many bytes have arrived (bodies are read here,
   whole, before the route runs: they are small JSON documents).
+- **Time**: a body that has not arrived ``serve.request_timeout_seconds`` after the headers is
+  refused with 408 (the headers themselves have the same time: see :mod:`.app`).
+- **Guesses**: wrong keys are counted per client address and slowed down (:mod:`.throttle`).
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import hmac
 import json
@@ -21,7 +25,9 @@ import re
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from graphrag_assets.core.settings import ServeSettings
 from graphrag_assets.serve.errors import error_body
+from graphrag_assets.serve.throttle import KeyThrottle, client_address
 
 Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
@@ -55,13 +61,15 @@ def _cookie(header: str, name: str) -> str | None:
 
 
 class Gate:
-    """ASGI middleware: project prefix, API key and request size (see the module docstring)."""
+    """ASGI middleware: project prefix, API key, request size and time (see the module docstring)."""
 
-    def __init__(self, app: ASGIApp, *, api_key: str | None, max_request_bytes: int) -> None:
+    def __init__(self, app: ASGIApp, *, api_key: str | None, limits: ServeSettings, throttle: KeyThrottle) -> None:
         self.app = app
         self.api_key = api_key
         self.token = session_token(api_key) if api_key else None
-        self.max_bytes = max_request_bytes
+        self.max_bytes = limits.max_request_bytes
+        self.timeout = limits.request_timeout_seconds
+        self.throttle = throttle
 
     def authorized(self, headers: dict[str, str]) -> bool:
         assert self.api_key is not None and self.token is not None
@@ -86,20 +94,44 @@ class Gate:
             scope[PREFIX_SCOPE_KEY] = f"/p/{match.group(1)}"
             scope["path"], scope["raw_path"] = rest, rest.encode("utf-8")
         headers = _headers(scope)
-        if self.api_key and scope["path"] not in PUBLIC_PATHS and not self.authorized(headers):
-            await self._refuse(scope, headers, send)
+        if self.api_key and scope["path"] not in PUBLIC_PATHS and not await self._let_in(scope, headers, send):
             return
         length = headers.get("content-length", "")
-        if length.isdigit() and int(length) > self.max_bytes:
-            await _send_json(send, 413, error_body(413, self._too_large(), "request_too_large"))
+        if length.isascii() and length.isdigit() and (len(length) > 18 or int(length) > self.max_bytes):
+            await send_json(send, 413, error_body(413, self._too_large(), "request_too_large"))
             return
         if scope["method"] in BODY_METHODS:
-            body = await self._read_body(receive)
+            try:
+                async with asyncio.timeout(self.timeout):
+                    body = await self._read_body(receive)
+            except TimeoutError:
+                message = (
+                    f"the request body did not arrive within {self.timeout:g} seconds "
+                    "(serve.request_timeout_seconds); send it whole, at once."
+                )
+                await send_json(send, 408, error_body(408, message, "request_timeout"), [(b"connection", b"close")])
+                return
             if body is None:
-                await _send_json(send, 413, error_body(413, self._too_large(), "request_too_large"))
+                await send_json(send, 413, error_body(413, self._too_large(), "request_too_large"))
                 return
             receive = _replay(body, receive)
         await self.app(scope, receive, send)
+
+    async def _let_in(self, scope: Scope, headers: dict[str, str], send: Send) -> bool:
+        """Whether the request holds the key; if not, it has been answered (401, 303 or 429)."""
+        address = client_address(scope)
+        wait = self.throttle.wait_seconds(address)
+        if wait:
+            body = error_body(429, self.throttle.message(wait), "too_many_wrong_keys")
+            await send_json(send, 429, body, [(b"retry-after", str(wait).encode())])
+            return False
+        if self.authorized(headers):
+            self.throttle.succeeded(address)
+            return True
+        if _key_given(headers):
+            self.throttle.failed(address)
+        await self._refuse(scope, headers, send)
+        return False
 
     def _too_large(self) -> str:
         return f"the request body is larger than {self.max_bytes:,} bytes (serve.max_request_bytes); send less."
@@ -134,10 +166,16 @@ class Gate:
             if not (headers.get("authorization") or headers.get("x-api-key"))
             else "the API key is wrong; send the key the server was started with."
         )
-        await _send_json(send, 401, error_body(401, message, "invalid_api_key"), [(b"www-authenticate", b"Bearer")])
+        await send_json(send, 401, error_body(401, message, "invalid_api_key"), [(b"www-authenticate", b"Bearer")])
 
 
-async def _send_json(
+def _key_given(headers: dict[str, str]) -> bool:
+    """Whether a request tried a key (a missing one is no guess: it is not counted)."""
+    given = headers.get("authorization") or headers.get("x-api-key")
+    return bool(given) or bool(_cookie(headers.get("cookie", ""), SESSION_COOKIE))
+
+
+async def send_json(
     send: Send, status: int, body: dict[str, Any], headers: list[tuple[bytes, bytes]] | None = None
 ) -> None:
     payload = json.dumps(body).encode("utf-8")

@@ -13,6 +13,7 @@ A record is named the way answers cite it (an entity's, relationship's, claim's 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,6 +26,8 @@ from graphrag_assets.serve.errors import ServeError
 
 DESCRIPTION_PREVIEW = 200
 SHORT_IDS_KEY = "serve.source_short_ids"
+SHOWN_REF = 100  # characters of a reference quoted back in "not found"
+NUMBER = re.compile(r"^-?[0-9]{1,18}$")  # fits an Int64 column
 
 
 @dataclass(frozen=True)
@@ -47,17 +50,25 @@ class Page:
 
 
 def _not_found(what: str, ref: str, hint: str) -> ServeError:
-    return ServeError(404, f"there is no {what} {ref!r} in this build; {hint}", f"{what.replace(' ', '_')}_not_found")
+    shown = ref if len(ref) <= SHOWN_REF else ref[: SHOWN_REF - 1] + "…"
+    return ServeError(404, f"there is no {what} {shown!r} in this build; {hint}", f"{what.replace(' ', '_')}_not_found")
+
+
+def as_number(ref: str) -> int | None:
+    """``ref`` as a record number when it is one (ASCII digits that fit a 64-bit column), else None:
+    ``str.isdigit`` also accepts '²' and ``int`` refuses thousands of digits, so neither decides."""
+    ref = ref.strip()
+    return int(ref) if NUMBER.match(ref) else None
 
 
 def _by_ref(frame: pl.DataFrame, ref: str) -> pl.DataFrame:
     """Rows whose human_readable_id (a number) or id equals ``ref``."""
-    ref = ref.strip()
-    if ref.lstrip("-").isdigit():
-        rows = frame.filter(pl.col("human_readable_id") == int(ref))
+    number = as_number(ref)
+    if number is not None:
+        rows = frame.filter(pl.col("human_readable_id") == number)
         if not rows.is_empty():
             return rows
-    return frame.filter(pl.col("id") == ref)
+    return frame.filter(pl.col("id") == ref.strip())
 
 
 def _preview(text: str | None) -> str:
@@ -344,8 +355,8 @@ def list_communities(data: QueryData, level: int | None, page: Page) -> dict[str
 def report_detail(data: QueryData, ref: str) -> dict[str, Any]:
     """The report of a community (``ref``: the community number, which reports are cited by, or the report id)."""
     rows = _by_ref(data.community_reports, ref)
-    if rows.is_empty() and ref.strip().lstrip("-").isdigit():
-        rows = data.community_reports.filter(pl.col("community") == int(ref))
+    if rows.is_empty() and as_number(ref) is not None:
+        rows = data.community_reports.filter(pl.col("community") == as_number(ref))
     if rows.is_empty():
         raise _not_found("report", ref, "GET /api/communities lists the communities and their reports.")
     r = rows.row(0, named=True)

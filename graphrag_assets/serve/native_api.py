@@ -26,6 +26,7 @@ from graphrag_assets.serve.server import SSE_HEADERS, build_headers, project_of,
 from graphrag_assets.serve.snapshot import Snapshot
 
 MAX_PAGE = 500
+MAX_OFFSET = 1_000_000_000  # larger numbers are refused (400) rather than overflow a column
 NEIGHBOURS_DRAWN = 60
 
 router = APIRouter(prefix="/api")
@@ -154,14 +155,14 @@ async def entities(
         None, max_length=200, description="Part of the name (any case); none: the most connected first."
     ),
     limit: int = Query(50, ge=1, le=MAX_PAGE),
-    offset: int = Query(0, ge=0),
+    offset: int = Query(0, ge=0, le=MAX_OFFSET),
 ) -> JSONResponse:
     return _explore(request, lookups.search_entities, q, Page(limit, offset))
 
 
 @router.get("/entities/{ref}", tags=["explore"], summary="An entity and its neighbourhood (one page of relationships)")
 async def entity(
-    ref: str, request: Request, limit: int = Query(50, ge=1, le=MAX_PAGE), offset: int = Query(0, ge=0)
+    ref: str, request: Request, limit: int = Query(50, ge=1, le=MAX_PAGE), offset: int = Query(0, ge=0, le=MAX_OFFSET)
 ) -> JSONResponse:
     """``ref``: the number answers cite it by, its id, or its name. The relationships are the
     strongest first, ``limit`` at a time from ``offset`` (``next_offset`` is null on the last page)."""
@@ -194,9 +195,9 @@ async def source(ref: str, request: Request) -> JSONResponse:
 @router.get("/communities", tags=["explore"], summary="Communities, largest first, with their reports")
 async def communities(
     request: Request,
-    level: int | None = Query(None, ge=0, description="Only this level (0 is the coarsest)."),
+    level: int | None = Query(None, ge=0, le=MAX_OFFSET, description="Only this level (0 is the coarsest)."),
     limit: int = Query(50, ge=1, le=MAX_PAGE),
-    offset: int = Query(0, ge=0),
+    offset: int = Query(0, ge=0, le=MAX_OFFSET),
 ) -> JSONResponse:
     return _explore(request, lookups.list_communities, level, Page(limit, offset))
 

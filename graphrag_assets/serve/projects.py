@@ -69,7 +69,7 @@ class Project:
             detail = f" (last attempt: {self.error})" if self.error else ""
             raise ServeError(
                 503,
-                f"project {self.name!r} has no index yet{detail}; run 'graphrag-assets index --root {self.settings.root}' "
+                f"project {self.name!r} has no index yet{detail}; run 'graphrag-assets index --root {self.shown_root}' "
                 "and the server picks it up.",
                 "index_not_ready",
             )
@@ -99,11 +99,21 @@ class Project:
             log.info("project %s: serving build %s", self.name, loaded.build.label)
             return True
 
+    @property
+    def shown_root(self) -> str:
+        """The project folder as clients are told it: relative to where the server was started, or
+        just its name; never the absolute path, which says more about the machine than they need."""
+        root = Path(os.path.abspath(self.settings.root))
+        try:
+            return root.relative_to(Path.cwd()).as_posix() or "."
+        except ValueError:
+            return root.name
+
     def status(self) -> dict[str, Any]:
         snapshot = self.snapshot
         return {
             "name": self.name,
-            "root": str(self.settings.root),
+            "root": self.shown_root,
             "state": "ready" if snapshot is not None else "no_index",
             "build": snapshot.build.as_dict() if snapshot else None,
             "loaded_at": snapshot.loaded_at if snapshot else None,

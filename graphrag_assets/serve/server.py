@@ -12,6 +12,7 @@ from graphrag_assets.serve.config import ServeConfig
 from graphrag_assets.serve.gate import scope_project
 from graphrag_assets.serve.projects import Project, Projects
 from graphrag_assets.serve.snapshot import Snapshot
+from graphrag_assets.serve.throttle import KeyThrottle
 
 BUILD_HEADER = "X-GraphRAG-Build"
 PROJECT_HEADER = "X-GraphRAG-Project"
@@ -21,6 +22,7 @@ PROJECT_HEADER = "X-GraphRAG-Project"
 class Server:
     config: ServeConfig
     projects: Projects
+    throttle: KeyThrottle
 
 
 def server_of(request: Request) -> Server:

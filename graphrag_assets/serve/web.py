@@ -19,6 +19,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from graphrag_assets.interop.graph_view.page import asset_text
 from graphrag_assets.serve.gate import PREFIX_SCOPE_KEY, SESSION_COOKIE, session_token
 from graphrag_assets.serve.server import server_of
+from graphrag_assets.serve.throttle import client_address
 
 WEB_FILES = {"app.js": "text/javascript", "app.css": "text/css"}
 GRAPH_VIEW_FILES = {"view.js": "text/javascript", "view.css": "text/css"}
@@ -63,26 +64,36 @@ async def graph_view_asset(name: str) -> Response:
     return Response(asset_text(name), media_type=GRAPH_VIEW_FILES[name], headers=PAGE_HEADERS)
 
 
-def _login_page(request: Request, wrong: bool) -> HTMLResponse:
+def _login_page(request: Request, message: str = "", status: int = 200) -> HTMLResponse:
     text = web_text("login.html").replace("{{BASE}}", html.escape(_base(request), quote=True))
-    text = text.replace("{{MESSAGE}}", "That key is not the server's key." if wrong else "")
-    return HTMLResponse(text, status_code=401 if wrong else 200, headers=PAGE_HEADERS)
+    text = text.replace("{{MESSAGE}}", html.escape(message, quote=False))
+    return HTMLResponse(text, status_code=status, headers=PAGE_HEADERS)
 
 
 @router.get("/login")
 async def login_form(request: Request) -> HTMLResponse:
-    return _login_page(request, wrong=False)
+    return _login_page(request)
 
 
 @router.post("/login")
 async def login(request: Request) -> Response:
-    """Check the key typed in the form; set the session cookie and go to the page."""
-    key = server_of(request).config.api_key
+    """Check the key typed in the form (wrong ones count as guesses, see ``throttle``); set the
+    session cookie and go to the page."""
+    server = server_of(request)
+    key = server.config.api_key
     given = parse_qs((await request.body()).decode("utf-8", "replace")).get("key", [""])[0]
     if key is None:
         return RedirectResponse(_base(request), status_code=303)
+    address = client_address(request.scope)
+    wait = server.throttle.wait_seconds(address)
+    if wait:
+        page = _login_page(request, f"Too many wrong keys: wait {wait} seconds, then try again.", 429)
+        page.headers["Retry-After"] = str(wait)
+        return page
     if not hmac.compare_digest(given.encode("utf-8"), key.encode("utf-8")):
-        return _login_page(request, wrong=True)
+        server.throttle.failed(address)
+        return _login_page(request, "That key is not the server's key.", 401)
+    server.throttle.succeeded(address)
     response = RedirectResponse(_base(request), status_code=303)
     response.set_cookie(SESSION_COOKIE, session_token(key), httponly=True, samesite="strict", path="/")
     return response
