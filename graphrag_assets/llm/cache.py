@@ -54,23 +54,20 @@ from graphrag_assets.core.float32 import (
     from_le_bytes,
     is_finite,
     le_bytes_are_finite,
-    to_le_bytes,
 )
 from graphrag_assets.core.ownership import DOCUMENT, current_owner
-from graphrag_assets.llm.cache_tables import (
-    CHAT_TABLE_DDL,
-    EMBEDDING_TABLE_DDL,
-    INSERT_EMBEDDING_ROWS,
-    store_vectors_as_bytes,
+from graphrag_assets.storage.cache_owners import record_owners
+from graphrag_assets.storage.response_cache import (
+    CacheBatch,
+    ChatRow,
+    EmbeddingRow,
+    cached_keys,
+    cached_rows,
+    write_batch,
 )
-from graphrag_assets.storage.cache_owners import (
-    CHAT_TABLE,
-    EMBEDDING_TABLE,
-    OWNERS_TABLE,
-    add_owners,
-    record_owners,
-)
-from graphrag_assets.storage.database import connect, table_exists, transaction
+from graphrag_assets.storage.table_names import CACHE_OWNERS as OWNERS_TABLE
+from graphrag_assets.storage.table_names import CHAT_CACHE as CHAT_TABLE
+from graphrag_assets.storage.table_names import EMBEDDING_CACHE as EMBEDDING_TABLE
 
 log = logging.getLogger(__name__)
 # How long the first answer queued since the last write waits for others to join it (see above).
@@ -132,24 +129,6 @@ class CachedChat:
     completion_tokens: int
 
 
-@dataclass(frozen=True)
-class _ChatRow:
-    key: str
-    model: str
-    purpose: str
-    response: str
-    prompt_tokens: int
-    completion_tokens: int
-    created_at: dt.datetime
-
-
-@dataclass(frozen=True)
-class _EmbeddingRow:
-    key: str
-    model: str
-    vector: Any  # a float32 buffer: a view, an array('f') or numpy's (core/float32.py)
-
-
 def _decode_chat(response: Any, prompt_tokens: Any, completion_tokens: Any) -> CachedChat | None:
     try:
         payload = json.loads(response)
@@ -174,23 +153,6 @@ def _decode_vector(stored: Any) -> Vector | None:
     except (TypeError, ValueError, OverflowError):
         return None
     return values if is_finite(values) else None
-
-
-# Rows go in as one list parameter per column, which DuckDB unnests without pyarrow or a polars
-# frame. A key written again replaces its row by a delete and an insert in one transaction, not
-# ``insert or replace``, whose conflict handling made DuckDB take twice the memory to write 573
-# vectors, and ten times the time for 20,000 (``bench/bench_embedding_cache.py``).
-_INSERT_CHAT_ROWS = f"""
-insert into {CHAT_TABLE} by name
-select unnest($1::VARCHAR[]) as key, 'chat' as kind, unnest($2::VARCHAR[]) as model, unnest($3::VARCHAR[]) as purpose,
-    unnest($4::VARCHAR[]) as response, unnest($5::BIGINT[]) as prompt_tokens,
-    unnest($6::BIGINT[]) as completion_tokens, unnest($7::TIMESTAMP[]) as created_at
-"""
-
-
-def _replace_rows(conn: Any, table: str, keys: list[str], insert: str, columns: list[list[Any]]) -> None:
-    conn.execute(f"delete from {table} where key in (select unnest(?::VARCHAR[]))", [keys])
-    conn.execute(insert, [keys, *columns])
 
 
 @dataclass
@@ -235,24 +197,11 @@ class _Store:
     # -- reads (worker thread) -------------------------------------------------------------------
     def load_keys(self, table: str) -> set[str]:
         self.stats.key_loads += 1
-        if not self.db_path.exists():
-            return set()
-        with connect(self.db_path) as conn:
-            if not table_exists(conn, table):
-                return set()
-            return {row[0] for row in conn.execute(f"select key from {table}").fetchall()}
+        return cached_keys(self.db_path, table)
 
     def fetch(self, table: str, keys: list[str]) -> list[tuple[Any, ...]]:
         self.stats.lookup_queries += 1
-        if not keys or not self.db_path.exists():
-            return []
-        columns = "key, response, prompt_tokens, completion_tokens" if table == CHAT_TABLE else "key, vector"
-        with connect(self.db_path) as conn:
-            if not table_exists(conn, table):
-                return []
-            return conn.execute(
-                f"select {columns} from {table} where key in (select unnest(?::VARCHAR[]))", [keys]
-            ).fetchall()
+        return cached_rows(self.db_path, table, keys)
 
     # -- writes ----------------------------------------------------------------------------------
     def enqueue(self, table: str, rows: Sequence[Any]) -> None:
@@ -291,44 +240,15 @@ class _Store:
             batch = {table: dict(rows) for table, rows in self.pending.items() if rows}
         if not batch:
             return
+        rows = CacheBatch(
+            chat=list(batch.get(CHAT_TABLE, {}).values()),
+            embeddings=list(batch.get(EMBEDDING_TABLE, {}).values()),
+            owners=batch.get(OWNERS_TABLE, {}).values(),
+        )
         try:
-            with connect(self.db_path) as conn:
-                if not self.schema_ready:
-                    conn.execute(CHAT_TABLE_DDL)
-                    conn.execute(EMBEDDING_TABLE_DDL)
-                    store_vectors_as_bytes(conn)
-                    self.schema_ready = True
-                with transaction(conn):
-                    chat_rows = list(batch.get(CHAT_TABLE, {}).values())
-                    if chat_rows:
-                        _replace_rows(
-                            conn,
-                            CHAT_TABLE,
-                            [r.key for r in chat_rows],
-                            _INSERT_CHAT_ROWS,
-                            [
-                                [r.model for r in chat_rows],
-                                [r.purpose for r in chat_rows],
-                                [r.response for r in chat_rows],
-                                [r.prompt_tokens for r in chat_rows],
-                                [r.completion_tokens for r in chat_rows],
-                                [r.created_at for r in chat_rows],
-                            ],
-                        )
-                    embedding_rows = list(batch.get(EMBEDDING_TABLE, {}).values())
-                    if embedding_rows:
-                        _replace_rows(
-                            conn,
-                            EMBEDDING_TABLE,
-                            [r.key for r in embedding_rows],
-                            INSERT_EMBEDDING_ROWS,
-                            [
-                                [r.model for r in embedding_rows],
-                                [to_le_bytes(r.vector) for r in embedding_rows],
-                            ],
-                        )
-                    if add_owners(conn, batch.get(OWNERS_TABLE, {}).values(), create=not self.owners_ready):
-                        self.owners_ready = True  # created on the first write that has owners, then known to exist
+            if write_batch(self.db_path, rows, create=not self.schema_ready, create_owners=not self.owners_ready):
+                self.owners_ready = True  # created on the first write that has owners, then known to exist
+            self.schema_ready = True
         except Exception as exc:  # keep the rows queued; the next write or close() tries again
             self.stats.write_failures += 1
             log.warning(
@@ -463,7 +383,7 @@ class LLMCache:
     def put_chat(
         self, key: str, *, model: str, purpose: str, text: str, prompt_tokens: int, completion_tokens: int
     ) -> None:
-        row = _ChatRow(
+        row = ChatRow(
             key=key,
             model=model,
             purpose=purpose,
@@ -501,7 +421,7 @@ class LLMCache:
 
     def put_embeddings(self, model: str, vectors: Mapping[str, Sequence[float]]) -> None:
         """Queue ``vectors`` (float32 buffers of any kind, or lists of numbers) for writing."""
-        rows = [_EmbeddingRow(key, model, float32_buffer(vector)) for key, vector in vectors.items()]
+        rows = [EmbeddingRow(key, model, float32_buffer(vector)) for key, vector in vectors.items()]
         self._added[EMBEDDING_TABLE].update(vectors)
         self._store.enqueue(EMBEDDING_TABLE, rows)
 
