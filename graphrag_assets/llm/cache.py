@@ -10,13 +10,17 @@ report that introduced it, on this machine):
   (~30 ms for 50k keys) and kept up to date as answers arrive.
 - **Hits are looked up in batches**: every lookup issued in the same event-loop turn (a
   ``gather`` of many calls) joins one query on one short-lived connection.
-- **Writes gather for a moment**: each answer is queued, and ``WRITE_DELAY_SECONDS`` after the
-  first answer queued since the last write, a single writer thread persists everything queued
-  (connect, replace the rows in one transaction, close: ~20 ms for 1 to 16 rows, ~40 ms for 256).
-  Writing as soon as the writer was idle made ~100 writes in a cold index of *A Christmas Carol*,
-  most of 2 to 60 rows and 6 to 70 ms of a thread that competes with the steps for the
-  interpreter. A step's end (``close``/``flush``) writes what is queued at once. A killed process
-  loses the answers of the last ``WRITE_DELAY_SECONDS`` and of the write in progress.
+- **Answers are on disk before they are used**: a chat call queues its answer and awaits
+  :meth:`LLMCache.commit`, a write by a single writer thread (connect, replace the rows in one
+  transaction, close: ~20 ms for 1 to 16 rows, ~40 ms for 256). Answers that arrive while a write
+  runs share the next one, so a burst of answers costs a few writes, not one each. A killed
+  process therefore loses only the calls in flight; before, writes waited
+  ``WRITE_DELAY_SECONDS`` to gather more rows, and a kill just after a burst of answers lost a
+  third of them (paid for twice). Rows nobody waits for (owners recorded on a cache hit, rows
+  queued outside a model call) still gather for ``WRITE_DELAY_SECONDS``: writing as soon as the
+  writer was idle made ~100 writes in a cold index of *A Christmas Carol*, most of 2 to 60 rows
+  and 6 to 70 ms of a thread that competes with the steps for the interpreter. A step's end
+  (``close``/``flush``) writes what is queued at once.
 - All database work runs on that one thread, so lookups never block the event loop and never race
   a write.
 
@@ -70,8 +74,10 @@ from graphrag_assets.storage.table_names import CHAT_CACHE as CHAT_TABLE
 from graphrag_assets.storage.table_names import EMBEDDING_CACHE as EMBEDDING_TABLE
 
 log = logging.getLogger(__name__)
-# How long the first answer queued since the last write waits for others to join it (see above).
+# How long the first row queued since the last write waits for others to join it (see above).
 WRITE_DELAY_SECONDS = 0.2
+# The longest a model call waits for its answer to be written (see LLMCache.commit).
+COMMIT_WAIT_SECONDS = 5.0
 
 
 def canonical_hash(payload: Mapping[str, Any]) -> str:
@@ -178,6 +184,7 @@ class _Store:
         self.lock = threading.Lock()
         self.pending: dict[str, dict[Any, Any]] = {CHAT_TABLE: {}, EMBEDDING_TABLE: {}, OWNERS_TABLE: {}}
         self.flush_scheduled = False
+        self.committing: concurrent.futures.Future[None] | None = None  # see commit_soon
         self.executor: concurrent.futures.ThreadPoolExecutor | None = None
         self.closed = False
         self.schema_ready = False
@@ -233,13 +240,37 @@ class _Store:
         with self.lock:
             return self.pending[table].get(key)
 
+    def commit_soon(self) -> concurrent.futures.Future[None]:
+        """A write of every row queued so far, started as soon as the writer is free: done when
+        it ended (written, or failed and kept queued). Commits asked for while one waits for the
+        writer share it, so answers arriving together are written together."""
+        with self.lock:
+            if self.committing is None and not self.closed:
+                self.committing = concurrent.futures.Future()
+                try:
+                    self._executor().submit(self.write_pending)
+                except RuntimeError:  # interpreter shutting down: the exit-time close writes the rows
+                    self.committing = None
+            waiter = self.committing
+        if waiter is None:
+            waiter = concurrent.futures.Future()
+            waiter.set_result(None)
+        return waiter
+
     def write_pending(self) -> None:
         """Write every queued row (worker thread, or the caller's thread at close)."""
         with self.lock:
             self.flush_scheduled = False
             batch = {table: dict(rows) for table, rows in self.pending.items() if rows}
-        if not batch:
-            return
+            waiter, self.committing = self.committing, None
+        try:
+            if batch:
+                self._write(batch)
+        finally:
+            if waiter is not None:
+                waiter.set_result(None)
+
+    def _write(self, batch: dict[str, dict[Any, Any]]) -> None:
         rows = CacheBatch(
             chat=list(batch.get(CHAT_TABLE, {}).values()),
             embeddings=list(batch.get(EMBEDDING_TABLE, {}).values()),
@@ -432,6 +463,19 @@ class LLMCache:
 
     async def aflush(self) -> None:
         await asyncio.get_running_loop().run_in_executor(None, self._store.flush)
+
+    async def commit(self, wait_seconds: float = COMMIT_WAIT_SECONDS) -> None:
+        """Write what is queued now, and wait (up to ``wait_seconds``) until it is on disk.
+
+        A model call awaits this before it returns its answer, so a killed process loses only
+        the calls still in flight, never an answer already paid for and handed on. Waiting is
+        bounded: behind a database another process holds, the write goes on in the background
+        and the call goes on without it.
+        """
+        try:
+            await asyncio.wait_for(asyncio.shield(asyncio.wrap_future(self._store.commit_soon())), wait_seconds)
+        except TimeoutError:
+            pass
 
     def close(self) -> None:
         """Write what is queued and stop the writer thread (idempotent)."""
