@@ -33,10 +33,11 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
 from graphrag_assets.core.settings import LLMSettings  # noqa: E402
-from graphrag_assets.llm.cache import CHAT_TABLE, CHAT_TABLE_DDL, LLMCache, chat_cache_key  # noqa: E402
+from graphrag_assets.llm.cache import CHAT_TABLE, LLMCache, chat_cache_key  # noqa: E402
 from graphrag_assets.llm.factory import build_chat_model  # noqa: E402
 from graphrag_assets.llm.usage import UsageMeter  # noqa: E402
 from graphrag_assets.storage.database import connect  # noqa: E402
+from graphrag_assets.storage.response_cache import CHAT_TABLE_DDL  # noqa: E402
 from graphrag_assets_tests.openai_fixtures import ScriptedOpenAIServer  # noqa: E402
 
 

@@ -144,10 +144,11 @@ class ScriptedOpenAIServer:
         match: str | None = None,
         endpoint: str | None = None,
         keep_chars: int | None = None,
+        finish_reason: str | None = None,
     ) -> None:
         """Queue a fault: ``status`` (HTTP error), ``delay`` (``seconds`` before answering),
         ``malformed`` (invalid JSON, status 200), ``truncate`` (the answer's first ``keep_chars``
-        characters with ``finish_reason: length``) or ``drop`` (connection closed without a response)."""
+        characters with ``finish_reason: length``, or ``finish_reason`` if given) or ``drop`` (connection closed without a response)."""
         spec = {
             "kind": kind,
             "status": status,
@@ -160,6 +161,7 @@ class ScriptedOpenAIServer:
             "match": match,
             "endpoint": endpoint,
             "keep_chars": keep_chars,
+            "finish_reason": finish_reason,
         }
         self._request("POST", "/_control/fault", {k: v for k, v in spec.items() if v is not None})
 

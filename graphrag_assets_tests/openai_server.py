@@ -28,7 +28,8 @@ Faults (``/_control/fault``) are consumed in the order they were added by the ne
 requests: an HTTP status with an OpenAI-style error body and optional ``Retry-After`` /
 ``retry-after-ms`` headers, a delay before answering normally (to trigger client timeouts), a
 malformed body (invalid JSON with status 200), an answer cut off at the token limit (``truncate``:
-``keep_chars`` characters, ``finish_reason: length``), or a dropped connection (socket closed without a
+``keep_chars`` characters, ``finish_reason: length``, or another ``finish_reason`` such as the
+``stop`` a faulty server or proxy reports), or a dropped connection (socket closed without a
 response). A fault may be limited to one endpoint and to requests whose text matches a regex.
 
 Usage figures are approximate but realistic: tokens are counted with
@@ -182,6 +183,7 @@ class Fault:
     endpoint: str | None = None
     remaining: int = 1
     keep_chars: int = 40  # kind "truncate": characters of the answer sent before it is cut off
+    finish_reason: str = "length"  # kind "truncate": what the cut answer says (a faulty server says "stop")
 
 
 @dataclass
@@ -253,6 +255,7 @@ def _parse_fault(spec: dict[str, Any]) -> Fault:
         endpoint=spec.get("endpoint"),
         remaining=int(spec.get("times") or 1),
         keep_chars=int(spec.get("keep_chars") or 40),
+        finish_reason=str(spec.get("finish_reason") or "length"),
     )
 
 
@@ -459,13 +462,15 @@ class ScriptedHandler(BaseHTTPRequestHandler):
             else:
                 self._embeddings(body, record)
         elif fault.kind == "truncate" and endpoint == "chat":
-            self._chat(body, request_text(endpoint, body), record, keep_chars=fault.keep_chars)
+            self._chat(body, request_text(endpoint, body), record, cut=(fault.keep_chars, fault.finish_reason))
         elif fault.kind == "malformed":
             self._send_raw(200, b'{"id": "chatcmpl-broken", "object": "chat.completion", "choices": [{"ind')
         elif fault.kind == "drop":
             self.close_connection = True
 
-    def _chat(self, body: dict[str, Any], text: str, record: dict[str, Any], keep_chars: int | None = None) -> None:
+    def _chat(
+        self, body: dict[str, Any], text: str, record: dict[str, Any], cut: tuple[int, str] | None = None
+    ) -> None:
         server = self.server
         profile = server.state.profile
         model = body.get("model", "unknown")
@@ -475,8 +480,8 @@ class ScriptedHandler(BaseHTTPRequestHandler):
             answer = server.state.responder(body)
         content = profile.shape_answer(body, answer)
         finish_reason = profile.finish_reason(body, answer)
-        if keep_chars is not None:  # the token limit was reached: the answer stops mid-way
-            content, finish_reason = content[:keep_chars], "length"
+        if cut is not None:  # the token limit was reached (or a faulty server stopped): the answer stops mid-way
+            content, finish_reason = content[: cut[0]], cut[1]
         messages = body.get("messages") or []
         prompt_tokens = sum(server.count_tokens(message_text(m)) + 4 for m in messages) + 3
         completion_tokens = server.count_tokens(content)

@@ -190,6 +190,37 @@ def split_records(
     return segments
 
 
+def ends_mid_record(
+    text: str,
+    tuple_delimiter: str = TUPLE_DELIMITER,
+    record_delimiter: str = RECORD_DELIMITER,
+    completion_delimiter: str = COMPLETION_DELIMITER,
+) -> bool:
+    """Whether an answer stops inside a record: it was cut short, whatever ``finish_reason`` said.
+
+    A server or proxy can end an answer early and still report ``stop``; parsing it then loses
+    every record after the cut and reports at most the one it cut through. An answer is whole
+    when it holds the completion marker the prompts ask for. Without one, it is cut when it ends
+    on a record delimiter (a record was announced and never written), or when its last segment is
+    a record left open: opened with ``(``, or unclosed after records that this model does close.
+    An answer that ends right after a closed record cannot be told from one whose model left the
+    marker out, and counts as whole; so does one that ends in commentary.
+    """
+    if _completion_pattern(completion_delimiter).search(text):
+        return False
+    tail = _CODE_FENCE.sub("\n", text).strip(_EDGE_NOISE)
+    if not tail:
+        return False
+    if tail.endswith(record_delimiter):
+        return True
+    segments = split_records(text, tuple_delimiter, record_delimiter, completion_delimiter)
+    last = segments[-1].strip(_EDGE_NOISE)
+    opened = _LIST_MARKER.sub("", last).lstrip(_EDGE_NOISE).startswith("(")
+    if last.endswith(")") or not (opened or tuple_delimiter in last):
+        return False
+    return opened or any(s.strip(_EDGE_NOISE).endswith(")") for s in segments[:-1])
+
+
 def clean_text(value: str) -> str:
     """HTML-unescape, drop control characters, collapse whitespace, strip surrounding quotes."""
     value = html.unescape(value)

@@ -43,6 +43,7 @@ from graphrag_assets.index.extraction_parser import (
     ParsedAnswer,
     ParsedClaims,
     ParseFailure,
+    ends_mid_record,
     parse_claims_answer,
     parse_graph_answer,
 )
@@ -199,13 +200,14 @@ async def glean(
     """Run one extraction conversation and return every answer (initial first).
 
     An answer ``parseable`` rejects (no record could be read from it) is not cached, so the next
-    run asks again instead of keeping a degraded graph forever.
+    run asks again instead of keeping a degraded graph forever; neither is one that stops inside a
+    record (:func:`ends_mid_record`), which counts as cut off like one stopped at the token limit.
     """
     usage = Usage()
     version = prompts.extract.version
     continue_text = prompts.continue_.format()
     loop_check_text = prompts.loop_check.format()
-    records = ChatOptions(prompt_version=version, cache_if=parseable)
+    records = ChatOptions(prompt_version=version, cache_if=parseable, complete_if=_whole_answer)
 
     async def ask(messages: list[Message], options: ChatOptions = records) -> str:
         # a copy: the history grows after the call, and the client may keep what it was given
@@ -232,6 +234,10 @@ async def glean(
         if not wants_more(check):
             break
     return Conversation(answers, usage)
+
+
+def _whole_answer(text: str) -> bool:
+    return not ends_mid_record(text)
 
 
 def _fill(template: PromptTemplate, **values: object) -> str:

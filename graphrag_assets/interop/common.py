@@ -13,17 +13,18 @@ import polars as pl
 from graphrag_assets.core import schemas
 from graphrag_assets.core.errors import UserError
 from graphrag_assets.core.settings import Settings
-from graphrag_assets.storage.database import connect, table_exists
+from graphrag_assets.storage import table_names as tables
+from graphrag_assets.storage.index_reads import read_index_tables as read_stored_tables
 from graphrag_assets.storage.tables import read_table
 
 INDEX_TABLES: dict[str, dict[str, pl.DataType]] = {
-    "documents": schemas.DOCUMENTS,
-    "text_units": schemas.TEXT_UNITS,
-    "entities": schemas.ENTITIES,
-    "relationships": schemas.RELATIONSHIPS,
-    "communities": schemas.COMMUNITIES,
-    "community_reports": schemas.COMMUNITY_REPORTS,
-    "covariates": schemas.COVARIATES,
+    tables.DOCUMENTS: schemas.DOCUMENTS,
+    tables.TEXT_UNITS: schemas.TEXT_UNITS,
+    tables.ENTITIES: schemas.ENTITIES,
+    tables.RELATIONSHIPS: schemas.RELATIONSHIPS,
+    tables.COMMUNITIES: schemas.COMMUNITIES,
+    tables.COMMUNITY_REPORTS: schemas.COMMUNITY_REPORTS,
+    tables.COVARIATES: schemas.COVARIATES,
 }
 
 
@@ -74,17 +75,15 @@ def read_index_tables(settings: Settings, names: Sequence[str] = tuple(INDEX_TAB
 
     Raises a :class:`UserError` when the project has no graph yet.
     """
-    frames: dict[str, pl.DataFrame] = {}
-    with connect(settings.database_path, read_only=True) as conn:
-        if not table_exists(conn, "entities"):
-            raise UserError(f"the project at {settings.root} has no index yet; run 'graphrag-assets index' first.")
-        for name in names:
-            schema = INDEX_TABLES[name]
-            if table_exists(conn, name):
-                frames[name] = schemas.conform(conn.sql(f'select * from "{name}"').pl(), schema)
-            else:
-                frames[name] = schemas.empty_frame(schema)
-    return frames
+    stored = read_stored_tables(settings.database_path, dict.fromkeys(names))
+    if stored is None:
+        raise UserError(f"the project at {settings.root} has no index yet; run 'graphrag-assets index' first.")
+    return {
+        name: schemas.conform(stored[name], INDEX_TABLES[name])
+        if name in stored
+        else schemas.empty_frame(INDEX_TABLES[name])
+        for name in names
+    }
 
 
 def read_embeddings(settings: Settings, table: str) -> pl.DataFrame | None:

@@ -10,13 +10,17 @@ report that introduced it, on this machine):
   (~30 ms for 50k keys) and kept up to date as answers arrive.
 - **Hits are looked up in batches**: every lookup issued in the same event-loop turn (a
   ``gather`` of many calls) joins one query on one short-lived connection.
-- **Writes gather for a moment**: each answer is queued, and ``WRITE_DELAY_SECONDS`` after the
-  first answer queued since the last write, a single writer thread persists everything queued
-  (connect, replace the rows in one transaction, close: ~20 ms for 1 to 16 rows, ~40 ms for 256).
-  Writing as soon as the writer was idle made ~100 writes in a cold index of *A Christmas Carol*,
-  most of 2 to 60 rows and 6 to 70 ms of a thread that competes with the steps for the
-  interpreter. A step's end (``close``/``flush``) writes what is queued at once. A killed process
-  loses the answers of the last ``WRITE_DELAY_SECONDS`` and of the write in progress.
+- **Answers are on disk before they are used**: a chat call queues its answer and awaits
+  :meth:`LLMCache.commit`, a write by a single writer thread (connect, replace the rows in one
+  transaction, close: ~20 ms for 1 to 16 rows, ~40 ms for 256). Answers that arrive while a write
+  runs share the next one, so a burst of answers costs a few writes, not one each. A killed
+  process therefore loses only the calls in flight; before, writes waited
+  ``WRITE_DELAY_SECONDS`` to gather more rows, and a kill just after a burst of answers lost a
+  third of them (paid for twice). Rows nobody waits for (owners recorded on a cache hit, rows
+  queued outside a model call) still gather for ``WRITE_DELAY_SECONDS``: writing as soon as the
+  writer was idle made ~100 writes in a cold index of *A Christmas Carol*, most of 2 to 60 rows
+  and 6 to 70 ms of a thread that competes with the steps for the interpreter. A step's end
+  (``close``/``flush``) writes what is queued at once.
 - All database work runs on that one thread, so lookups never block the event loop and never race
   a write.
 
@@ -54,27 +58,26 @@ from graphrag_assets.core.float32 import (
     from_le_bytes,
     is_finite,
     le_bytes_are_finite,
-    to_le_bytes,
 )
 from graphrag_assets.core.ownership import DOCUMENT, current_owner
-from graphrag_assets.llm.cache_tables import (
-    CHAT_TABLE_DDL,
-    EMBEDDING_TABLE_DDL,
-    INSERT_EMBEDDING_ROWS,
-    store_vectors_as_bytes,
+from graphrag_assets.storage.cache_owners import record_owners
+from graphrag_assets.storage.response_cache import (
+    CacheBatch,
+    ChatRow,
+    EmbeddingRow,
+    cached_keys,
+    cached_rows,
+    write_batch,
 )
-from graphrag_assets.storage.cache_owners import (
-    CHAT_TABLE,
-    EMBEDDING_TABLE,
-    OWNERS_TABLE,
-    add_owners,
-    record_owners,
-)
-from graphrag_assets.storage.database import connect, table_exists, transaction
+from graphrag_assets.storage.table_names import CACHE_OWNERS as OWNERS_TABLE
+from graphrag_assets.storage.table_names import CHAT_CACHE as CHAT_TABLE
+from graphrag_assets.storage.table_names import EMBEDDING_CACHE as EMBEDDING_TABLE
 
 log = logging.getLogger(__name__)
-# How long the first answer queued since the last write waits for others to join it (see above).
+# How long the first row queued since the last write waits for others to join it (see above).
 WRITE_DELAY_SECONDS = 0.2
+# The longest a model call waits for its answer to be written (see LLMCache.commit).
+COMMIT_WAIT_SECONDS = 5.0
 
 
 def canonical_hash(payload: Mapping[str, Any]) -> str:
@@ -132,24 +135,6 @@ class CachedChat:
     completion_tokens: int
 
 
-@dataclass(frozen=True)
-class _ChatRow:
-    key: str
-    model: str
-    purpose: str
-    response: str
-    prompt_tokens: int
-    completion_tokens: int
-    created_at: dt.datetime
-
-
-@dataclass(frozen=True)
-class _EmbeddingRow:
-    key: str
-    model: str
-    vector: Any  # a float32 buffer: a view, an array('f') or numpy's (core/float32.py)
-
-
 def _decode_chat(response: Any, prompt_tokens: Any, completion_tokens: Any) -> CachedChat | None:
     try:
         payload = json.loads(response)
@@ -176,23 +161,6 @@ def _decode_vector(stored: Any) -> Vector | None:
     return values if is_finite(values) else None
 
 
-# Rows go in as one list parameter per column, which DuckDB unnests without pyarrow or a polars
-# frame. A key written again replaces its row by a delete and an insert in one transaction, not
-# ``insert or replace``, whose conflict handling made DuckDB take twice the memory to write 573
-# vectors, and ten times the time for 20,000 (``bench/bench_embedding_cache.py``).
-_INSERT_CHAT_ROWS = f"""
-insert into {CHAT_TABLE} by name
-select unnest($1::VARCHAR[]) as key, 'chat' as kind, unnest($2::VARCHAR[]) as model, unnest($3::VARCHAR[]) as purpose,
-    unnest($4::VARCHAR[]) as response, unnest($5::BIGINT[]) as prompt_tokens,
-    unnest($6::BIGINT[]) as completion_tokens, unnest($7::TIMESTAMP[]) as created_at
-"""
-
-
-def _replace_rows(conn: Any, table: str, keys: list[str], insert: str, columns: list[list[Any]]) -> None:
-    conn.execute(f"delete from {table} where key in (select unnest(?::VARCHAR[]))", [keys])
-    conn.execute(insert, [keys, *columns])
-
-
 @dataclass
 class CacheStats:
     """Counters for benchmarks and tests: database work done by the cache."""
@@ -216,6 +184,7 @@ class _Store:
         self.lock = threading.Lock()
         self.pending: dict[str, dict[Any, Any]] = {CHAT_TABLE: {}, EMBEDDING_TABLE: {}, OWNERS_TABLE: {}}
         self.flush_scheduled = False
+        self.committing: concurrent.futures.Future[None] | None = None  # see commit_soon
         self.executor: concurrent.futures.ThreadPoolExecutor | None = None
         self.closed = False
         self.schema_ready = False
@@ -235,24 +204,11 @@ class _Store:
     # -- reads (worker thread) -------------------------------------------------------------------
     def load_keys(self, table: str) -> set[str]:
         self.stats.key_loads += 1
-        if not self.db_path.exists():
-            return set()
-        with connect(self.db_path) as conn:
-            if not table_exists(conn, table):
-                return set()
-            return {row[0] for row in conn.execute(f"select key from {table}").fetchall()}
+        return cached_keys(self.db_path, table)
 
     def fetch(self, table: str, keys: list[str]) -> list[tuple[Any, ...]]:
         self.stats.lookup_queries += 1
-        if not keys or not self.db_path.exists():
-            return []
-        columns = "key, response, prompt_tokens, completion_tokens" if table == CHAT_TABLE else "key, vector"
-        with connect(self.db_path) as conn:
-            if not table_exists(conn, table):
-                return []
-            return conn.execute(
-                f"select {columns} from {table} where key in (select unnest(?::VARCHAR[]))", [keys]
-            ).fetchall()
+        return cached_rows(self.db_path, table, keys)
 
     # -- writes ----------------------------------------------------------------------------------
     def enqueue(self, table: str, rows: Sequence[Any]) -> None:
@@ -284,51 +240,46 @@ class _Store:
         with self.lock:
             return self.pending[table].get(key)
 
+    def commit_soon(self) -> concurrent.futures.Future[None]:
+        """A write of every row queued so far, started as soon as the writer is free: done when
+        it ended (written, or failed and kept queued). Commits asked for while one waits for the
+        writer share it, so answers arriving together are written together."""
+        with self.lock:
+            if self.committing is None and not self.closed:
+                self.committing = concurrent.futures.Future()
+                try:
+                    self._executor().submit(self.write_pending)
+                except RuntimeError:  # interpreter shutting down: the exit-time close writes the rows
+                    self.committing = None
+            waiter = self.committing
+        if waiter is None:
+            waiter = concurrent.futures.Future()
+            waiter.set_result(None)
+        return waiter
+
     def write_pending(self) -> None:
         """Write every queued row (worker thread, or the caller's thread at close)."""
         with self.lock:
             self.flush_scheduled = False
             batch = {table: dict(rows) for table, rows in self.pending.items() if rows}
-        if not batch:
-            return
+            waiter, self.committing = self.committing, None
         try:
-            with connect(self.db_path) as conn:
-                if not self.schema_ready:
-                    conn.execute(CHAT_TABLE_DDL)
-                    conn.execute(EMBEDDING_TABLE_DDL)
-                    store_vectors_as_bytes(conn)
-                    self.schema_ready = True
-                with transaction(conn):
-                    chat_rows = list(batch.get(CHAT_TABLE, {}).values())
-                    if chat_rows:
-                        _replace_rows(
-                            conn,
-                            CHAT_TABLE,
-                            [r.key for r in chat_rows],
-                            _INSERT_CHAT_ROWS,
-                            [
-                                [r.model for r in chat_rows],
-                                [r.purpose for r in chat_rows],
-                                [r.response for r in chat_rows],
-                                [r.prompt_tokens for r in chat_rows],
-                                [r.completion_tokens for r in chat_rows],
-                                [r.created_at for r in chat_rows],
-                            ],
-                        )
-                    embedding_rows = list(batch.get(EMBEDDING_TABLE, {}).values())
-                    if embedding_rows:
-                        _replace_rows(
-                            conn,
-                            EMBEDDING_TABLE,
-                            [r.key for r in embedding_rows],
-                            INSERT_EMBEDDING_ROWS,
-                            [
-                                [r.model for r in embedding_rows],
-                                [to_le_bytes(r.vector) for r in embedding_rows],
-                            ],
-                        )
-                    if add_owners(conn, batch.get(OWNERS_TABLE, {}).values(), create=not self.owners_ready):
-                        self.owners_ready = True  # created on the first write that has owners, then known to exist
+            if batch:
+                self._write(batch)
+        finally:
+            if waiter is not None:
+                waiter.set_result(None)
+
+    def _write(self, batch: dict[str, dict[Any, Any]]) -> None:
+        rows = CacheBatch(
+            chat=list(batch.get(CHAT_TABLE, {}).values()),
+            embeddings=list(batch.get(EMBEDDING_TABLE, {}).values()),
+            owners=batch.get(OWNERS_TABLE, {}).values(),
+        )
+        try:
+            if write_batch(self.db_path, rows, create=not self.schema_ready, create_owners=not self.owners_ready):
+                self.owners_ready = True  # created on the first write that has owners, then known to exist
+            self.schema_ready = True
         except Exception as exc:  # keep the rows queued; the next write or close() tries again
             self.stats.write_failures += 1
             log.warning(
@@ -463,7 +414,7 @@ class LLMCache:
     def put_chat(
         self, key: str, *, model: str, purpose: str, text: str, prompt_tokens: int, completion_tokens: int
     ) -> None:
-        row = _ChatRow(
+        row = ChatRow(
             key=key,
             model=model,
             purpose=purpose,
@@ -501,7 +452,7 @@ class LLMCache:
 
     def put_embeddings(self, model: str, vectors: Mapping[str, Sequence[float]]) -> None:
         """Queue ``vectors`` (float32 buffers of any kind, or lists of numbers) for writing."""
-        rows = [_EmbeddingRow(key, model, float32_buffer(vector)) for key, vector in vectors.items()]
+        rows = [EmbeddingRow(key, model, float32_buffer(vector)) for key, vector in vectors.items()]
         self._added[EMBEDDING_TABLE].update(vectors)
         self._store.enqueue(EMBEDDING_TABLE, rows)
 
@@ -512,6 +463,19 @@ class LLMCache:
 
     async def aflush(self) -> None:
         await asyncio.get_running_loop().run_in_executor(None, self._store.flush)
+
+    async def commit(self, wait_seconds: float = COMMIT_WAIT_SECONDS) -> None:
+        """Write what is queued now, and wait (up to ``wait_seconds``) until it is on disk.
+
+        A model call awaits this before it returns its answer, so a killed process loses only
+        the calls still in flight, never an answer already paid for and handed on. Waiting is
+        bounded: behind a database another process holds, the write goes on in the background
+        and the call goes on without it.
+        """
+        try:
+            await asyncio.wait_for(asyncio.shield(asyncio.wrap_future(self._store.commit_soon())), wait_seconds)
+        except TimeoutError:
+            pass
 
     def close(self) -> None:
         """Write what is queued and stop the writer thread (idempotent)."""

@@ -15,7 +15,6 @@ table holds no credential. Failing to read or write it only costs a re-detection
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import logging
 import threading
@@ -23,21 +22,11 @@ from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
-from graphrag_assets.storage.database import connect, table_exists
+from graphrag_assets.storage.capabilities import read_capabilities, write_capabilities
+from graphrag_assets.storage.table_names import CAPABILITIES as CAPABILITIES_TABLE
 
 log = logging.getLogger(__name__)
 
-CAPABILITIES_TABLE = "llm_capabilities"
-CAPABILITIES_DDL = f"""
-create table if not exists {CAPABILITIES_TABLE} (
-    endpoint VARCHAR,
-    model VARCHAR,
-    kind VARCHAR,
-    capabilities VARCHAR,
-    detected_at TIMESTAMP,
-    primary key (endpoint, model, kind)
-)
-"""
 DB_WAIT_SECONDS = 2.0  # never make a model call wait long on a locked file for this
 
 UNKNOWN = "unknown"
@@ -125,15 +114,8 @@ class CapabilityStore:
         if self.db_path is None or not self.db_path.exists():
             return self._stored
         try:
-            # read-write like the response cache's writer: DuckDB refuses a read-only connection
-            # next to a read-write one in the same process
-            with connect(self.db_path, wait_seconds=DB_WAIT_SECONDS) as conn:
-                if table_exists(conn, CAPABILITIES_TABLE):
-                    rows = conn.execute(
-                        f"select endpoint, model, kind, capabilities from {CAPABILITIES_TABLE}"
-                    ).fetchall()
-                    for endpoint, model, kind, text in rows:
-                        self._stored[(endpoint, model, kind)] = Capabilities.from_dict(json.loads(text))
+            for endpoint, model, kind, text in read_capabilities(self.db_path, DB_WAIT_SECONDS):
+                self._stored[(endpoint, model, kind)] = Capabilities.from_dict(json.loads(text))
         except Exception as exc:  # a locked or unreadable file: detect again instead
             log.info(
                 "could not read %s from %s (%s); capabilities will be detected again.",
@@ -148,14 +130,9 @@ class CapabilityStore:
         until it exists, what was learned stays in this process and is written once it does."""
         if self.db_path is None or (not create and not self.db_path.exists()):
             return
-        now = dt.datetime.now(dt.UTC).replace(tzinfo=None)
+        text = json.dumps(capabilities.as_dict(), sort_keys=True)
         try:
-            with connect(self.db_path, wait_seconds=DB_WAIT_SECONDS) as conn:
-                conn.execute(CAPABILITIES_DDL)
-                conn.execute(
-                    f"insert or replace into {CAPABILITIES_TABLE} values (?, ?, ?, ?, ?)",
-                    [*key, json.dumps(capabilities.as_dict(), sort_keys=True), now],
-                )
+            write_capabilities(self.db_path, key, text, DB_WAIT_SECONDS)
         except Exception as exc:  # kept in memory for this process; the next run detects again
             log.info("could not write %s to %s (%s).", CAPABILITIES_TABLE, self.db_path, exc)
         if self._stored is not None:

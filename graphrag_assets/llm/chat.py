@@ -81,6 +81,11 @@ async def _post_completion(client: Any, args: dict[str, Any]) -> _Completion:
     )
 
 
+def _whole(options: ChatOptions, text: str) -> bool:
+    """Whether the call's own test (``complete_if``) takes the answer as finished (no test: yes)."""
+    return options.complete_if is None or options.complete_if(text)
+
+
 def _field(record: Any, name: str) -> Any:
     """A field of usage as a parsed body (a mapping) or as the client's model (a streamed chunk's)."""
     return record.get(name) if isinstance(record, Mapping) else getattr(record, name, None)
@@ -172,6 +177,7 @@ class OpenAIChatModel(OpenAIModel):
                     completion_tokens=result.completion_tokens,
                 )
                 cache.note_use(CHAT_TABLE, [key])
+                await cache.commit()  # on disk before anyone uses it: a kill loses only calls in flight
             future.set_result(result)
             return result
         except BaseException as exc:
@@ -375,14 +381,22 @@ class OpenAIChatModel(OpenAIModel):
                 "(its content filter); those calls return no text.",
             )
         result = self._record(purpose, call, response.usage, text)
-        if finish_reason != "length":
+        if finish_reason == "length":
+            self.tell_once(
+                "answers_truncated",
+                f"{self.describe()} cut answers off at the token limit (finish_reason length); "
+                "they are used as they are but not cached, so the next index asks again (raise max_tokens if it keeps happening).",
+            )
+        elif finish_reason != "content_filter" and text and not _whole(call.options, text):
+            self.meter.note(self.model, "answers_cut_short")
+            self.tell_once(
+                "answers_cut_short",
+                f"{self.describe()} ended answers in the middle of a record although it reported them finished; "
+                "they are used as they are but not cached, so the next index asks again.",
+            )
+        else:
             return result
         self.meter.record_truncated(purpose, self.model)
-        self.tell_once(
-            "answers_truncated",
-            f"{self.describe()} cut answers off at the token limit (finish_reason length); "
-            "they are used as they are but not cached, so the next index asks again (raise max_tokens if it keeps happening).",
-        )
         return dataclasses.replace(result, truncated=True)
 
     def _clean(self, text: str, call: _Call, args: dict[str, Any], complete: bool = True) -> str:

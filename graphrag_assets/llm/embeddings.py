@@ -230,6 +230,7 @@ class OpenAIEmbeddingModel(OpenAIModel):
                     finished[keys[texts[position]]] = vec
             if finished and self.cache is not None:
                 self.cache.put_embeddings(self.model, finished)
+                await self.cache.commit()  # on disk before they are used (llm/cache.py)
 
         await asyncio.gather(*(run(batch) for batch in batches))
         if results:

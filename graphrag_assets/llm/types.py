@@ -29,7 +29,9 @@ class ChatResult:
     prompt_tokens: int
     completion_tokens: int
     cached: bool
-    truncated: bool = False  # the server stopped at the token limit (finish_reason "length"): never cached
+    # the answer was cut short: at the token limit (finish_reason "length"), or it fails the
+    # call's ``complete_if`` (stopped inside a record although the server said "stop"); never cached
+    truncated: bool = False
 
 
 @dataclass(frozen=True)
@@ -50,7 +52,10 @@ class ChatOptions:
     None means the model's configured temperature. ``prompt_version`` is part of the cache key,
     so changing a prompt template invalidates exactly the answers produced with the old one.
     ``use_cache`` False asks for a fresh answer; ``cache_if`` keeps an answer out of the cache
-    unless it accepts it (so an unusable answer is asked again on the next run).
+    unless it accepts it (so an unusable answer is asked again on the next run); ``complete_if``
+    tells whether an answer the server called finished really is (an extraction answer that stops
+    inside a record is not): one it rejects is used, reported and not cached, like one cut off
+    at the token limit.
     """
 
     json_mode: bool = False
@@ -60,6 +65,7 @@ class ChatOptions:
     prompt_version: str = ""
     use_cache: bool = True
     cache_if: Callable[[str], bool] | None = field(default=None, compare=False)
+    complete_if: Callable[[str], bool] | None = field(default=None, compare=False)
 
     @property
     def wants_json(self) -> bool:

@@ -21,7 +21,6 @@ Figures go to Dagster materialization metadata (:meth:`UsageMeter.as_metadata`) 
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import threading
 from collections.abc import Mapping
@@ -31,41 +30,15 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from graphrag_assets.llm.cache_tables import CHAT_TABLE_DDL, EMBEDDING_TABLE_DDL
-from graphrag_assets.storage.database import FrameStream, connect, table_exists
+from graphrag_assets.storage import usage as usage_table
+from graphrag_assets.storage.usage import OUTCOME_COLUMNS
+from graphrag_assets.storage.usage import create_model_tables as create_model_tables
 
 # The corpus-wide assets that call the chat model (status and the dry run show their last run).
 CORPUS_MODEL_ASSETS = ("graph", "community_reports")
 
 if TYPE_CHECKING:
     from graphrag_assets.core.settings import Price
-
-USAGE_TABLE = "llm_usage"
-USAGE_TABLE_DDL = f"""
-create table if not exists {USAGE_TABLE} (
-    run_id VARCHAR,
-    asset_key VARCHAR,
-    partition_key VARCHAR,
-    purpose VARCHAR,
-    model VARCHAR,
-    requests BIGINT,
-    cache_hits BIGINT,
-    retries BIGINT,
-    failures BIGINT,
-    prompt_tokens BIGINT,
-    completion_tokens BIGINT,
-    embedding_tokens BIGINT,
-    cost_usd DOUBLE,
-    recorded_at TIMESTAMP,
-    truncated BIGINT
-)
-"""
-
-
-# Filled on some rows only: what a step did with its outputs (for ``community_report``: reports
-# reused, regenerated and deleted, and a JSON object of regeneration reasons). Added to tables
-# created before these columns existed.
-OUTCOME_COLUMNS = {"reused": "BIGINT", "regenerated": "BIGINT", "deleted": "BIGINT", "reasons": "VARCHAR"}
 
 
 @dataclass
@@ -211,48 +184,14 @@ class UsageMeter:
             pl.lit(run_id, pl.String).alias("run_id"),
             pl.lit(asset_key, pl.String).alias("asset_key"),
             pl.lit(partition_key, pl.String).alias("partition_key"),
-            pl.lit(dt.datetime.now(dt.UTC).replace(tzinfo=None), pl.Datetime("us")).alias("recorded_at"),
         )
-        with connect(db_path) as conn:
-            ensure_usage_table(conn)
-            conn.register("usage_rows", FrameStream(frame))
-            conn.execute(f"insert into {USAGE_TABLE} by name select * from usage_rows")
-            conn.unregister("usage_rows")
+        usage_table.append_usage(db_path, frame)
         return frame.height
-
-
-def ensure_usage_table(conn) -> None:
-    """Create ``llm_usage``, or add the columns a table made by an older version lacks."""
-    conn.execute(USAGE_TABLE_DDL)
-    for column, kind in {"truncated": "BIGINT", **OUTCOME_COLUMNS}.items():
-        conn.execute(f"alter table {USAGE_TABLE} add column if not exists {column} {kind}")
-
-
-def create_model_tables(db_path: Path) -> None:
-    """Create ``llm_usage`` and the response cache tables, empty, if they do not exist yet.
-
-    An offline index makes no model calls, but ``SELECT … FROM llm_usage`` should answer "nothing"
-    rather than "no such table".
-    """
-    with connect(db_path) as conn:
-        ensure_usage_table(conn)
-        for ddl in (CHAT_TABLE_DDL, EMBEDDING_TABLE_DDL):
-            conn.execute(ddl)
 
 
 def usage_by_purpose(db_path: Path, run_ids: list[str]) -> dict[str, dict[str, Any]]:
     """Model calls made and answered from the cache, tokens and cost, per purpose, over these runs."""
-    if not run_ids or not Path(db_path).exists():
-        return {}
-    with connect(db_path, read_only=True) as conn:
-        if not table_exists(conn, USAGE_TABLE):
-            return {}
-        conn.register("_runs", FrameStream(pl.DataFrame({"run_id": run_ids})))
-        rows = conn.sql(
-            "select purpose, sum(requests)::bigint, sum(cache_hits)::bigint, sum(failures)::bigint, "
-            "sum(prompt_tokens + embedding_tokens)::bigint, sum(completion_tokens)::bigint, sum(cost_usd), "
-            f"{_truncated_sum(conn)} from {USAGE_TABLE} where run_id in (select run_id from _runs) group by purpose order by purpose"
-        ).fetchall()
+    rows = usage_table.purpose_totals(db_path, run_ids)
     return {
         purpose: {
             "calls": calls,
@@ -267,26 +206,9 @@ def usage_by_purpose(db_path: Path, run_ids: list[str]) -> dict[str, dict[str, A
     }
 
 
-def _truncated_sum(conn) -> str:
-    """``sum(truncated)``, or 0 on a table written before the column existed (read-only: not altered)."""
-    columns = {row[0] for row in conn.execute(f"describe {USAGE_TABLE}").fetchall()}
-    return "coalesce(sum(truncated), 0)::bigint" if "truncated" in columns else "0::bigint"
-
-
 def last_corpus_run_usage(db_path: Path, corpus_assets: tuple[str, ...]) -> dict[str, dict[str, int]]:
     """Calls made and cached per purpose by the latest run that wrote one of ``corpus_assets``."""
-    if not Path(db_path).exists():
-        return {}
-    with connect(db_path, read_only=True) as conn:
-        if not table_exists(conn, USAGE_TABLE):
-            return {}
-        rows = conn.execute(
-            f"with last as (select run_id from {USAGE_TABLE} where list_contains(?, asset_key) "
-            "order by recorded_at desc limit 1) "
-            f"select purpose, sum(requests)::bigint, sum(cache_hits)::bigint, {_truncated_sum(conn)} from {USAGE_TABLE} "
-            "where run_id in (select run_id from last) group by purpose order by purpose",
-            [list(corpus_assets)],
-        ).fetchall()
+    rows = usage_table.last_run_totals(db_path, corpus_assets)
     return {
         purpose: {"calls": calls, "cached": cached, "truncated": truncated}
         for purpose, calls, cached, truncated in rows
@@ -306,49 +228,15 @@ def record_outcomes(
     if unknown:
         raise ValueError(f"unknown outcome column(s): {', '.join(sorted(unknown))}")
     values = {k: json.dumps(v, sort_keys=True) if isinstance(v, (dict, list)) else v for k, v in outcomes.items()}
-    with connect(db_path) as conn:
-        ensure_usage_table(conn)
-        where = "run_id = ? and asset_key = ? and purpose = ?"
-        found = conn.execute(
-            f"select min(rowid) from {USAGE_TABLE} where {where}", [run_id, asset_key, purpose]
-        ).fetchone()
-        if found is None or found[0] is None:
-            zeros = ", ".join("0" for _ in COUNT_FIELDS)
-            conn.execute(
-                f"insert into {USAGE_TABLE} (run_id, asset_key, partition_key, purpose, model, {', '.join(COUNT_FIELDS)}, recorded_at) "
-                f"values (?, ?, null, ?, '', {zeros}, ?)",
-                [run_id, asset_key, purpose, dt.datetime.now(dt.UTC).replace(tzinfo=None)],
-            )
-            found = conn.execute(
-                f"select min(rowid) from {USAGE_TABLE} where {where}", [run_id, asset_key, purpose]
-            ).fetchone()
-        assignments = ", ".join(f"{column} = ?" for column in values)
-        conn.execute(f"update {USAGE_TABLE} set {assignments} where rowid = ?", [*values.values(), found[0]])
+    usage_table.set_outcomes(db_path, run_id, asset_key, purpose, values)
 
 
 def report_outcomes(db_path: Path, run_ids: list[str]) -> dict[str, Any]:
     """Reports reused, regenerated (with reasons) and deleted by these runs' corpus step ({} if none)."""
-    if not run_ids or not Path(db_path).exists():
+    row = usage_table.latest_outcomes(db_path, run_ids)
+    if row is None:
         return {}
-    with connect(db_path, read_only=True) as conn:
-        if not table_exists(conn, USAGE_TABLE):
-            return {}
-        columns = {
-            row[0]
-            for row in conn.sql(
-                f"select column_name from information_schema.columns where table_name = '{USAGE_TABLE}'"
-            ).fetchall()
-        }
-        if "reused" not in columns:
-            return {}
-        conn.register("_runs", FrameStream(pl.DataFrame({"run_id": run_ids})))
-        rows = conn.sql(
-            f"select reused, regenerated, deleted, reasons from {USAGE_TABLE} where run_id in (select run_id from _runs) "
-            "and reused is not null order by recorded_at desc limit 1"
-        ).fetchall()
-    if not rows:
-        return {}
-    reused, regenerated, deleted, reasons = rows[0]
+    reused, regenerated, deleted, reasons = row
     return {
         "total": reused + regenerated,
         "reused": reused,

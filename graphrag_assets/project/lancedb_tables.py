@@ -12,16 +12,11 @@ them on every run, whatever the size.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
-import polars as pl
-
 from graphrag_assets.core.settings import Settings
 from graphrag_assets.storage import vectors
-from graphrag_assets.storage.database import connect, table_exists
-
-TEXT_UNIT_BATCH_ROWS = 50_000  # rows per batch streamed from DuckDB into the new text-unit table
+from graphrag_assets.storage.embedding_tables import text_unit_size, text_unit_vectors
+from graphrag_assets.storage.index_reads import has_table
+from graphrag_assets.storage.table_names import TEXT_UNIT_EMBEDDINGS
 
 
 def text_units_kept(settings: Settings) -> bool:
@@ -31,23 +26,11 @@ def text_units_kept(settings: Settings) -> bool:
     )
 
 
-def _text_unit_size(database: Path, *, read_only: bool, wait_seconds: float) -> tuple[int, int]:
-    """(embedded text units, tokens of all text units), as the query side counts them."""
-    if not database.exists():
-        return 0, 0
-    with connect(database, read_only=read_only, wait_seconds=wait_seconds) as conn:
-        if not table_exists(conn, "text_units") or not table_exists(conn, "text_unit_embeddings"):
-            return 0, 0
-        tokens = conn.execute("select coalesce(sum(n_tokens), 0) from text_units").fetchone()[0]
-        rows = conn.execute("select count(*) from text_unit_embeddings where vector is not null").fetchone()[0]
-    return int(rows), int(tokens)
-
-
 def lancedb_wanted(settings: Settings, *, read_only: bool = False, wait_seconds: float = 30.0) -> bool:
     """Whether this index keeps LanceDB tables: ``always``, tables already built, or text units over the limit."""
     if text_units_kept(settings):
         return True
-    rows, tokens = _text_unit_size(settings.database_path, read_only=read_only, wait_seconds=wait_seconds)
+    rows, tokens = text_unit_size(settings.database_path, read_only=read_only, wait_seconds=wait_seconds)
     return rows > 0 and settings.lancedb_tables_for(tokens)
 
 
@@ -58,24 +41,14 @@ def lancedb_missing(settings: Settings, *, wait_seconds: float = 30.0) -> bool:
     """
     if vectors.table_built(settings.lancedb_path, vectors.TEXT_UNIT_TABLE):
         return False
-    rows, tokens = _text_unit_size(settings.database_path, read_only=True, wait_seconds=wait_seconds)
+    rows, tokens = text_unit_size(settings.database_path, read_only=True, wait_seconds=wait_seconds)
     return rows > 0 and settings.lancedb_tables_for(tokens)
 
 
 def build_text_unit_table(settings: Settings) -> vectors.PublishResult:
     """Write every text unit's vector (with its text, under the full-text index) from DuckDB in one write."""
-    with connect(settings.database_path) as conn:
-        if not table_exists(conn, "text_unit_embeddings"):
-            return vectors.PublishResult(0, 0, 0, 0)
-        reader = conn.sql(
-            "select e.id, e.vector, e.text_hash, e.document_key, coalesce(t.text, '') as text "
-            "from text_unit_embeddings e left join text_units t on t.id = e.id "
-            "where e.vector is not null order by e.document_key, e.id"
-        ).to_arrow_reader(TEXT_UNIT_BATCH_ROWS)
-        return vectors.create_from_frames(settings.lancedb_path, vectors.TEXT_UNIT_TABLE, _frames(reader))
-
-
-def _frames(reader) -> Iterator[pl.DataFrame]:
-    for batch in reader:
-        if batch.num_rows:
-            yield pl.from_arrow(batch)
+    if not has_table(settings.database_path, TEXT_UNIT_EMBEDDINGS, read_only=False):
+        return vectors.PublishResult(0, 0, 0, 0)
+    return vectors.create_from_frames(
+        settings.lancedb_path, vectors.TEXT_UNIT_TABLE, text_unit_vectors(settings.database_path)
+    )

@@ -19,24 +19,27 @@ from graphrag_assets.core.settings import Settings
 from graphrag_assets.query.array_index import ArrayVectorIndex, empty_index
 from graphrag_assets.query.lexical import Bm25Index
 from graphrag_assets.query.query_data import QueryData
+from graphrag_assets.storage import table_names as tables
 from graphrag_assets.storage.corpus import vector_versions
-from graphrag_assets.storage.database import connect, frame_of, reading, table_exists
+from graphrag_assets.storage.database import reading
+from graphrag_assets.storage.embedding_tables import vector_frames
+from graphrag_assets.storage.index_reads import read_index_tables
 from graphrag_assets.storage.vectors import ENTITY_TABLE, REPORT_TABLE, TEXT_UNIT_TABLE, LanceVectorIndex, lexical_index
 
 QUERY_TABLES = {
-    "entities": schemas.ENTITIES,
-    "relationships": schemas.RELATIONSHIPS,
-    "communities": schemas.COMMUNITIES,
-    "community_reports": schemas.COMMUNITY_REPORTS,
-    "text_units": schemas.TEXT_UNITS,
-    "covariates": schemas.COVARIATES,
-    "documents": schemas.DOCUMENTS,
+    tables.ENTITIES: schemas.ENTITIES,
+    tables.RELATIONSHIPS: schemas.RELATIONSHIPS,
+    tables.COMMUNITIES: schemas.COMMUNITIES,
+    tables.COMMUNITY_REPORTS: schemas.COMMUNITY_REPORTS,
+    tables.TEXT_UNITS: schemas.TEXT_UNITS,
+    tables.COVARIATES: schemas.COVARIATES,
+    tables.DOCUMENTS: schemas.DOCUMENTS,
 }
-TEXT_COLUMNS_SKIPPED = {"documents": ["text"]}  # the documents' full text is never needed to answer
+TEXT_COLUMNS_SKIPPED = {tables.DOCUMENTS: ["text"]}  # the documents' full text is never needed to answer
 EMBEDDING_TABLES = {
-    ENTITY_TABLE: "entity_embeddings",
-    TEXT_UNIT_TABLE: "text_unit_embeddings",
-    REPORT_TABLE: "community_report_embeddings",
+    ENTITY_TABLE: tables.ENTITY_EMBEDDINGS,
+    TEXT_UNIT_TABLE: tables.TEXT_UNIT_EMBEDDINGS,
+    REPORT_TABLE: tables.COMMUNITY_REPORT_EMBEDDINGS,
 }
 
 
@@ -47,28 +50,26 @@ def load_query_data(settings: Settings) -> QueryData:
 
 
 def _load(settings: Settings) -> QueryData:
-    frames: dict[str, pl.DataFrame] = {}
-    with connect(settings.database_path, read_only=True) as conn:
-        if not table_exists(conn, "entities"):
-            raise UserError("the index has no graph yet; run 'graphrag-assets index' first.")
-        for table, schema in QUERY_TABLES.items():
-            if not table_exists(conn, table):
-                frames[table] = schemas.empty_frame(schema)
-                continue
-            skipped = TEXT_COLUMNS_SKIPPED.get(table, [])
-            columns = [c for c in schema if c not in skipped]
-            present = {row[0] for row in conn.execute(f'describe "{table}"').fetchall()}
-            select = ", ".join(f'"{c}"' for c in columns if c in present)
-            frames[table] = schemas.conform(
-                frame_of(conn.sql(f'select {select} from "{table}"')), {c: schema[c] for c in columns}
-            )
-    units = frames["text_units"]
+    wanted = {
+        table: [c for c in schema if c not in TEXT_COLUMNS_SKIPPED.get(table, [])]
+        for table, schema in QUERY_TABLES.items()
+    }
+    stored = read_index_tables(settings.database_path, wanted)
+    if stored is None:
+        raise UserError("the index has no graph yet; run 'graphrag-assets index' first.")
+    frames: dict[str, pl.DataFrame] = {
+        table: schemas.conform(stored[table], {c: QUERY_TABLES[table][c] for c in columns})
+        if table in stored
+        else schemas.empty_frame(QUERY_TABLES[table])
+        for table, columns in wanted.items()
+    }
+    units = frames[tables.TEXT_UNITS]
     versions = vector_versions(settings.database_path)
     # A build that recorded no LanceDB tables (storage.lancedb_tables: auto on a small corpus) is
     # searched in memory whatever the limit says now: the limit may have been lowered since.
     if not versions or int(units["n_tokens"].sum() or 0) <= settings.query.in_memory_search_max_tokens:
-        with connect(settings.database_path, read_only=True) as conn:
-            vectors = {name: _vector_index(conn, table, name) for name, table in EMBEDDING_TABLES.items()}
+        stored_vectors = vector_frames(settings.database_path, list(EMBEDDING_TABLES.values()))
+        vectors = {name: _vector_index(stored_vectors[table], name) for name, table in EMBEDDING_TABLES.items()}
         return QueryData(
             **frames,
             entity_description=vectors[ENTITY_TABLE],
@@ -86,11 +87,8 @@ def _load(settings: Settings) -> QueryData:
     )
 
 
-def _vector_index(conn, table: str, name: str) -> ArrayVectorIndex:
+def _vector_index(frame: pl.DataFrame | None, name: str) -> ArrayVectorIndex:
     """The vectors of an embedding table as an in-memory index (empty when the table is missing)."""
-    if not table_exists(conn, table):
-        return empty_index()
-    frame = frame_of(conn.sql(f'select id, vector from "{table}" where vector is not null order by id'))
-    if frame.is_empty():
+    if frame is None or frame.is_empty():
         return empty_index()
     return ArrayVectorIndex(frame["id"].to_list(), np.vstack(frame["vector"].to_numpy()), name)

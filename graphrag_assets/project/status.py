@@ -16,48 +16,29 @@ from graphrag_assets.project.fingerprints import corpus_fingerprint
 from graphrag_assets.project.lancedb_tables import lancedb_missing
 from graphrag_assets.project.locks import index_lock_held, interrupted_update
 from graphrag_assets.project.state import corpus_staleness, document_state
+from graphrag_assets.storage import table_names as tables
 from graphrag_assets.storage.corpus import last_clustering, staged_tables
-from graphrag_assets.storage.database import connect, frame_of, reading, table_exists
+from graphrag_assets.storage.database import reading
+from graphrag_assets.storage.index_reads import table_summary
 
 PIPELINE_TABLES = (
-    "source_files",
-    "documents",
-    "text_units",
-    "graph_extractions",
-    "entities",
-    "relationships",
-    "covariates",
-    "communities",
-    "community_reports",
-    "text_unit_embeddings",
-    "entity_embeddings",
-    "community_report_embeddings",
-    "corpus_manifest",
-    "corpus_build",
-    "llm_cache",
-    "llm_usage",
+    tables.SOURCE_FILES,
+    tables.DOCUMENTS,
+    tables.TEXT_UNITS,
+    tables.GRAPH_EXTRACTIONS,
+    tables.ENTITIES,
+    tables.RELATIONSHIPS,
+    tables.COVARIATES,
+    tables.COMMUNITIES,
+    tables.COMMUNITY_REPORTS,
+    tables.TEXT_UNIT_EMBEDDINGS,
+    tables.ENTITY_EMBEDDINGS,
+    tables.COMMUNITY_REPORT_EMBEDDINGS,
+    tables.CORPUS_MANIFEST,
+    tables.CORPUS_BUILD,
+    tables.CHAT_CACHE,
+    tables.USAGE,
 )
-
-
-def _read(conn, table: str) -> pl.DataFrame | None:
-    return frame_of(conn.sql(f'select * from "{table}"')) if table_exists(conn, table) else None
-
-
-def _row_counts(conn, tables: tuple[str, ...]) -> dict[str, int]:
-    """Rows of each of ``tables`` the database has, in that order, counted in one query."""
-    present = {
-        row[0]
-        for row in conn.execute(
-            "select table_name from information_schema.tables where table_schema = 'main'"
-        ).fetchall()
-    }
-    found = [table for table in tables if table in present]
-    if not found:
-        return {}
-    counts = conn.execute(
-        " union all ".join(f'select {i}, count(*) from "{t}"' for i, t in enumerate(found))
-    ).fetchall()
-    return {found[i]: int(n) for i, n in sorted(counts)}
 
 
 def _paths_on_disk(on_disk: dict[str, str], source_files: pl.DataFrame | None) -> dict[str, str]:
@@ -83,10 +64,10 @@ def _status(settings: Settings) -> dict[str, Any]:
     manifest: pl.DataFrame | None = None
     extraction_status: pl.DataFrame | None = None
     if settings.database_path.exists():
-        with connect(settings.database_path, read_only=True) as conn:
-            report["tables"] = _row_counts(conn, PIPELINE_TABLES)
-            manifest = _read(conn, "corpus_manifest")
-            extraction_status = _read(conn, "extraction_status")
+        report["tables"], frames = table_summary(
+            settings.database_path, PIPELINE_TABLES, (tables.CORPUS_MANIFEST, tables.EXTRACTION_STATUS)
+        )
+        manifest, extraction_status = frames[tables.CORPUS_MANIFEST], frames[tables.EXTRACTION_STATUS]
     state = document_state(settings)
     changes, source_files = state.changes, state.source_files
     documents: dict[str, Any] = {

@@ -17,17 +17,15 @@ the versions the published build reads would serve half of it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from graphrag_assets.core.errors import UserError
 from graphrag_assets.core.settings import Settings
-from graphrag_assets.llm.cache import CHAT_TABLE, EMBEDDING_TABLE
 from graphrag_assets.project.locks import index_lock
 from graphrag_assets.storage import vectors
-from graphrag_assets.storage.cache_owners import clear_owners
 from graphrag_assets.storage.corpus import record_vector_versions, staged_tables, vector_versions
-from graphrag_assets.storage.database import connect, rewrite_compact, table_exists
+from graphrag_assets.storage.database import rewrite_compact
+from graphrag_assets.storage.response_cache import empty_cache
 
 
 @dataclass
@@ -64,21 +62,10 @@ def vacuum_index(settings: Settings, *, drop_cache: bool = False) -> VacuumRepor
                 settings.database_path, {t: report.lancedb_tables.get(t, v) for t, v in pinned.items()}
             )
         if drop_cache:
-            report.cache_rows_deleted = _empty_cache(settings.database_path)
+            report.cache_rows_deleted = empty_cache(settings.database_path)
         rewrite_compact(settings.database_path)
         report.bytes_after = _size(settings)
     return report
-
-
-def _empty_cache(database: Path) -> int:
-    deleted = 0
-    with connect(database) as conn:
-        for table in (CHAT_TABLE, EMBEDDING_TABLE):
-            if table_exists(conn, table):
-                deleted += int(conn.execute(f'select count(*) from "{table}"').fetchone()[0])
-                conn.execute(f'delete from "{table}"')
-        clear_owners(conn)
-    return deleted
 
 
 def _size(settings: Settings) -> int:

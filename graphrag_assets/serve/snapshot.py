@@ -16,11 +16,8 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
-
-import duckdb
+from typing import Any
 
 from graphrag_assets.core.errors import UserError
 from graphrag_assets.core.settings import Settings
@@ -28,13 +25,13 @@ from graphrag_assets.interop.graph_view.data import view_data
 from graphrag_assets.project.query_data import load_query_data
 from graphrag_assets.query.graph_ranking import ranking_graph
 from graphrag_assets.query.query_data import QueryData
+from graphrag_assets.storage import table_names as tables
 from graphrag_assets.storage.corpus import published_build
-from graphrag_assets.storage.database import connect, table_exists
+from graphrag_assets.storage.index_reads import has_table
+from graphrag_assets.storage.snapshot import in_turn
 
-T = TypeVar("T")
 LOAD_ATTEMPTS = 3
 POLL_LOCK_WAIT_SECONDS = 1.0  # a poll gives up quickly while an indexing run holds the database
-SAME_PROCESS_RETRIES = 8  # see _in_turn
 
 
 @dataclass(frozen=True)
@@ -53,39 +50,14 @@ class BuildId:
         return {"run_id": self.run_id, "published_at": self.published_at}
 
 
-def _in_turn(read: Callable[[], T]) -> T:
-    """``read()``, retried briefly while this process's response cache holds a read-write connection.
-
-    DuckDB refuses, within one process, a read-only connection to a file that has a read-write
-    one open (the cache writer's), and the other way round; both are short-lived, so waiting a
-    few milliseconds is enough.
-    """
-    delay = 0.005
-    for attempt in range(SAME_PROCESS_RETRIES):
-        try:
-            return read()
-        except duckdb.ConnectionException as exc:
-            if "different configuration" not in str(exc) or attempt == SAME_PROCESS_RETRIES - 1:
-                raise
-            time.sleep(delay)
-            delay *= 2
-    raise AssertionError("unreachable")
-
-
 def read_build(settings: Settings, wait_seconds: float = POLL_LOCK_WAIT_SECONDS) -> BuildId | None:
     """The published build's identity; None when nothing is published yet."""
-    row = _in_turn(lambda: published_build(settings.database_path, wait_seconds=wait_seconds))
+    row = in_turn(lambda: published_build(settings.database_path, wait_seconds=wait_seconds))
     return None if row is None else BuildId(row["run_id"], row["published_at"], row["vector_versions"])
 
 
 def _has_graph(settings: Settings) -> bool:
-    def read() -> bool:
-        if not settings.database_path.exists():
-            return False
-        with connect(settings.database_path, read_only=True) as conn:
-            return table_exists(conn, "entities")
-
-    return _in_turn(read)
+    return in_turn(lambda: has_table(settings.database_path, tables.ENTITIES))
 
 
 @dataclass
@@ -117,13 +89,13 @@ class Snapshot:
         """The graph view's data (what ``export --format html`` draws), computed once per build."""
         with self._view_lock:
             if self._view is None:
-                tables = {
-                    "entities": self.data.entities,
-                    "relationships": self.data.relationships,
-                    "communities": self.data.communities,
-                    "community_reports": self.data.community_reports,
+                frames = {
+                    tables.ENTITIES: self.data.entities,
+                    tables.RELATIONSHIPS: self.data.relationships,
+                    tables.COMMUNITIES: self.data.communities,
+                    tables.COMMUNITY_REPORTS: self.data.community_reports,
                 }
-                self._view = view_data(tables, title)
+                self._view = view_data(frames, title)
             return self._view
 
 
@@ -134,7 +106,7 @@ def load_snapshot(settings: Settings) -> Snapshot | None:
         before = read_build(settings, wait_seconds=30.0)
         if before is None and not _has_graph(settings):
             return None
-        data = _in_turn(lambda: load_query_data(settings))
+        data = in_turn(lambda: load_query_data(settings))
         if settings.query.local.ranking == "graph":
             ranking_graph(data)  # built now, so the first local query after a switch does not pay for it
         if read_build(settings, wait_seconds=30.0) == before:

@@ -39,11 +39,10 @@ import polars as pl
 
 from graphrag_assets.core.ownership import CORPUS, DOCUMENT
 from graphrag_assets.storage.database import connect, table_exists, transaction
+from graphrag_assets.storage.table_names import CACHE_OWNERS as OWNERS_TABLE
+from graphrag_assets.storage.table_names import CHAT_CACHE, EMBEDDING_CACHE
 
-CHAT_TABLE = "llm_cache"
-EMBEDDING_TABLE = "embedding_cache"
-CACHE_TABLES = (CHAT_TABLE, EMBEDDING_TABLE)
-OWNERS_TABLE = "llm_cache_owners"
+CACHE_TABLES = (CHAT_CACHE, EMBEDDING_CACHE)
 OWNERS_DDL = f"""
 create table if not exists {OWNERS_TABLE} (
     key VARCHAR,
