@@ -51,7 +51,7 @@ def render_index_report(report) -> str:
         truncated = sum(u.get("truncated", 0) for u in data["usage"].values())
         if truncated:
             lines.append(
-                f"  {truncated} answer(s) were cut off at the token limit: used as they are, not cached; the next index asks again"
+                f"  {truncated} answer(s) were cut short (token limit, or stopped inside a record): used as they are, not cached; the next index asks again"
             )
         for purpose, u in data["usage"].items():
             failures = f" ({u['failed']} failed)" if u.get("failed") else ""
