@@ -36,9 +36,9 @@ from graphrag_assets.core.errors import UserError
 from graphrag_assets.core.ids import stable_hash
 from graphrag_assets.core.settings import Settings
 from graphrag_assets.index.partition_plan import PartitionPlan, plan_partitions
-from graphrag_assets.pipeline.instance import TRIGGER_TAG, pending_runs
 from graphrag_assets.pipeline.partitions import CORPUS_JOB, DOCUMENTS_JOB, PARTITIONS_NAME
 from graphrag_assets.pipeline.resources import GraphRAGProject
+from graphrag_assets.pipeline.runtime.instance import TRIGGER_TAG, pending_runs
 from graphrag_assets.project.fingerprints import document_fingerprint
 from graphrag_assets.project.index_plan import IndexPlan
 from graphrag_assets.project.locks import index_lock_held

@@ -3,7 +3,7 @@
 The common case of a command run from a hook or a cron job: no file changed. Importing Dagster and
 opening its instance costs more than a second, while the answer comes from our own tables (the same
 change detection and corpus fingerprint as the real run, :mod:`graphrag_assets.project.state`) and
-two read-only queries on Dagster's SQLite files (:mod:`graphrag_assets.pipeline.dagster_files`).
+two read-only queries on Dagster's SQLite files (:mod:`graphrag_assets.pipeline.runtime.dagster_files`).
 Any doubt sends the command down the full path, which then behaves as it always did: a pending run
 (live: refuse; dead: marked failed), a held or interrupted index lock, files that were hashed but
 not changed (their stats are stored), partitions Dagster would add or forget, a stale corpus build.
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from graphrag_assets.core.settings import Settings
 from graphrag_assets.index.partition_plan import PARTITIONS_NAME, plan_partitions
-from graphrag_assets.pipeline.dagster_files import read_sqlite_state
+from graphrag_assets.pipeline.runtime.dagster_files import read_sqlite_state
 from graphrag_assets.project.index_plan import IndexPlan
 from graphrag_assets.project.index_run import IndexOptions, IndexReport
 from graphrag_assets.project.locks import index_lock_held, interrupted_update

@@ -25,9 +25,9 @@ from graphrag_assets.index.partition_plan import PartitionPlan, plan_partitions
 from graphrag_assets.llm.usage import create_model_tables, report_outcomes, usage_by_purpose
 from graphrag_assets.pipeline.assets.communities import RECLUSTER_TAG
 from graphrag_assets.pipeline.definitions import build_definitions
-from graphrag_assets.pipeline.instance import open_instance, refuse_while_runs_are_active
 from graphrag_assets.pipeline.partitions import CORPUS_JOB, DOCUMENTS_JOB, PARTITIONS_NAME, run_groups
-from graphrag_assets.pipeline.runner import run_job
+from graphrag_assets.pipeline.runtime.instance import open_instance, refuse_while_runs_are_active
+from graphrag_assets.pipeline.runtime.runner import run_job
 from graphrag_assets.project.index_plan import IndexPlan
 from graphrag_assets.project.index_run import IndexOptions, IndexReport
 from graphrag_assets.project.locks import index_lock

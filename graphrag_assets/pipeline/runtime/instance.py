@@ -10,8 +10,8 @@ from dagster._core.instance.ref import InstanceRef
 from graphrag_assets.core.errors import UserError
 from graphrag_assets.core.processes import ProcessId
 from graphrag_assets.core.settings import Settings
-from graphrag_assets.pipeline import compute_logs, event_log
-from graphrag_assets.pipeline.dagster_files import DAGSTER_DIR, PENDING_STATUSES, uses_postgres
+from graphrag_assets.pipeline.runtime import compute_logs, event_log
+from graphrag_assets.pipeline.runtime.dagster_files import DAGSTER_DIR, PENDING_STATUSES, uses_postgres
 
 
 def open_instance(settings: Settings) -> DagsterInstance:

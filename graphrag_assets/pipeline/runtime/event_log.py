@@ -25,7 +25,7 @@ the storage is disposed. Dagster creates an engine for every write and every ``h
 518 engines in a cold index of *A Christmas Carol*, 18 now, which took a tenth of that index's CPU
 time off (4.6 s instead of 5.1 s, medians of three A/B pairs).
 
-Configured in ``dagster.yaml`` as ``storage: custom: {module: graphrag_assets.pipeline.event_log,
+Configured in ``dagster.yaml`` as ``storage: custom: {module: graphrag_assets.pipeline.runtime.event_log,
 class: BatchedSqliteStorage, config: {base_dir: ...}}``; the layout on disk is that of
 ``storage: sqlite``, so a project can switch between the two.
 """

@@ -2,7 +2,7 @@
 
 ``graphrag-assets index`` with nothing to do should not pay for importing Dagster (about a second):
 with the default storage (SQLite files under ``data/dagster/storage``, see
-:func:`graphrag_assets.pipeline.instance.open_instance`), whether runs are pending and which
+:func:`graphrag_assets.pipeline.runtime.instance.open_instance`), whether runs are pending and which
 document partitions are registered are two read-only queries on those files. Anything unexpected
 (PostgreSQL storage, a missing file, another schema) answers ``None``, and the caller asks Dagster.
 """

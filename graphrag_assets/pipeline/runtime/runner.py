@@ -1,6 +1,6 @@
 """Running the pipeline through the project's Dagster instance (used by the CLI).
 
-Runs go through the project's instance (:mod:`graphrag_assets.pipeline.instance`) so they show up
+Runs go through the project's instance (:mod:`graphrag_assets.pipeline.runtime.instance`) so they show up
 in the Dagster UI exactly as if they had been launched there; execution is in-process, one job at
 a time.
 """
@@ -21,8 +21,8 @@ from dagster._core.storage.tags import (
 )
 
 from graphrag_assets.core.processes import ProcessId
-from graphrag_assets.pipeline.instance import LOCATION_NAME, PROCESS_TAG, TRIGGER_TAG
-from graphrag_assets.pipeline.uncaptured import execute_without_capture
+from graphrag_assets.pipeline.runtime.instance import LOCATION_NAME, PROCESS_TAG, TRIGGER_TAG
+from graphrag_assets.pipeline.runtime.uncaptured import execute_without_capture
 
 log = logging.getLogger(__name__)
 
