@@ -29,7 +29,6 @@ from dagster import (
     schedule,
     sensor,
 )
-from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
 
 from graphrag_assets.core.buckets import bucket_of
 from graphrag_assets.core.errors import UserError
@@ -38,6 +37,10 @@ from graphrag_assets.core.settings import Settings
 from graphrag_assets.index.partition_plan import PartitionPlan, plan_partitions
 from graphrag_assets.pipeline.partitions import CORPUS_JOB, DOCUMENTS_JOB, PARTITIONS_NAME
 from graphrag_assets.pipeline.resources import GraphRAGProject
+from graphrag_assets.pipeline.runtime.dagster_private import (
+    ASSET_PARTITION_RANGE_END_TAG,
+    ASSET_PARTITION_RANGE_START_TAG,
+)
 from graphrag_assets.pipeline.runtime.instance import TRIGGER_TAG, pending_runs
 from graphrag_assets.project.fingerprints import document_fingerprint
 from graphrag_assets.project.index_plan import IndexPlan

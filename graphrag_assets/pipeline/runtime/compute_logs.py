@@ -21,11 +21,16 @@ from collections.abc import Generator, Sequence
 from contextlib import contextmanager
 from typing import IO
 
-from dagster._core.execution.compute_logs import redirect_to_file
-from dagster._core.storage.compute_log_manager import CapturedLogContext, ComputeIOType
-from dagster._core.storage.local_compute_log_manager import IO_TYPE_EXTENSION, LocalComputeLogManager
-from dagster._serdes import ConfigurableClassData
-from dagster._utils import ensure_file, touch_file
+from graphrag_assets.pipeline.runtime.dagster_private import (
+    IO_TYPE_EXTENSION,
+    CapturedLogContext,
+    ComputeIOType,
+    ConfigurableClassData,
+    LocalComputeLogManager,
+    ensure_file,
+    redirect_to_file,
+    touch_file,
+)
 
 MIRROR_INTERVAL_SECONDS = 0.1
 
