@@ -351,7 +351,7 @@ def dagster_timeline(root: Path, run_ids: list[str]) -> dict[str, list[dict[str,
     """Start and end (unix time) of every run and every step of the given runs, from the project's
     Dagster instance (its event log)."""
     from graphrag_assets.core.settings import load_settings
-    from graphrag_assets.pipeline.instance import open_instance
+    from graphrag_assets.pipeline.runtime.instance import open_instance
 
     instance = open_instance(load_settings(root, environ={}))
     runs, steps = [], []

@@ -6,8 +6,8 @@ from dagster import build_sensor_context
 
 from graphrag_assets.core.settings import load_settings
 from graphrag_assets.pipeline.definitions import build_definitions
-from graphrag_assets.pipeline.instance import open_instance
 from graphrag_assets.pipeline.resources import GraphRAGProject
+from graphrag_assets.pipeline.runtime.instance import open_instance
 
 
 def tick(root: Path):

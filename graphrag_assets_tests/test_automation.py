@@ -18,9 +18,9 @@ from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PART
 from graphrag_assets.core.settings import load_settings
 from graphrag_assets.pipeline.definitions import build_definitions
 from graphrag_assets.pipeline.indexing import index_project
-from graphrag_assets.pipeline.instance import open_instance
 from graphrag_assets.pipeline.resources import GraphRAGProject
-from graphrag_assets.pipeline.runner import run_job
+from graphrag_assets.pipeline.runtime.instance import open_instance
+from graphrag_assets.pipeline.runtime.runner import run_job
 from graphrag_assets.storage.vectors import TEXT_UNIT_TABLE, table_ids
 from graphrag_assets_tests.conftest import query_db
 from graphrag_assets_tests.sensor_ticks import tick

@@ -13,8 +13,8 @@ from dagster import AssetKey
 from graphrag_assets.core.buckets import all_bucket_keys, bucket_of
 from graphrag_assets.core.settings import load_settings
 from graphrag_assets.pipeline.indexing import index_project
-from graphrag_assets.pipeline.instance import open_instance
 from graphrag_assets.pipeline.partitions import PARTITIONS_NAME
+from graphrag_assets.pipeline.runtime.instance import open_instance
 from graphrag_assets.project.status import project_status
 from graphrag_assets_tests.conftest import make_llm_project, query_db
 
@@ -239,7 +239,7 @@ def test_the_sensor_updates_a_bucketed_corpus_exactly(server, tmp_path: Path) ->
     corpus run; executing them re-extracts only that document, and the next tick asks for nothing."""
     from dagster import SensorResult, SkipReason
 
-    from graphrag_assets.pipeline.runner import run_job
+    from graphrag_assets.pipeline.runtime.runner import run_job
     from graphrag_assets_tests.sensor_ticks import tick
 
     root = make_llm_project(tmp_path / "project", server.base_url, with_sample=False, extra=BUCKETS)

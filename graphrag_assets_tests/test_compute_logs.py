@@ -1,5 +1,5 @@
 """A run's stdout and stderr go to Dagster's compute-log files and to the terminal, copied by a
-thread (pipeline/compute_logs.py) instead of Dagster's ``tail -F`` and watcher processes.
+thread (pipeline/runtime/compute_logs.py) instead of Dagster's ``tail -F`` and watcher processes.
 
 The run happens in a child process whose stdout and stderr are pipes, as a terminal would be:
 what a step prints (from Python or straight to the file descriptor) must reach both the pipes
@@ -14,8 +14,8 @@ import sys
 from pathlib import Path
 
 from graphrag_assets.core.settings import load_settings
-from graphrag_assets.pipeline.compute_logs import MirroredComputeLogManager
-from graphrag_assets.pipeline.instance import open_instance
+from graphrag_assets.pipeline.runtime.compute_logs import MirroredComputeLogManager
+from graphrag_assets.pipeline.runtime.instance import open_instance
 
 RUN = """
 import json, os, subprocess, sys
@@ -34,7 +34,7 @@ def shout() -> None:
     print("python to stderr", file=sys.stderr, flush=True)
     os.write(1, b"native to stdout\\n")
 
-overrides = {"compute_logs": {"module": "graphrag_assets.pipeline.compute_logs", "class": "MirroredComputeLogManager",
+overrides = {"compute_logs": {"module": "graphrag_assets.pipeline.runtime.compute_logs", "class": "MirroredComputeLogManager",
                               "config": {"base_dir": sys.argv[1]}}}
 with instance_for_test(overrides=overrides) as instance:
     assert materialize([shout], instance=instance).success

@@ -1,4 +1,4 @@
-"""The project's SQLite Dagster storage (pipeline/event_log.py): how it syncs and which files it keeps open."""
+"""The project's SQLite Dagster storage (pipeline/runtime/event_log.py): how it syncs and which files it keeps open."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from dagster._core.instance.ref import InstanceRef
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
 
-from graphrag_assets.pipeline import event_log
+from graphrag_assets.pipeline.runtime import event_log
 
 
 @op

@@ -148,7 +148,7 @@ def test_an_empty_new_project_says_so_and_creates_nothing(tmp_path: Path) -> Non
 
 
 def test_failed_runs_say_what_went_wrong_without_class_names() -> None:
-    from graphrag_assets.pipeline.runner import _without_class_name
+    from graphrag_assets.pipeline.runtime.runner import _without_class_name
 
     assert (
         _without_class_name("graphrag_assets.core.errors.LLMError: the endpoint refused the key.", "LLMError")

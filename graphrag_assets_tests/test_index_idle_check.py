@@ -20,9 +20,9 @@ import pytest
 
 from graphrag_assets.core.processes import ProcessId
 from graphrag_assets.core.settings import Settings, load_settings
-from graphrag_assets.pipeline.dagster_files import DagsterState, read_sqlite_state
 from graphrag_assets.pipeline.idle_check import nothing_to_index
 from graphrag_assets.pipeline.indexing import index_project
+from graphrag_assets.pipeline.runtime.dagster_files import DagsterState, read_sqlite_state
 from graphrag_assets.project.index_run import IndexOptions
 from graphrag_assets.project.locks import index_lock
 
@@ -64,7 +64,7 @@ def test_the_cli_says_nothing_to_do_without_importing_dagster(indexed: Path) -> 
 
 
 def test_the_sqlite_state_matches_what_dagster_says(indexed: Path) -> None:
-    from graphrag_assets.pipeline.instance import open_instance, pending_runs
+    from graphrag_assets.pipeline.runtime.instance import open_instance, pending_runs
 
     settings = settings_of(indexed)
     state = read_sqlite_state(settings, PARTITIONS)
@@ -105,7 +105,7 @@ def test_a_held_index_lock_takes_the_full_path(indexed: Path) -> None:
 
 
 def test_a_partition_dagster_would_forget_takes_the_full_path(indexed: Path) -> None:
-    from graphrag_assets.pipeline.instance import open_instance
+    from graphrag_assets.pipeline.runtime.instance import open_instance
 
     settings = settings_of(indexed)
     instance = open_instance(settings)
@@ -120,7 +120,7 @@ def test_a_run_left_started_by_a_dead_process_is_marked_failed_by_the_full_path(
     from dagster import DagsterRunStatus
     from dagster._core.storage.dagster_run import DagsterRun
 
-    from graphrag_assets.pipeline.instance import PROCESS_TAG, open_instance
+    from graphrag_assets.pipeline.runtime.instance import PROCESS_TAG, open_instance
 
     settings = settings_of(indexed)
     finished = subprocess.Popen(["true"])  # a process that has exited: its pid names no one

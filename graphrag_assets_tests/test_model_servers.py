@@ -17,7 +17,7 @@ from graphrag_assets.core import progress
 from graphrag_assets.core.settings import load_settings
 from graphrag_assets.llm.capabilities import stored_capabilities
 from graphrag_assets.pipeline.indexing import index_project
-from graphrag_assets.pipeline.instance import open_instance
+from graphrag_assets.pipeline.runtime.instance import open_instance
 from graphrag_assets.project.querying import answer_question
 from graphrag_assets.query.request import QueryOptions
 from graphrag_assets.storage.database import let_go

@@ -57,7 +57,7 @@ def test_usage_is_recorded_per_materialization(standard_index: Path) -> None:
     assert rows["extract_graph"][0] >= 13 * 2  # a first call and one gleaning per text unit
     assert rows["extract_graph"][1] > 0 and rows["extract_graph"][2] > 0
     assert rows["community_report"][0] > 0 and rows["summarize_descriptions"][0] > 0
-    from graphrag_assets.pipeline.instance import open_instance
+    from graphrag_assets.pipeline.runtime.instance import open_instance
 
     instance = open_instance(load_settings(standard_index))
     event = instance.get_latest_materialization_event(AssetKey("graph_extractions"))
@@ -69,7 +69,7 @@ def test_usage_is_recorded_per_materialization(standard_index: Path) -> None:
 
 def test_each_partition_describes_its_own_rows(standard_index: Path) -> None:
     """A range run writes eight partitions at once; each materialization counts only its file's rows."""
-    from graphrag_assets.pipeline.instance import open_instance
+    from graphrag_assets.pipeline.runtime.instance import open_instance
 
     instance = open_instance(load_settings(standard_index))
     for asset, table in (
@@ -215,7 +215,7 @@ def test_cli_runs_are_listed_under_their_jobs_like_runs_launched_from_the_ui(sta
     """The UI lists a job's runs with its name and the code location's repository label."""
     from dagster import RunsFilter
 
-    from graphrag_assets.pipeline.instance import open_instance
+    from graphrag_assets.pipeline.runtime.instance import open_instance
 
     instance = open_instance(load_settings(standard_index))
     label = {".dagster/repository": "__repository__@graphrag_assets"}

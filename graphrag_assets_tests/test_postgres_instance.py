@@ -10,8 +10,8 @@ from graphrag_assets.cli.main import main
 from graphrag_assets.core.buckets import all_bucket_keys
 from graphrag_assets.core.settings import load_settings
 from graphrag_assets.pipeline.indexing import index_project
-from graphrag_assets.pipeline.instance import open_instance
 from graphrag_assets.pipeline.partitions import DOCUMENTS_JOB, PARTITIONS_NAME
+from graphrag_assets.pipeline.runtime.instance import open_instance
 from graphrag_assets_tests.conftest import query_db
 from graphrag_assets_tests.postgres_server import postgres  # noqa: F401  (the session's server)
 

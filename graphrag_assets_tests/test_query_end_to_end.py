@@ -9,7 +9,7 @@ from click.testing import CliRunner
 from graphrag_assets.cli.main import main
 from graphrag_assets.core.settings import load_settings
 from graphrag_assets.pipeline.definitions import build_definitions
-from graphrag_assets.pipeline.instance import open_instance
+from graphrag_assets.pipeline.runtime.instance import open_instance
 from graphrag_assets_tests.conftest import query_db
 
 QUESTION = "Who is Søren Holm and what happened during Storm Odile?"

@@ -80,7 +80,7 @@ def test_sql_shows_every_merge_and_why(resolved_index: Path) -> None:
 
 
 def test_dagster_metadata_shows_the_count_and_the_largest_groups(resolved_index: Path) -> None:
-    from graphrag_assets.pipeline.instance import open_instance
+    from graphrag_assets.pipeline.runtime.instance import open_instance
 
     instance = open_instance(load_settings(resolved_index))
     metadata = instance.get_latest_materialization_event(AssetKey("entity_aliases")).asset_materialization.metadata

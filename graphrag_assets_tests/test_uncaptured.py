@@ -12,7 +12,7 @@ from dagster import (
     mem_io_manager,
 )
 
-from graphrag_assets.pipeline.uncaptured import execute_without_capture
+from graphrag_assets.pipeline.runtime.uncaptured import execute_without_capture
 
 seen: list[int] = []
 

@@ -197,7 +197,7 @@ def test_dry_run_predicts_a_lower_bound_of_regenerated_reports(graphrag_server, 
 def test_reuse_counts_are_materialization_metadata(graphrag_server, tmp_path: Path) -> None:
     from dagster import AssetKey
 
-    from graphrag_assets.pipeline.instance import open_instance
+    from graphrag_assets.pipeline.runtime.instance import open_instance
 
     root = project(tmp_path / "p", graphrag_server)
     report = index_project(load_settings(root))

@@ -321,7 +321,7 @@ def test_a_cli_command_ends_with_the_file_let_go_of(tmp_path: Path, long_idle: N
 def test_an_in_process_dagster_run_ends_with_the_file_let_go_of(database: Path, long_idle: None) -> None:
     from dagster import DagsterInstance, Definitions, asset, define_asset_job  # ~1 s: only this test needs it
 
-    from graphrag_assets.pipeline.uncaptured import execute_without_capture
+    from graphrag_assets.pipeline.runtime.uncaptured import execute_without_capture
 
     @asset
     def written() -> None:

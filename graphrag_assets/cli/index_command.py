@@ -13,7 +13,7 @@ from graphrag_assets.cli.output import render_index_report
 from graphrag_assets.cli.process_exit import exit_now
 from graphrag_assets.cli.progress import live_progress
 from graphrag_assets.core.processes import seconds_since_start
-from graphrag_assets.pipeline.idle_check import nothing_to_index
+from graphrag_assets.pipeline.idle_check import plan_index
 from graphrag_assets.project.index_run import IndexOptions
 
 
@@ -76,14 +76,14 @@ def index(
     options = IndexOptions(
         overrides=overrides, force_corpus=full, allow_empty_input=allow_empty_input, recluster=recluster
     )
-    report = nothing_to_index(settings, options)
+    plan, report = plan_index(settings, options)
     if report is None:
         from graphrag_assets.pipeline.indexing import index_project  # imports Dagster (~1 s): only when there is work
 
         freeze_imported()
         tune_allocator()
         with live_progress(enabled=not as_json and not verbose) as announce:
-            report = index_project(settings, options, announce)
+            report = index_project(settings, options, announce, plan)
     report.seconds = seconds_since_start()
     if as_json:
         print_json(report.as_dict())

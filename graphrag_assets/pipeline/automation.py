@@ -29,26 +29,30 @@ from dagster import (
     schedule,
     sensor,
 )
-from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
 
 from graphrag_assets.core.buckets import bucket_of
 from graphrag_assets.core.errors import UserError
 from graphrag_assets.core.ids import stable_hash
 from graphrag_assets.core.settings import Settings
 from graphrag_assets.index.partition_plan import PartitionPlan, plan_partitions
-from graphrag_assets.pipeline.instance import TRIGGER_TAG, pending_runs
 from graphrag_assets.pipeline.partitions import CORPUS_JOB, DOCUMENTS_JOB, PARTITIONS_NAME
 from graphrag_assets.pipeline.resources import GraphRAGProject
+from graphrag_assets.pipeline.runtime.dagster_private import (
+    ASSET_PARTITION_RANGE_END_TAG,
+    ASSET_PARTITION_RANGE_START_TAG,
+)
+from graphrag_assets.pipeline.runtime.instance import TRIGGER_TAG, pending_runs
 from graphrag_assets.project.fingerprints import document_fingerprint
+from graphrag_assets.project.index_plan import IndexPlan
 from graphrag_assets.project.locks import index_lock_held
-from graphrag_assets.project.state import DocumentState, check_input, corpus_is_stale, document_state
+from graphrag_assets.project.state import check_input
 
 DATABASE_WAIT_SECONDS = 5.0
 
 
 @dataclass
 class ReindexPlan:
-    state: DocumentState
+    documents: IndexPlan  # the tick's one read of the folder and the state tables
     partitions: PartitionPlan
     run_requests: list[RunRequest] = field(default_factory=list)
 
@@ -64,19 +68,15 @@ def plan_reindex(settings: Settings, instance, reason: str, generation: str) -> 
     documents or the corpus settings (a corpus run failed, or never ran after the CLI indexed
     documents) gets one corpus run.
     """
-    state = document_state(settings, wait_seconds=DATABASE_WAIT_SECONDS)
-    check_input(settings, state)  # a missing or emptied input folder never deletes the index from a tick
-    changes = state.changes
+    documents = IndexPlan.read(settings, wait_seconds=DATABASE_WAIT_SECONDS)
+    check_input(settings, documents.state)  # a missing or emptied input folder never deletes the index from a tick
+    changes = documents.changes
     registered = list(instance.get_dynamic_partitions(PARTITIONS_NAME))
     partitions = plan_partitions(changes, registered, settings.partitions)
-    plan = ReindexPlan(state, partitions)
-    if (
-        not changes.any
-        and not partitions.forget
-        and not corpus_is_stale(settings, state.source_files, wait_seconds=DATABASE_WAIT_SECONDS)
-    ):
+    plan = ReindexPlan(documents, partitions)
+    if not changes.any and not partitions.forget and not documents.corpus_stale:
         return plan
-    hashes = state.hashes
+    hashes = documents.state.hashes
     fingerprint = document_fingerprint(settings)
 
     def key(kind: str, *parts: str) -> str:
@@ -149,7 +149,7 @@ def build_automation(interval_seconds: int, cron: str | None, jobs: list) -> tup
             partition_requests.append(AddDynamicPartitionsRequest(PARTITIONS_NAME, plan.partitions.add))
         if plan.partitions.forget:
             partition_requests.append(DeleteDynamicPartitionsRequest(PARTITIONS_NAME, plan.partitions.forget))
-        context.log.info(f"{plan.state.changes.summary()}; requested {len(plan.run_requests)} run(s)")
+        context.log.info(f"{plan.documents.changes.summary()}; requested {len(plan.run_requests)} run(s)")
         return SensorResult(
             run_requests=plan.run_requests, dynamic_partitions_requests=partition_requests, cursor=str(generation + 1)
         )

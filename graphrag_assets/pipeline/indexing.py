@@ -1,6 +1,7 @@
 """Incremental indexing of a project through its Dagster instance (the CLI's ``index``).
 
-1. compare the input folder with what the index holds (:mod:`graphrag_assets.project.state`);
+1. compare the input folder with what the index holds, once (:class:`~graphrag_assets.project.index_plan.IndexPlan`,
+   which the idle check may already have read, and which the document runs are handed);
 2. register new document partitions, forget deleted ones and delete every row derived from them;
 3. run the per-document job: one range run for all new documents, one range run per contiguous
    group of changed documents;
@@ -14,7 +15,6 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import polars as pl
 from dagster import DagsterInstance, Definitions
 
 from graphrag_assets.core.buckets import bucket_of, is_bucket_key
@@ -25,28 +25,31 @@ from graphrag_assets.index.partition_plan import PartitionPlan, plan_partitions
 from graphrag_assets.llm.usage import create_model_tables, report_outcomes, usage_by_purpose
 from graphrag_assets.pipeline.assets.communities import RECLUSTER_TAG
 from graphrag_assets.pipeline.definitions import build_definitions
-from graphrag_assets.pipeline.instance import open_instance, refuse_while_runs_are_active
 from graphrag_assets.pipeline.partitions import CORPUS_JOB, DOCUMENTS_JOB, PARTITIONS_NAME, run_groups
-from graphrag_assets.pipeline.runner import run_job
+from graphrag_assets.pipeline.runtime.instance import open_instance, refuse_while_runs_are_active
+from graphrag_assets.pipeline.runtime.runner import run_job
+from graphrag_assets.project.index_plan import IndexPlan
 from graphrag_assets.project.index_run import IndexOptions, IndexReport
 from graphrag_assets.project.locks import index_lock
 from graphrag_assets.project.state import (
     check_input,
     corpus_is_stale,
-    document_state,
-    extraction_parse_failures,
-    failed_extractions,
+    extraction_outcome,
+    missing_sources,
+    read_source_files,
 )
 from graphrag_assets.storage.corpus import graph_sizes
 from graphrag_assets.storage.database import let_go
 from graphrag_assets.storage.documents import delete_documents, refresh_file_stats
-from graphrag_assets.storage.tables import read_table
 
 Announce = Callable[[str], None]
 
 
 def index_project(
-    settings: Settings, options: IndexOptions | None = None, announce: Announce = lambda message: None
+    settings: Settings,
+    options: IndexOptions | None = None,
+    announce: Announce = lambda message: None,
+    plan: IndexPlan | None = None,
 ) -> IndexReport:
     """Bring the index up to date with the input folder; returns what was done.
 
@@ -54,11 +57,12 @@ def index_project(
     of this project is in progress, so two writers never interleave. Refuses, before writing
     anything, an input folder that is missing or empty (unless ``allow_empty_input``). Runs left
     STARTED by a process that died are marked failed first, and an update that was killed part-way
-    is finished (its model calls were cached).
+    is finished (its model calls were cached). ``plan``: this run's, when the idle check read it.
     """
     options = options or IndexOptions()
     started = time.monotonic()
-    check_input(settings, document_state(settings), allow_empty=options.allow_empty_input)
+    plan = plan or IndexPlan.read(settings)
+    check_input(settings, plan.state, allow_empty=options.allow_empty_input)
     instance = open_instance(settings)
     with index_lock(settings) as interrupted:
         if interrupted:
@@ -69,7 +73,7 @@ def index_project(
         if dead:
             announce(f"marked {len(dead)} run(s) failed whose process is gone: {', '.join(run[:8] for run in dead)}")
         defs = build_definitions(settings.root, overrides=options.overrides)
-        report = _index(settings, instance, defs, announce, options)
+        report = _index(settings, plan, instance, defs, announce, options)
         report.seconds = time.monotonic() - started
         if settings.database_path.exists():
             create_model_tables(settings.database_path)
@@ -83,9 +87,14 @@ def index_project(
 
 
 def _index(
-    settings: Settings, instance: DagsterInstance, defs: Definitions, announce: Announce, options: IndexOptions
+    settings: Settings,
+    plan: IndexPlan,
+    instance: DagsterInstance,
+    defs: Definitions,
+    announce: Announce,
+    options: IndexOptions,
 ) -> IndexReport:
-    changes = document_state(settings).changes
+    changes = plan.changes
     report = IndexReport(changes=changes, method=settings.resolved_method)
     announce(changes.summary())
     for entry in changes.passed_over:
@@ -93,38 +102,67 @@ def _index(
     refresh_file_stats(settings.database_path, _touched_files(settings, changes))
 
     registered = list(instance.get_dynamic_partitions(PARTITIONS_NAME))
-    plan = plan_partitions(changes, registered, settings.partitions)
+    partitions = plan_partitions(changes, registered, settings.partitions)
     gone = sorted(
-        set(changes.deleted) | {key for key in plan.forget if not is_bucket_key(key) and key not in changes.paths}
+        set(changes.deleted) | {key for key in partitions.forget if not is_bucket_key(key) and key not in changes.paths}
     )
     if gone:
         report.deleted_rows = delete_documents(settings.database_path, settings.lancedb_path, gone)
-    for key in plan.forget:
+    for key in partitions.forget:
         instance.delete_dynamic_partition(PARTITIONS_NAME, key)
-    if plan.forget and plan.bucketed != any(is_bucket_key(key) for key in plan.forget):
+    if partitions.forget and partitions.bucketed != any(is_bucket_key(key) for key in partitions.forget):
         announce(
             f"{len(changes.paths)} document files: partitions are now "
-            + (f"{settings.partitions.buckets} hash buckets" if plan.bucketed else "one per document")
+            + (f"{settings.partitions.buckets} hash buckets" if partitions.bucketed else "one per document")
         )
     document_runs: list[dict[str, Any]] = []
-    if plan.add:
-        instance.add_dynamic_partitions(PARTITIONS_NAME, plan.add)
-        new_work = sum(plan.work.get(key, 0) for key in plan.add)
-        for keys in run_groups(plan.add, plan.add, plan.work):
-            announce(_describe_run(keys, plan, new_work, "indexing", "new"))
+    with plan.handed_to_runs():  # the ingest step takes its files (and a bucket's documents) from the plan
+        if partitions.add:
+            instance.add_dynamic_partitions(PARTITIONS_NAME, partitions.add)
+            new_work = sum(partitions.work.get(key, 0) for key in partitions.add)
+            for keys in run_groups(partitions.add, partitions.add, partitions.work):
+                announce(_describe_run(keys, partitions, new_work, "indexing", "new"))
+                document_runs.append(run_job(defs, instance, DOCUMENTS_JOB, keys).as_dict())
+        order = [key for key in registered if key not in set(partitions.forget)]
+        for keys in run_groups(partitions.rerun, order, partitions.work):
+            announce(_describe_run(keys, partitions, None, "re-indexing", "changed"))
             document_runs.append(run_job(defs, instance, DOCUMENTS_JOB, keys).as_dict())
-    order = [key for key in registered if key not in set(plan.forget)]
-    for keys in run_groups(plan.rerun, order, plan.work):
-        announce(_describe_run(keys, plan, None, "re-indexing", "changed"))
-        document_runs.append(run_job(defs, instance, DOCUMENTS_JOB, keys).as_dict())
     report.runs.extend(document_runs)
-    # A range run stores the documents that worked; a document whose extraction failed gets one
-    # more try on its own (in bucket mode: its bucket's run, which redoes only that document),
-    # which marks its partition as failed in Dagster if it fails again. (A bucket's retry redoes
-    # all its failed documents, so a bucket is retried once.)
+    touched = changes.new + changes.changed  # every one of them was in a document run
+    if touched:
+        report.failed_documents, report.parse_failures = extraction_outcome(settings, touched)
+    if _retry_failed(settings, partitions, report, document_runs, announce, (defs, instance)):
+        report.failed_documents, report.parse_failures = extraction_outcome(settings, touched)
+    report.vanished = missing_sources(settings, changes.new) if changes.new else []
+    broken = [run for run in document_runs if not run["success"]]
+    if broken:
+        announce(f"{len(broken)} document run(s) failed; the corpus graph is left as it was until they succeed")
+    elif changes.any or options.force_corpus or options.recluster or _corpus_stale(settings, plan, document_runs):
+        announce("updating the corpus-wide graph" + (" (clustering from scratch)" if options.recluster else ""))
+        tags = {RECLUSTER_TAG: "true"} if options.recluster else None
+        report.runs.append(run_job(defs, instance, CORPUS_JOB, tags=tags).as_dict())
+    return report
+
+
+def _retry_failed(
+    settings: Settings,
+    partitions: PartitionPlan,
+    report: IndexReport,
+    document_runs: list[dict[str, Any]],
+    announce: Announce,
+    dagster: tuple[Definitions, DagsterInstance],
+) -> bool:
+    """Give each document whose extraction failed in a range run one more try on its own; True if any ran.
+
+    A range run stores the documents that worked; a document whose extraction failed gets one more
+    try on its own (in bucket mode: its bucket's run, which redoes only that document), which marks
+    its partition as failed in Dagster if it fails again. (A bucket's retry redoes all its failed
+    documents, so a bucket is retried once.) The retry works out its documents itself: the plan
+    no longer says which of them need work.
+    """
     retried: set[str] = set()
-    for key in failed_extractions(settings, changes.new + changes.changed):
-        partition = bucket_of(key, settings.partitions.buckets) if plan.bucketed else key
+    for key in report.failed_documents:
+        partition = bucket_of(key, settings.partitions.buckets) if partitions.bucketed else key
         if partition in retried:
             continue
         if any(
@@ -132,23 +170,14 @@ def _index(
         ):
             retried.add(partition)
             announce(f"retrying {key} on its own (its extraction failed)")
-            report.runs.append(run_job(defs, instance, DOCUMENTS_JOB, [partition]).as_dict())
-    report.failed_documents = failed_extractions(settings, changes.new + changes.changed)
-    report.parse_failures = extraction_parse_failures(settings, changes.new + changes.changed)
-    report.vanished = _vanished(settings, changes.new)
-    broken = [run for run in document_runs if not run["success"]]
-    if broken:
-        announce(f"{len(broken)} document run(s) failed; the corpus graph is left as it was until they succeed")
-    elif (
-        changes.any
-        or options.force_corpus
-        or options.recluster
-        or corpus_is_stale(settings, read_table(settings.database_path, "source_files"))
-    ):
-        announce("updating the corpus-wide graph" + (" (clustering from scratch)" if options.recluster else ""))
-        tags = {RECLUSTER_TAG: "true"} if options.recluster else None
-        report.runs.append(run_job(defs, instance, CORPUS_JOB, tags=tags).as_dict())
-    return report
+            report.runs.append(run_job(*dagster, DOCUMENTS_JOB, [partition]).as_dict())
+    return bool(retried)
+
+
+def _corpus_stale(settings: Settings, plan: IndexPlan, document_runs: list[dict[str, Any]]) -> bool:
+    """The plan's answer, unless document runs (with no document changed: new bucket partitions)
+    rewrote ``source_files`` since."""
+    return corpus_is_stale(settings, read_source_files(settings)) if document_runs else plan.corpus_stale
 
 
 def _describe_run(keys: list[str], plan: PartitionPlan, total: int | None, verb: str, kind: str) -> str:
@@ -160,15 +189,6 @@ def _describe_run(keys: list[str], plan: PartitionPlan, total: int | None, verb:
     if len(keys) == 1 and kind == "changed":
         return f"{verb} {keys[0]}"
     return f"{verb} {documents} {kind} document file(s)" + (f" (of {total})" if total and total != documents else "")
-
-
-def _vanished(settings: Settings, new: list[str]) -> list[str]:
-    """New documents whose file was gone by the time their run read it."""
-    source_files = read_table(settings.database_path, "source_files", read_only=True)
-    if source_files is None or not new:
-        return []
-    missing = source_files.filter(pl.col("status") == "missing")["document_key"].to_list()
-    return sorted(set(new) & set(missing))
 
 
 def _touched_files(settings: Settings, changes: ChangeSet) -> list[dict[str, Any]]:

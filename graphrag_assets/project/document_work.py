@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from graphrag_assets.core.buckets import documents_in_buckets, is_bucket_key
 from graphrag_assets.core.settings import Settings
+from graphrag_assets.index.changes import ChangeSet
 from graphrag_assets.project.state import document_state
 from graphrag_assets.storage.documents import documents_needing_step, indexed_documents
 
@@ -36,10 +37,11 @@ class IngestWork:
     remove: list[str]  # documents of these buckets whose file is gone
 
 
-def ingest_work(settings: Settings, partition_keys: Sequence[str]) -> IngestWork:
+def ingest_work(settings: Settings, partition_keys: Sequence[str], changes: ChangeSet | None = None) -> IngestWork:
+    """``changes``: the update's, when ``index`` handed its plan to the run (else read here, in bucket mode)."""
     if not bucketed(partition_keys):
         return IngestWork(sorted(partition_keys), [])
-    changes = document_state(settings).changes
+    changes = changes or document_state(settings).changes
     return IngestWork(
         documents_in_buckets([*changes.new, *changes.changed], partition_keys),
         documents_in_buckets(changes.deleted, partition_keys),

@@ -21,7 +21,6 @@ from graphrag_assets.index.chunking import chunk_documents
 from graphrag_assets.index.documents import read_file_documents
 from graphrag_assets.index.embedding_texts import text_unit_texts
 from graphrag_assets.index.graph_extraction import GRAPH_PURPOSE, extract_graph_records, extraction_plan
-from graphrag_assets.index.input_files import discover_input_files
 from graphrag_assets.index.methods import method_steps
 from graphrag_assets.index.report_reuse import entities_of_text_units, mentioned_entities, predict_reuse
 from graphrag_assets.llm.factory import ModelSet
@@ -100,7 +99,7 @@ class DryRunEstimate:
 def estimate_next_run(settings: Settings) -> DryRunEstimate:
     changes = document_state(settings).changes
     estimate = DryRunEstimate(settings.resolved_method, changes.new, changes.changed, changes.deleted)
-    units = _chunks(settings, changes.new + changes.changed)
+    units = _chunks(settings, changes.new + changes.changed, changes.paths)
     estimate.text_units = units.height
     meter = UsageMeter()
     with ModelSet(settings, meter, dry_run=True) as models:
@@ -131,11 +130,9 @@ def _report_prediction(settings: Settings, units: pl.DataFrame, replaced: list[s
     return {**predict_reuse(communities, affected).as_dict(), "update": settings.communities.update}
 
 
-def _chunks(settings: Settings, keys: list[str]) -> pl.DataFrame:
-    files = {f.key: f for f in discover_input_files(settings.input_dir, settings.input.file_types)}
-    frames = [
-        read_file_documents(settings.input_dir, files[k].path, k, settings.input).frame for k in keys if k in files
-    ]
+def _chunks(settings: Settings, keys: list[str], paths: dict[str, str]) -> pl.DataFrame:
+    """The text units of ``keys``, read from the files the change detection found (``paths``: no second scan)."""
+    frames = [read_file_documents(settings.input_dir, paths[k], k, settings.input).frame for k in keys if k in paths]
     documents = pl.concat(frames) if frames else schemas.empty_frame(schemas.DOCUMENTS)
     return chunk_documents(documents, settings.chunking.size, settings.chunking.overlap, settings.chunking.encoding)
 

@@ -52,34 +52,58 @@ def failed_extractions(
     settings: Settings, keys: list[str] | None = None, wait_seconds: float = DEFAULT_WAIT_SECONDS
 ) -> list[str]:
     """Documents (of ``keys``, or all) whose extraction status is ``failed``."""
-    status = _read(settings, "extraction_status", wait_seconds)
-    if status is None:
-        return []
-    failed = status.filter(pl.col("status") == "failed")["document_key"].to_list()
-    return sorted(k for k in failed if keys is None or k in keys)
+    return failed_in(_read(settings, "extraction_status", wait_seconds), keys)
 
 
-def extraction_parse_failures(settings: Settings, keys: list[str]) -> dict[str, int]:
+def failed_in(status: pl.DataFrame | None, keys: list[str] | None = None) -> list[str]:
+    """Documents (of ``keys``, or all) whose extraction failed, from an ``extraction_status`` frame."""
+    return [] if status is None else _keys_with(status, "failed", keys)
+
+
+def parse_failures_in(status: pl.DataFrame | None, keys: list[str]) -> dict[str, int]:
     """Extraction records that could not be parsed, per document of ``keys`` that had any."""
-    status = _read(settings, "extraction_status", DEFAULT_WAIT_SECONDS)
     if status is None:
         return {}
     found = status.filter(pl.col("document_key").is_in(keys) & (pl.col("parse_failures") > 0))
     return dict(found.select("document_key", "parse_failures").sort("document_key").iter_rows())
 
 
-def _incomplete_extractions(settings: Settings, wait_seconds: float) -> list[str]:
-    """Documents with an extraction answer cut off at the token limit (not cached): asked again."""
-    status = _read(settings, "extraction_status", wait_seconds)
-    return [] if status is None else status.filter(pl.col("status") == "incomplete")["document_key"].to_list()
+def extraction_outcome(settings: Settings, keys: list[str]) -> tuple[list[str], dict[str, int]]:
+    """The failed extractions and unparsed records among ``keys``, from one read of ``extraction_status``."""
+    status = _read(settings, "extraction_status", DEFAULT_WAIT_SECONDS)
+    return failed_in(status, keys), parse_failures_in(status, keys)
+
+
+def read_source_files(settings: Settings) -> pl.DataFrame | None:
+    """``source_files`` as it is now (after a run wrote it)."""
+    return _read(settings, "source_files", DEFAULT_WAIT_SECONDS)
+
+
+def missing_sources(settings: Settings, keys: list[str]) -> list[str]:
+    """Documents of ``keys`` whose file was gone by the time their run read it."""
+    source_files = read_source_files(settings)
+    if source_files is None:
+        return []
+    return sorted(set(keys) & set(source_files.filter(pl.col("status") == "missing")["document_key"].to_list()))
+
+
+def _keys_with(status: pl.DataFrame, value: str, keys: list[str] | None = None) -> list[str]:
+    found = status.filter(pl.col("status") == value)["document_key"].to_list()
+    return sorted(k for k in found if keys is None or k in keys)
 
 
 def document_state(settings: Settings, wait_seconds: float = DEFAULT_WAIT_SECONDS) -> DocumentState:
-    """Compare the input folder with what the index holds (reads the database read-only)."""
+    """Compare the input folder with what the index holds (reads the database read-only).
+
+    One scan of the input folder and one read each of ``source_files``, ``extraction_status`` and
+    the step table; ``index`` does this once per run (:mod:`graphrag_assets.project.index_plan`).
+    """
     stored = _read(settings, "source_files", wait_seconds)
-    failed = failed_extractions(settings, None, wait_seconds)
+    status = _read(settings, "extraction_status", wait_seconds)
+    failed = failed_in(status)
     known = set() if stored is None else set(stored["document_key"].to_list())
-    retried = set(failed) | set(_incomplete_extractions(settings, wait_seconds))
+    # A document whose extraction failed, or was cut off at the token limit (not cached), is asked again.
+    retried = set(failed) | (set() if status is None else set(_keys_with(status, "incomplete")))
     complete = complete_documents(stored, _read(settings, STEPS_TABLE, wait_seconds)) - retried
     changes = detect_changes(
         settings.input_dir, settings.input.file_types, stored, known, complete, document_fingerprint(settings)

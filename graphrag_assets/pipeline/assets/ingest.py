@@ -22,6 +22,7 @@ from graphrag_assets.pipeline.partitions import DOCUMENT_PARTITIONS, PARTITION_M
 from graphrag_assets.pipeline.resources import GraphRAGProject
 from graphrag_assets.project.document_work import ingest_work
 from graphrag_assets.project.fingerprints import document_fingerprint
+from graphrag_assets.project.index_plan import handed_plan
 from graphrag_assets.storage.documents import delete_documents
 
 
@@ -95,11 +96,15 @@ def ingest_partition(
 )
 def ingest(context: AssetExecutionContext, project: GraphRAGProject):
     settings = project.settings
-    work = ingest_work(settings, list(context.partition_keys))
+    plan = handed_plan(settings)  # from `index`: no second scan of the folder (see project.index_plan)
+    work = ingest_work(settings, list(context.partition_keys), plan.changes if plan else None)
     if work.remove:
         delete_documents(settings.database_path, settings.lancedb_path, work.remove)
     keys = work.ingest
-    files = {f.key: f for f in discover_input_files(settings.input_dir, settings.input.file_types)}
+    if plan:
+        files = {key: found for key in keys if (found := _still_there(settings, key, plan.changes.paths.get(key)))}
+    else:
+        files = {f.key: f for f in discover_input_files(settings.input_dir, settings.input.file_types)}
     documents: list[pl.DataFrame] = []
     warnings: list[str] = []
     progress = Counter("ingest", len(keys), context.log).start()
@@ -157,6 +162,18 @@ def ingest(context: AssetExecutionContext, project: GraphRAGProject):
 
 
 WARNINGS_SHOWN = 20
+
+
+def _still_there(settings: Settings, key: str, path: str | None) -> InputFile | None:
+    """The planned file of ``key`` if it is still in the input folder (one deleted since the plan
+    is ``missing``, as a scan now would have said)."""
+    if path is None:
+        return None
+    try:
+        stat = (settings.input_dir / path).stat()
+    except OSError:
+        return None
+    return InputFile(path, key, stat.st_size, stat.st_mtime)
 
 
 def _describe_source(rows: pl.DataFrame, bucketed: bool) -> dict:

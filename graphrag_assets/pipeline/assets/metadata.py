@@ -6,10 +6,10 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import polars as pl
-from dagster import AssetExecutionContext, AssetKey, MetadataValue
-from dagster._core.execution.context.metadata_logging import AssetMetadataHandle, OutputMetadataAccumulator
+from dagster import AssetExecutionContext, MetadataValue
 
 from graphrag_assets.core.buckets import bucket_of, is_bucket_key, parse_bucket_key
+from graphrag_assets.pipeline.runtime.dagster_private import add_partition_metadata
 
 PARTITION_COLUMN = "document_key"
 
@@ -90,31 +90,6 @@ DOCUMENT_TABLE_ROWS = 1_000
 def document_table(rows: pl.DataFrame) -> MetadataValue:
     """Per-document state for a bucket's metadata: a table of (at most 1,000 of) its documents."""
     return preview(rows.sort(PARTITION_COLUMN), rows=DOCUMENT_TABLE_ROWS)
-
-
-def add_partition_metadata(
-    context: AssetExecutionContext, asset: str, metadata: Mapping[str, Mapping[str, Any]]
-) -> None:
-    """Attach ``metadata[key]`` to partition ``key`` of ``asset``, for many partitions at once.
-
-    ``context.add_asset_metadata`` checks every call's key against the run's whole partition range,
-    which for dynamic partitions is a database query listing every partition: 18 ms a call at 1,000
-    documents, growing with the corpus, so a range run spent most of its time (O(n²)) there. The
-    keys are checked once here and the metadata handed to the step's accumulator directly.
-    """
-    targeted = set(context.partition_keys)
-    stray = sorted(set(metadata) - targeted)
-    if stray:
-        raise ValueError(f"partitions {stray[:3]} are not materialized by this run")
-    step = context.get_step_execution_context()
-    accumulated = step._metadata_accumulator.per_output_metadata  # noqa: SLF001 - see the docstring
-    asset_key = AssetKey(asset)
-    added = {}
-    for key, values in metadata.items():
-        handle = AssetMetadataHandle(asset_key=asset_key, partition_key=key)
-        added[handle] = {**accumulated.get(handle, {}), **values}
-    # One new accumulator for all partitions: adding them one at a time copies the mapping each time.
-    step._metadata_accumulator = OutputMetadataAccumulator(per_output_metadata={**accumulated, **added})  # noqa: SLF001
 
 
 TOP_MEMBERS = 5

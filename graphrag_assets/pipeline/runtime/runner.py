@@ -1,6 +1,6 @@
 """Running the pipeline through the project's Dagster instance (used by the CLI).
 
-Runs go through the project's instance (:mod:`graphrag_assets.pipeline.instance`) so they show up
+Runs go through the project's instance (:mod:`graphrag_assets.pipeline.runtime.instance`) so they show up
 in the Dagster UI exactly as if they had been launched there; execution is in-process, one job at
 a time.
 """
@@ -12,17 +12,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from dagster import DagsterInstance, Definitions
-from dagster._core.definitions.repository_definition.valid_definitions import SINGLETON_REPOSITORY_NAME
-from dagster._core.storage.defs_state.base import set_defs_state_storage
-from dagster._core.storage.tags import (
+
+from graphrag_assets.core.processes import ProcessId
+from graphrag_assets.pipeline.runtime.dagster_private import (
     ASSET_PARTITION_RANGE_END_TAG,
     ASSET_PARTITION_RANGE_START_TAG,
     REPOSITORY_LABEL_TAG,
+    SINGLETON_REPOSITORY_NAME,
+    set_defs_state_storage,
 )
-
-from graphrag_assets.core.processes import ProcessId
-from graphrag_assets.pipeline.instance import LOCATION_NAME, PROCESS_TAG, TRIGGER_TAG
-from graphrag_assets.pipeline.uncaptured import execute_without_capture
+from graphrag_assets.pipeline.runtime.instance import LOCATION_NAME, PROCESS_TAG, TRIGGER_TAG
+from graphrag_assets.pipeline.runtime.uncaptured import execute_without_capture
 
 log = logging.getLogger(__name__)
 

@@ -2,7 +2,7 @@
 
 ``graphrag-assets index`` with nothing to do should not pay for importing Dagster (about a second):
 with the default storage (SQLite files under ``data/dagster/storage``, see
-:func:`graphrag_assets.pipeline.instance.open_instance`), whether runs are pending and which
+:func:`graphrag_assets.pipeline.runtime.instance.open_instance`), whether runs are pending and which
 document partitions are registered are two read-only queries on those files. Anything unexpected
 (PostgreSQL storage, a missing file, another schema) answers ``None``, and the caller asks Dagster.
 """
@@ -20,7 +20,8 @@ from graphrag_assets.core.errors import UserError
 from graphrag_assets.core.settings import Settings
 
 DAGSTER_DIR = "data/dagster"
-# Dagster's SQLite storage layout under its base_dir (dagster._core.storage.sqlite_storage).
+# Dagster's SQLite storage layout under its base_dir (see dagster_private.runs_directory and
+# event_logs_directory; graphrag_assets_tests/test_dagster_private.py checks that they agree).
 RUNS_DB = "storage/history/runs.db"
 EVENT_INDEX_DB = "storage/history/runs/index.db"
 # DagsterRunStatus values of a run that is queued or in progress (instance.PENDING is made of them).

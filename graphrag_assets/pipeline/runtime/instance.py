@@ -5,13 +5,13 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from dagster import DagsterInstance, DagsterRunStatus, RunsFilter
-from dagster._core.instance.ref import InstanceRef
 
 from graphrag_assets.core.errors import UserError
 from graphrag_assets.core.processes import ProcessId
 from graphrag_assets.core.settings import Settings
-from graphrag_assets.pipeline import compute_logs, event_log
-from graphrag_assets.pipeline.dagster_files import DAGSTER_DIR, PENDING_STATUSES, uses_postgres
+from graphrag_assets.pipeline.runtime import compute_logs, event_log
+from graphrag_assets.pipeline.runtime.dagster_files import DAGSTER_DIR, PENDING_STATUSES, uses_postgres
+from graphrag_assets.pipeline.runtime.dagster_private import LOCAL_ARTIFACT_STORAGE, InstanceRef
 
 
 def open_instance(settings: Settings) -> DagsterInstance:
@@ -33,11 +33,7 @@ def open_instance(settings: Settings) -> DagsterInstance:
     }
     overrides = {
         **({} if postgres else {"storage": sqlite}),
-        "local_artifact_storage": {
-            "module": "dagster._core.storage.root",
-            "class": "LocalArtifactStorage",
-            "config": {"base_dir": str(base)},
-        },
+        "local_artifact_storage": {**LOCAL_ARTIFACT_STORAGE, "config": {"base_dir": str(base)}},
         "compute_logs": {
             "module": compute_logs.__name__,
             "class": "MirroredComputeLogManager",

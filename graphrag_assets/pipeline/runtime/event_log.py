@@ -25,7 +25,7 @@ the storage is disposed. Dagster creates an engine for every write and every ``h
 518 engines in a cold index of *A Christmas Carol*, 18 now, which took a tenth of that index's CPU
 time off (4.6 s instead of 5.1 s, medians of three A/B pairs).
 
-Configured in ``dagster.yaml`` as ``storage: custom: {module: graphrag_assets.pipeline.event_log,
+Configured in ``dagster.yaml`` as ``storage: custom: {module: graphrag_assets.pipeline.runtime.event_log,
 class: BatchedSqliteStorage, config: {base_dir: ...}}``; the layout on disk is that of
 ``storage: sqlite``, so a project can switch between the two.
 """
@@ -43,23 +43,27 @@ from typing import Any
 
 import yaml
 from alembic.script import ScriptDirectory
-from dagster._core.events import ASSET_CHECK_EVENTS, ASSET_EVENTS, EVENT_TYPE_TO_PIPELINE_RUN_STATUS
-from dagster._core.events.log import EventLogEntry
-from dagster._core.storage.event_log.schema import SqlEventLogStorageTable
-from dagster._core.storage.event_log.sqlite.sqlite_event_log import INDEX_SHARD_NAME, SqliteEventLogStorage
-from dagster._core.storage.runs.sqlite.sqlite_run_storage import SqliteRunStorage
-from dagster._core.storage.schedules.sqlite.sqlite_schedule_storage import SqliteScheduleStorage
-from dagster._core.storage.sqlite import SQLITE_BUSY_TIMEOUT_SECONDS
-from dagster._core.storage.sqlite_storage import (
-    DagsterSqliteStorage,
-    _event_logs_directory,
-    _runs_directory,
-    _schedule_directory,
-)
-from dagster._serdes import ConfigurableClassData
+from dagster import EventLogEntry
 from sqlalchemy import create_engine
 from sqlalchemy import event as sqlalchemy_event
 from sqlalchemy.engine import Connection, Engine
+
+from graphrag_assets.pipeline.runtime.dagster_private import (
+    ASSET_CHECK_EVENTS,
+    ASSET_EVENTS,
+    EVENT_TYPE_TO_PIPELINE_RUN_STATUS,
+    INDEX_SHARD_NAME,
+    SQLITE_BUSY_TIMEOUT_SECONDS,
+    ConfigurableClassData,
+    DagsterSqliteStorage,
+    SqlEventLogStorageTable,
+    SqliteEventLogStorage,
+    SqliteRunStorage,
+    SqliteScheduleStorage,
+    event_logs_directory,
+    runs_directory,
+    schedule_directory,
+)
 
 # Events Dagster may buffer before handing them to the storage as one batch (it reads the
 # variable at every event, so setting it before the first run is enough).
@@ -188,6 +192,14 @@ class BatchedSqliteEventLogStorage(SqliteEventLogStorage):
         self._tables_present: set[str] = set()
         super().__init__(base_dir, inst_data=inst_data)
 
+    @classmethod
+    def from_config_value(
+        cls, inst_data: ConfigurableClassData | None, config_value: Mapping[str, str]
+    ) -> BatchedSqliteEventLogStorage:
+        """This class (Dagster's returns a plain ``SqliteEventLogStorage``), so the class path in
+        :attr:`BatchedSqliteStorage.event_storage_data` describes this storage."""
+        return cls(inst_data=inst_data, **config_value)
+
     @contextmanager
     def _connect(self, shard: str) -> Iterator[Connection]:
         """Dagster's ``_connect`` (same lock, same first-use initialization, one transaction) on
@@ -277,9 +289,9 @@ class BatchedSqliteStorage(DagsterSqliteStorage):
         sync_sqlite_normally()
         _share_alembic_revision_maps()
         self.base_dir = base_dir
-        self._run_storage = KeptEngineRunStorage.from_local(_runs_directory(base_dir))
-        self._event_log_storage = BatchedSqliteEventLogStorage(_event_logs_directory(base_dir))
-        self._schedule_storage = SqliteScheduleStorage.from_local(_schedule_directory(base_dir))
+        self._run_storage = KeptEngineRunStorage.from_local(runs_directory(base_dir))
+        self._event_log_storage = BatchedSqliteEventLogStorage(event_logs_directory(base_dir))
+        self._schedule_storage = SqliteScheduleStorage.from_local(schedule_directory(base_dir))
         self._inst_data = inst_data
         super(DagsterSqliteStorage, self).__init__()
         enable_event_batching()
@@ -295,5 +307,5 @@ class BatchedSqliteStorage(DagsterSqliteStorage):
         return ConfigurableClassData(
             __name__,
             BatchedSqliteEventLogStorage.__name__,
-            yaml.dump({"base_dir": _event_logs_directory(self.base_dir)}),
+            yaml.dump({"base_dir": event_logs_directory(self.base_dir)}),
         )

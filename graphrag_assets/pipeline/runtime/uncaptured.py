@@ -14,9 +14,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from dagster import DagsterInstance, ExecuteInProcessResult, JobDefinition
-from dagster._core.definitions.job_base import InMemoryJob
-from dagster._core.execution.execute_in_process import core_execute_in_process, merge_run_tags
 
+from graphrag_assets.pipeline.runtime.dagster_private import InMemoryJob, core_execute_in_process, merge_run_tags
 from graphrag_assets.storage.database import let_go
 
 
