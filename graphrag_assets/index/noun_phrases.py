@@ -56,6 +56,11 @@ phrase ("a great jam session" → "JAM SESSION"), and so are clause ends after t
 contractions, not possessives. A capitalised word followed by a colon at the start of two or
 more lines is a speaker label, so a name even though it is only ever seen at line starts.
 
+Each phrase is marked as a proper name or not (:func:`noun_phrase_records` writes it in the
+record's ``type``): a name is a phrase found as a run of capitalised words, in at least one of its
+text units. Pruning never drops a name for being frequent or central, and extractive report
+titles name names first.
+
 Known limits: no part-of-speech tagging, so verbs missing from the list can end up in a common
 phrase ("the dog barks" → "DOG BARKS"); Title Case headings that are not in capitals produce
 long name runs; a name made only of function words ("The Who") is lost; the pronoun "I" always
