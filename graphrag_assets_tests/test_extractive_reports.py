@@ -83,9 +83,30 @@ def test_schema_and_copied_columns() -> None:
     assert result["substituted_reports"].to_list() == [0, 0]
 
 
-def test_title_from_top_entities_by_degree() -> None:
-    # MARLEY and COUNTING-HOUSE tie on degree 2: alphabetical order decides
-    assert reports()["title"].to_list() == ["SCROOGE, COUNTING-HOUSE and MARLEY", "BELLE"]
+def test_title_names_proper_names_first_then_by_degree() -> None:
+    # FRED (degree 1) is a name and comes before COUNTING-HOUSE (degree 2), a hyphenated common noun
+    assert reports()["title"].to_list() == ["SCROOGE, MARLEY and FRED", "BELLE"]
+
+
+def test_title_prefers_plain_phrases_to_hyphenated_and_number_words_and_needs_mid_sentence_capitals() -> None:
+    text = (
+        "Winter came. The old clerk wore a dressing-gown for three-quarters of an hour. "
+        "The old clerk slept. Winter again."
+    )
+    titles = {"DRESSING-GOWN": 5, "THREE-QUARTERS": 4, "OLD CLERK": 1, "WINTER": 0}
+    entities = pl.DataFrame(
+        {
+            "id": [entity_id(t) for t in titles],
+            "title": list(titles),
+            "degree": list(titles.values()),
+            "text_unit_ids": [[U1]] * len(titles),
+        }
+    )
+    communities = pl.DataFrame([community(0, list(titles), [U1])])
+    units = pl.DataFrame({"id": [U1], "text": [text]})
+    report = extractive_reports(communities, entities, RELATIONSHIPS.clear(), units)
+    # WINTER is only ever capitalised at a sentence start: no evidence of a name, so it ranks by degree
+    assert report["title"].to_list() == ["OLD CLERK, WINTER and DRESSING-GOWN"]
 
 
 def test_findings_are_the_most_central_sentences_with_real_citations() -> None:
@@ -108,7 +129,7 @@ def test_findings_are_the_most_central_sentences_with_real_citations() -> None:
 def test_summary_names_size_links_and_units() -> None:
     summary = reports()["summary"][0]
     assert summary.startswith(
-        "A community of 4 noun phrases around SCROOGE, COUNTING-HOUSE and MARLEY, "
+        "A community of 4 noun phrases around SCROOGE, MARLEY and FRED, "
         "linked by 4 co-occurrence relationships in 2 text units."
     )
 

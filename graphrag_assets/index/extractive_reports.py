@@ -6,8 +6,12 @@ assembled from the community's own sentences. Selection follows the idea of Micr
 variant (reference §6.4, units ranked by the degrees of the community entities they mention),
 one level finer: sentences rather than whole units are ranked.
 
-- **Title**: the three community entities of highest degree (ties: alphabetical), e.g.
-  "SCROOGE, MARLEY and COUNTING-HOUSE".
+- **Title**: three community entities, e.g. "SCROOGE, MARLEY and BOB CRATCHIT": proper names
+  first, then other phrases, and hyphenated words or number words ("DRESSING-GOWN",
+  "THREE-QUARTERS") last; by degree within each group (ties: alphabetical). A title is a proper
+  name when the community's text units spell it capitalised inside a sentence more often than in
+  lower case (a capital at a sentence start proves nothing). Names tell a reader what a
+  community is about; a common noun that happens to be central ("DRESSING-GOWN") does not.
 - **Findings**: the community's most central sentences. A sentence of one of the community's
   text units scores ``Σ (1 + degree)`` over the distinct community entities it mentions;
   higher scores first, sentences over 400 characters last, ties by position (``text_units``
@@ -35,7 +39,8 @@ import polars as pl
 
 from graphrag_assets.core.ids import short_id, stable_uuid
 from graphrag_assets.core.schemas import COMMUNITY_REPORTS, conform, empty_frame
-from graphrag_assets.core.sentences import sentences_with_keys, shorten
+from graphrag_assets.core.sentences import prepare_text, sentences_with_keys, shorten, tokenize
+from graphrag_assets.core.words import word_lists
 
 GENERATION = "extractive"
 TITLE_ENTITIES = 3
@@ -53,6 +58,8 @@ class _Sentence:
     index: int  # sentence position in its unit
     text: str
     mentions: frozenset[str]  # titles of entities of that unit mentioned in the sentence
+    capitalised: frozenset[str]  # mentions spelled with capitals inside the sentence (name evidence)
+    lower_case: frozenset[str]  # mentions spelled in lower case (common-noun evidence)
 
 
 def rating(size: int, mean_degree: float) -> float:
@@ -94,9 +101,59 @@ def _unit_sentences(unit_ids: set[str], entities: pl.DataFrame, text_units: pl.D
         for index, (sentence, key) in enumerate(sentences_with_keys(text or "")):
             mentions = frozenset(t for t in titles if f" {t} " in key)
             if mentions:  # a sentence that mentions no entity never becomes a finding
-                sentences.append(_Sentence(unit_id, position, index, sentence, mentions))
+                capitalised, lower_case = _spellings(sentence, mentions)
+                sentences.append(_Sentence(unit_id, position, index, sentence, mentions, capitalised, lower_case))
         result[unit_id] = sentences
     return result
+
+
+def _spellings(sentence: str, titles: frozenset[str]) -> tuple[frozenset[str], frozenset[str]]:
+    """Which ``titles`` the sentence spells capitalised, and which in lower case.
+
+    An occurrence counts by its first and last words ("Ghost of Christmas Past" is capitalised);
+    one at the sentence start is no evidence of a name ("Merry Christmas!" is "a merry Christmas").
+    """
+    words = [t for t in tokenize(prepare_text(sentence)) if t.kind == "word"]
+    upper = [w.text.upper() for w in words]
+    capitalised: set[str] = set()
+    lower_case: set[str] = set()
+    for title in titles:
+        parts = title.split(" ")
+        for start in range(len(upper) - len(parts) + 1):
+            if upper[start : start + len(parts)] != parts:
+                continue
+            first, last = words[start], words[start + len(parts) - 1]
+            if first.text[:1].islower() or last.text[:1].islower():
+                lower_case.add(title)
+            elif not first.initial:
+                capitalised.add(title)
+    return frozenset(capitalised), frozenset(lower_case)
+
+
+def _proper_names(sentences_by_unit: dict[str, list[_Sentence]]) -> set[str]:
+    """Titles spelled capitalised inside sentences more often than in lower case."""
+    votes: dict[str, int] = {}
+    for sentences in sentences_by_unit.values():
+        for sentence in sentences:
+            for title in sentence.capitalised:
+                votes[title] = votes.get(title, 0) + 1
+            for title in sentence.lower_case:
+                votes[title] = votes.get(title, 0) - 1
+    return {title for title, vote in votes.items() if vote > 0}
+
+
+def _title_order(proper_names: set[str]):
+    """Sort key of community members for the title: names, plain phrases, awkward words; degree; title."""
+    numbers = word_lists().numbers
+
+    def awkward(title: str) -> bool:
+        return any("-" in word or word.lower() in numbers or word.isdigit() for word in title.split(" "))
+
+    def key(member: tuple[str, int, list[str]]) -> tuple[bool, bool, int, str]:
+        title, degree, _ = member
+        return (title not in proper_names, awkward(title), -degree, title)
+
+    return key
 
 
 def extractive_reports(
@@ -121,19 +178,18 @@ def extractive_reports(
     plans = []
     needed_units: set[str] = set()
     for row in communities.sort("level", "community").drop("relationship_ids", strict=False).iter_rows(named=True):
-        members = sorted(
-            (by_id[i] for i in dict.fromkeys(row["entity_ids"] or []) if i in by_id),
-            key=lambda member: (-member[1], member[0]),
-        )
+        members = [by_id[i] for i in dict.fromkeys(row["entity_ids"] or []) if i in by_id]
         units = list(dict.fromkeys(row["text_unit_ids"] or []))
         if not units:
             units = sorted({u for member in members for u in member[2]})
         needed_units.update(units)
         plans.append((row, members, units))
     sentences_by_unit = _unit_sentences(needed_units, entities, text_units)
+    title_order = _title_order(_proper_names(sentences_by_unit))
 
     rows = []
     for row, members, units in plans:
+        members = sorted(members, key=title_order)  # the title names the first ones
         rows.append(_report(row, members, units, sentences_by_unit, links.get(row["community"], 0), max_findings))
     return conform(pl.DataFrame(rows, schema=COMMUNITY_REPORTS), COMMUNITY_REPORTS)
 

@@ -29,7 +29,7 @@ Where we differ, on purpose:
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
 import igraph
@@ -41,7 +41,7 @@ from graphrag_assets.core.ids import entity_id, relationship_id
 from graphrag_assets.core.schemas import ENTITIES, RELATIONSHIPS, conform, empty_frame
 from graphrag_assets.core.sentences import sentences_with_keys, shorten
 from graphrag_assets.core.settings import PruneSettings
-from graphrag_assets.index.noun_phrases import NOUN_PHRASE_TYPE
+from graphrag_assets.index.noun_phrases import NOUN_PHRASE_TYPE, PROPER_NAME_TYPE
 
 DESCRIPTION_MAX_CHARS = 300
 LONG_SENTENCE_CHARS = 400  # sentences longer than this are used only when no shorter one exists
@@ -58,7 +58,7 @@ class CodedGraph:
     (sorted); edges are sorted by (source, target) code, which is (source, target) title order.
     """
 
-    nodes: pl.DataFrame  # title, text_unit_ids, frequency
+    nodes: pl.DataFrame  # title, text_unit_ids, frequency, proper_name
     unit_ids: pl.Series
     source: np.ndarray  # node code of each edge's smaller end
     target: np.ndarray
@@ -101,19 +101,20 @@ def build_noun_graph(
 
 def code_noun_graph(records: pl.DataFrame, *, normalize_edge_weights: bool = True) -> CodedGraph:
     """The co-occurrence graph of the ``noun_phrase`` rows of ``records``, in integer codes."""
-    mentions = (
-        records.filter(
-            (pl.col("record_type") == "noun_phrase")
-            & pl.col("title").is_not_null()
-            & (pl.col("title") != "")
-            & pl.col("text_unit_id").is_not_null()
-        )
-        .select("text_unit_id", "title")
-        .unique()
+    phrases = records.filter(
+        (pl.col("record_type") == "noun_phrase")
+        & pl.col("title").is_not_null()
+        & (pl.col("title") != "")
+        & pl.col("text_unit_id").is_not_null()
     )
+    mentions = phrases.select("text_unit_id", "title").unique()
+    # a phrase is a proper name when any unit spells it as one (records of rules version < 3 never do)
+    kind = pl.col("type") if "type" in phrases.columns else pl.lit(None, dtype=pl.String)
+    named = phrases.select("title", proper_name=kind.eq(PROPER_NAME_TYPE).fill_null(False))
     nodes = (
         mentions.group_by("title")
         .agg(text_unit_ids=pl.col("text_unit_id").unique().sort(), frequency=pl.len().cast(pl.Int64))
+        .join(named.group_by("title").agg(pl.col("proper_name").any()), on="title", how="left")
         .sort("title")
     )
     unit_ids = mentions["text_unit_id"].unique().sort()
@@ -403,9 +404,10 @@ class _Step:
 
 @dataclass(frozen=True)
 class _PruneInput:
-    """What pruning reads: per node its frequency, per edge its two node codes and weight."""
+    """What pruning reads: per node its frequency and name flag, per edge its two node codes and weight."""
 
     frequency: np.ndarray  # node code order = title order (ties of the ego rule go to the smaller code)
+    proper_name: np.ndarray  # bool per node: never dropped for being frequent or central
     source: np.ndarray
     target: np.ndarray
     weight: np.ndarray
@@ -416,25 +418,38 @@ class _PruneInput:
 def prune_codes(graph: CodedGraph, settings: PruneSettings) -> Kept:
     """The nodes and edges of ``graph`` that :func:`prune_graph`'s rules keep, as masks."""
     frequency = graph.nodes["frequency"].to_numpy()
-    data = _PruneInput(frequency, graph.source, graph.target, graph.weight, graph.node_count, graph.edge_count)
+    names = graph.nodes["proper_name"].fill_null(False).to_numpy()
+    data = _PruneInput(frequency, names, graph.source, graph.target, graph.weight, graph.node_count, graph.edge_count)
     return _prune(data, settings)
 
 
 def prune_graph(
-    entities: pl.DataFrame, relationships: pl.DataFrame, settings: PruneSettings
+    entities: pl.DataFrame,
+    relationships: pl.DataFrame,
+    settings: PruneSettings,
+    proper_names: Collection[str] = (),
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Microsoft's ``prune_graph`` rules, in its order (reference §1.2), on finished tables.
 
-    1. ``remove_ego_nodes``: drop the single node of highest degree (ties: smallest title).
+    1. ``remove_ego_nodes``: drop the single node of highest degree that is not one of
+       ``proper_names`` (ties: smallest title).
     2. Drop nodes with degree < ``min_node_degree`` and, if ``max_node_degree_std`` is set,
-       nodes with degree > mean + k·std; both use the degrees after step 1 (population std).
+       nodes with degree > mean + k·std, proper names excepted; both use the degrees after step 1
+       (population std).
     3. Drop nodes with frequency < ``min_node_freq`` and, if ``max_node_freq_std`` is set,
-       nodes with frequency > mean + k·std of the frequencies left after that.
+       nodes other than proper names with frequency > mean + k·std of the frequencies left after that.
     4. Keep edges whose two ends survive, then drop edges whose weight is below the
        ``min_edge_weight_pct`` percentile (numpy's linear interpolation) of those edges' weights.
        Nodes left without an edge are kept (as Microsoft does), unless:
     5. ``lcc_only``: keep only the largest connected component (ties: the one holding the
        alphabetically first title).
+
+    Where we differ from Microsoft: the upper bounds of steps 1-3 never drop a proper name. They
+    are there to remove hubs that connect everything ("THING", "TIME"), but in a story or a
+    company's documents the most connected phrase is usually the protagonist ("SCROOGE"), and an
+    index that cannot answer questions about him is worse than one with a hub. The index knows
+    which phrases are names from the extraction records (:data:`PROPER_NAME_TYPE`); finished
+    tables do not, hence ``proper_names``.
 
     Degrees, ``combined_degree`` and the dense ``human_readable_id`` are recomputed afterwards.
     Raises :class:`UserError` naming the setting to relax when no node or no edge remains.
@@ -450,6 +465,7 @@ def prune_graph(
     )
     data = _PruneInput(
         nodes["frequency"].to_numpy(),
+        nodes["title"].is_in(list(proper_names)).to_numpy(),
         edges["_s"].to_numpy(),
         edges["_t"].to_numpy(),
         edges["weight"].to_numpy(),
@@ -490,8 +506,9 @@ def _prune(data: _PruneInput, settings: PruneSettings) -> Kept:
         return np.bincount(source, minlength=n_nodes) + np.bincount(target, minlength=n_nodes)
 
     if settings.remove_ego_nodes:
-        degree = np.where(node_alive, node_degrees(), -1)
-        keep_nodes(np.arange(n_nodes) != int(np.argmax(degree)))  # argmax: first = smallest title
+        degree = np.where(node_alive & ~data.proper_name, node_degrees(), -1)
+        if degree.max() >= 0:  # argmax: first = smallest title
+            keep_nodes(np.arange(n_nodes) != int(np.argmax(degree)))
         record(_Step("removing the highest-degree node", "set nlp.prune.remove_ego_nodes to false"))
 
     degree = node_degrees()
@@ -500,14 +517,14 @@ def _prune(data: _PruneInput, settings: PruneSettings) -> Kept:
     record(_Step("the minimum node degree", f"lower nlp.prune.min_node_degree (now {settings.min_node_degree})"))
     if settings.max_node_degree_std is not None and alive_before.any():
         bound_k = settings.max_node_degree_std
-        keep_nodes(degree <= _upper_bound(degree[alive_before], bound_k))
+        keep_nodes((degree <= _upper_bound(degree[alive_before], bound_k)) | data.proper_name)
         record(_Step("the node degree bound", f"raise nlp.prune.max_node_degree_std (now {bound_k})"))
 
     keep_nodes(data.frequency >= settings.min_node_freq)
     record(_Step("the minimum node frequency", f"lower nlp.prune.min_node_freq (now {settings.min_node_freq})"))
     if settings.max_node_freq_std is not None and node_alive.any():
         bound_k = settings.max_node_freq_std
-        keep_nodes(data.frequency <= _upper_bound(data.frequency[node_alive], bound_k))
+        keep_nodes((data.frequency <= _upper_bound(data.frequency[node_alive], bound_k)) | data.proper_name)
         record(_Step("the node frequency bound", f"raise nlp.prune.max_node_freq_std (now {bound_k})"))
 
     if settings.min_edge_weight_pct > 0 and edge_alive.any():

@@ -56,6 +56,11 @@ phrase ("a great jam session" → "JAM SESSION"), and so are clause ends after t
 contractions, not possessives. A capitalised word followed by a colon at the start of two or
 more lines is a speaker label, so a name even though it is only ever seen at line starts.
 
+Each phrase is marked as a proper name or not (:func:`noun_phrase_records` writes it in the
+record's ``type``): a name is a phrase found as a run of capitalised words, in at least one of its
+text units. Pruning never drops a name for being frequent or central, and extractive report
+titles name names first.
+
 Known limits: no part-of-speech tagging, so verbs missing from the list can end up in a common
 phrase ("the dog barks" → "DOG BARKS"); Title Case headings that are not in capitals produce
 long name runs; a name made only of function words ("The Who") is lost; the pronoun "I" always
@@ -79,8 +84,12 @@ from graphrag_assets.core.words import WordLists, word_lists
 MAX_COMMON_PHRASE_WORDS = 6
 # Bumped when a release changes which phrases a text yields, so nlp/fast indexes re-extract their
 # documents on the next run instead of mixing old and new phrases. 2: chat stop phrases.
-NOUN_PHRASE_RULES_VERSION = 2
+# 3: records say which phrases are proper names (pruning never drops a name for being frequent).
+NOUN_PHRASE_RULES_VERSION = 3
 NOUN_PHRASE_TYPE = "NOUN PHRASE"  # the entity type of the offline graph's nodes
+# The ``type`` of a noun_phrase extraction record that is a proper name ("SCROOGE", "LAKE MIRREN");
+# other phrases carry NOUN_PHRASE_TYPE. Entities keep NOUN_PHRASE_TYPE either way.
+PROPER_NAME_TYPE = "PROPER NAME"
 _I_FORMS = frozenset({"i", "i'm", "i've", "i'll", "i'd"})
 _ROMAN = re.compile(r"^(?=[MDCLXVI])M{0,4}(?:CM|CD|D?C{0,3})(?:XC|XL|L?X{0,3})(?:IX|IV|V?I{0,3})$")
 _ORDINAL = re.compile(r"^\d+(?:st|nd|rd|th|s)?$", re.IGNORECASE)
@@ -212,21 +221,22 @@ class _Extractor:
         self.lists = word_lists()
         self.max_word_length = max_word_length
         self.tokens = tokens
-        self.phrases: dict[str, None] = {}
+        self.phrases: dict[str, bool] = {}  # phrase -> emitted as a proper name at least once
         words = [t for t in tokens if t.kind == "word"]
         self.capitalised_mid = {t.text.lower() for t in words if t.text[:1].isupper() and not t.initial}
         self.seen_lower = {t.text for t in words if t.text[:1].islower()}
         self.labels = _speaker_labels(prepared, tokens)
 
-    def emit(self, words: list[str]) -> None:
+    def emit(self, words: list[str], *, name: bool = False) -> None:
         if words and all(len(w) <= self.max_word_length for w in words):
-            self.phrases.setdefault(" ".join(w.upper() for w in words), None)
+            phrase = " ".join(w.upper() for w in words)
+            self.phrases[phrase] = self.phrases.get(phrase, False) or name
 
-    def run(self) -> list[str]:
+    def run(self) -> dict[str, bool]:
         previous_common_introduced = False
         for segment, context, possessive_after in self._segments():
             previous_common_introduced = self._segment(segment, context, possessive_after, previous_common_introduced)
-        return list(self.phrases)
+        return self.phrases
 
     def _segments(self) -> list[tuple[list[_Word], str, bool]]:
         """Runs of adjacent words, each with what preceded it (poss | comma | boundary | other)
@@ -275,7 +285,7 @@ class _Extractor:
                 while k < n and words[k].role == "common":
                     k += 1
                 if name_words:
-                    self.emit([w.text for w in name_words])
+                    self.emit([w.text for w in name_words], name=True)
                     tail = _trim_common(words[j:k], lists) if determined else []
                     if tail and len(name_words) + len(tail) <= MAX_COMMON_PHRASE_WORDS:
                         self.emit([w.text for w in name_words] + [w.text for w in tail])
@@ -358,6 +368,11 @@ def extract_noun_phrases(text: str, *, max_word_length: int = 15) -> list[str]:
 
     See the module docstring for the heuristics and their limits. Deterministic and offline.
     """
+    return list(_phrases(text, max_word_length))
+
+
+def _phrases(text: str, max_word_length: int) -> dict[str, bool]:
+    """Each phrase of ``text`` (first-appearance order) and whether it was found as a proper name."""
     prepared = prepare_text(text)
     return _Extractor(prepared, tokenize(prepared), max_word_length).run()
 
@@ -366,7 +381,8 @@ def noun_phrase_records(text_units: pl.DataFrame, max_word_length: int = 15) -> 
     """``graph_extractions`` rows (record_type ``noun_phrase``) for the text units of one partition.
 
     ``text_units`` needs ``id``, ``text`` and ``document_key``; ``record_index`` is the phrase's
-    order of first appearance in its unit.
+    order of first appearance in its unit; ``type`` is ``PROPER_NAME_TYPE`` for a phrase the unit
+    spells as a proper name and ``NOUN_PHRASE_TYPE`` otherwise.
     """
     if text_units.is_empty():
         return empty_frame(GRAPH_EXTRACTIONS)
@@ -374,18 +390,21 @@ def noun_phrase_records(text_units: pl.DataFrame, max_word_length: int = 15) -> 
     indexes: list[int] = []
     titles: list[str] = []
     keys: list[str | None] = []
+    kinds: list[str] = []
     for unit_id, text, key in text_units.select("id", "text", "document_key").iter_rows():
-        for index, phrase in enumerate(extract_noun_phrases(text or "", max_word_length=max_word_length)):
+        for index, (phrase, name) in enumerate(_phrases(text or "", max_word_length).items()):
             unit_ids.append(unit_id)
             indexes.append(index)
             titles.append(phrase)
             keys.append(key)
+            kinds.append(PROPER_NAME_TYPE if name else NOUN_PHRASE_TYPE)
     frame = pl.DataFrame(
         {
             "text_unit_id": unit_ids,
             "record_index": indexes,
             "record_type": ["noun_phrase"] * len(titles),
             "title": titles,
+            "type": kinds,
             "document_key": keys,
         },
         schema={
@@ -393,6 +412,7 @@ def noun_phrase_records(text_units: pl.DataFrame, max_word_length: int = 15) -> 
             "record_index": pl.Int64,
             "record_type": pl.String,
             "title": pl.String,
+            "type": pl.String,
             "document_key": pl.String,
         },
     )

@@ -16,6 +16,7 @@ from graphrag_assets.core.errors import UserError
 from graphrag_assets.core.tokens import token_counter
 from graphrag_assets.prompts.templates import PromptTemplate, load_prompt
 from graphrag_assets.query.evidence import assess
+from graphrag_assets.query.query_data import QueryData
 from graphrag_assets.query.query_prompts import QUERY_PROMPT_PLACEHOLDERS
 from graphrag_assets.query.registry import check_method_settings, query_method
 from graphrag_assets.query.request import SearchRequest
@@ -35,6 +36,18 @@ def load_query_prompts(
     return prompts
 
 
+def _check_community_level(level: int | None, data: QueryData) -> None:
+    """Refuse a requested level the index does not have: every engine would quietly use fewer reports."""
+    levels = sorted(set(data.communities["level"].drop_nulls().to_list()))
+    if level is None or not levels or level <= levels[-1]:
+        return
+    named = ", ".join(str(n) for n in levels[:-1]) + (" and " if len(levels) > 1 else "") + str(levels[-1])
+    raise UserError(
+        f"community level {level} is not in this index, whose communities have level{'s' if len(levels) > 1 else ''} "
+        f"{named}; pass --community-level {levels[-1]} or lower."
+    )
+
+
 async def run_query(request: SearchRequest) -> QueryResult:
     """Answer ``request.question`` with ``request.options.method`` over ``request.data``."""
     options = request.options
@@ -52,6 +65,7 @@ async def run_query(request: SearchRequest) -> QueryResult:
             f"the question is {size:,} tokens long and the limit is {limit:,} (query.max_question_tokens); "
             "shorten it, or raise the limit in graphrag.yaml."
         )
+    _check_community_level(options.community_level, request.data)
     method = query_method(options.method)
     if request.embedder is None and method.needs_embedder:
         raise UserError(

@@ -88,7 +88,13 @@ class LocalContext:
 
     def table_summary(self) -> dict[str, dict[str, int]]:
         return {
-            name: {"offered": t.rows_offered, "used": t.rows_used, "shortened": len(t.shortened), "tokens": t.tokens}
+            name: {
+                "offered": t.rows_offered,
+                "used": t.rows_used,
+                "shortened": len(t.shortened),
+                "tokens": t.tokens,
+                **({} if t.counted else {"tokens_at_most": True}),
+            }
             for name, t in self.tables.items()
         }
 
@@ -204,6 +210,8 @@ def rank_text_units(entities: pl.DataFrame, relationships: pl.DataFrame, text_un
 
 def history_section(previous_questions: Sequence[str], budget: int, count: TokenCounter) -> tuple[str, int]:
     """The conversation history table: the most recent questions that fit, shown oldest first."""
+    if not previous_questions:
+        return "", 0
     head = f"{section_header('Conversation History')}\n{format_row(('turn', 'content'))}"
     used = count(head + "\n")
     kept: list[str] = []
@@ -281,8 +289,9 @@ async def build_local_context(
         "Relationships",
         RELATIONSHIP_COLUMNS,
         relationships.select("human_readable_id", "source", "target", "description", "weight").rows(),
-        local_budget - entity_table.tokens,
+        local_budget,
         count,
+        spent=[entity_table],
     )
     claims = rank_claims(titles, data.covariates)
     claim_table = fill_table(
@@ -291,8 +300,9 @@ async def build_local_context(
         claims.select(
             "human_readable_id", "subject_id", "object_id", "type", "status", "start_date", "end_date", "description"
         ).rows(),
-        local_budget - entity_table.tokens - relationship_table.tokens,
+        local_budget,
         count,
+        spent=[entity_table, relationship_table],
     )
     source_table = fill_table(
         "Sources",
