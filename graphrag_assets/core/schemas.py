@@ -131,6 +131,9 @@ COVARIATES = {
     "text_unit_id": pl.String,
 }
 
+# What a claim says, as exports and lookups show it (its ids and text unit are shown their own way).
+CLAIM_FIELDS = ("type", "description", "subject_id", "object_id", "status", "start_date", "end_date", "source_text")
+
 COMMUNITIES = {
     "id": pl.String,
     "human_readable_id": pl.Int64,

@@ -13,7 +13,6 @@ than two entities and an entity claimed by an earlier group are ignored. An answ
 
 from __future__ import annotations
 
-import asyncio
 import json
 import math
 from collections.abc import Mapping, Sequence
@@ -23,8 +22,8 @@ from typing import Any
 import json_repair
 import polars as pl
 
-from graphrag_assets.core.errors import LLMError
 from graphrag_assets.index.resolution_frames import verdict_frame
+from graphrag_assets.llm.batch import gather_model_calls
 from graphrag_assets.llm.types import ChatModel, ChatOptions
 from graphrag_assets.prompts.templates import PromptTemplate
 
@@ -110,16 +109,7 @@ async def judge_groups(
                     rows.append((a, b, METHOD, confidence, reason or "the model judged them the same thing"))
         return rows
 
-    outcomes = await asyncio.gather(*(judge(group) for group in groups), return_exceptions=True)
-    errors = [o for o in outcomes if isinstance(o, BaseException)]
-    for error in errors:
-        if not isinstance(error, LLMError):
-            raise error
-    if errors:
-        raise LLMError(
-            f"{len(errors)} of {len(groups)} entity-resolution calls failed (first: {errors[0]}); "
-            f"re-run to retry them, the finished ones are cached."
-        )
+    outcomes = await gather_model_calls((judge(group) for group in groups), "entity-resolution calls")
     rows = [row for outcome in outcomes if isinstance(outcome, list) for row in outcome]
     unusable = sum(1 for outcome in outcomes if outcome is None)
     return GroupVerdicts(verdict_frame(rows), asked=len(groups), unusable=unusable)

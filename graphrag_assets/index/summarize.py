@@ -13,15 +13,14 @@ GraphRAG, reference §4.5). :func:`plan_summary_chunks` is the pure planning ste
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from graphrag_assets.core.errors import LLMError
 from graphrag_assets.core.settings import Settings
 from graphrag_assets.core.tokens import token_counter
+from graphrag_assets.llm.batch import gather_model_calls
 from graphrag_assets.llm.types import ChatModel, ChatOptions
 from graphrag_assets.prompts.templates import PromptTemplate, load_prompt
 
@@ -117,20 +116,11 @@ async def summarize_all(
     item is still finished (so its answer is cached) before an :class:`LLMError` is raised.
     """
     keys = [key for key, _ in items]
-    outcomes = await asyncio.gather(
-        *(summarize_descriptions(model, item_name(key), descriptions, options) for key, descriptions in items),
-        return_exceptions=True,
+    outcomes = await gather_model_calls(
+        (summarize_descriptions(model, item_name(key), descriptions, options) for key, descriptions in items),
+        "description summaries",
     )
-    errors = [o for o in outcomes if isinstance(o, BaseException)]
-    for error in errors:
-        if not isinstance(error, LLMError):
-            raise error
-    if errors:
-        raise LLMError(
-            f"{len(errors)} of {len(items)} description summaries failed (first: {errors[0]}); "
-            f"re-run to retry them, the finished ones are cached."
-        )
-    return dict(zip(keys, outcomes, strict=True))  # type: ignore[arg-type]
+    return dict(zip(keys, outcomes, strict=True))
 
 
 async def _summarize_group(

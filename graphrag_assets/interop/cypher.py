@@ -40,6 +40,7 @@ import polars as pl
 
 from graphrag_assets.core.settings import Settings
 from graphrag_assets.interop.common import ExportResult, prepare_output_dir, read_index_tables
+from graphrag_assets.interop.graph_edges import claim_edges, parent_edges, part_of_edges, related_edges
 from graphrag_assets.interop.neo4j import label_for_type
 
 SCHEMA_FILE = "schema.cypher"
@@ -245,13 +246,7 @@ def edge_groups(tables: dict[str, pl.DataFrame]) -> tuple[list[StatementGroup], 
     """The relationship statements, and how many ``RELATED`` rows were left out because one end is
     not an entity (the index's asset checks normally rule that out)."""
     entities, communities, units = tables["entities"], tables["communities"], tables["text_units"]
-    ids = entities.select("title", "id").unique("title", keep="first", maintain_order=True)
-    related = (
-        tables["relationships"]
-        .sort("human_readable_id", "id")
-        .join(ids.rename({"id": "_start"}), left_on="source", right_on="title", how="left", maintain_order="left")
-        .join(ids.rename({"id": "_end"}), left_on="target", right_on="title", how="left", maintain_order="left")
-    )
+    related = related_edges(tables)
     linked = related.drop_nulls(["_start", "_end"])
     membership = (
         communities.sort("level", "community")
@@ -261,23 +256,15 @@ def edge_groups(tables: dict[str, pl.DataFrame]) -> tuple[list[StatementGroup], 
         .unique(["_start", "_end"], maintain_order=True)
         .join(entities.select("id"), left_on="_start", right_on="id", how="semi", maintain_order="left")
     )
-    community_ids = communities.select("community", "id")
-    parents = (
-        communities.sort("level", "community")
-        .filter(pl.col("parent") >= 0)
-        .join(
-            community_ids.rename({"id": "_start"}),
-            left_on="parent",
-            right_on="community",
-            how="inner",
-            maintain_order="left",
-        )
-        .select("_start", pl.col("id").alias("_end"))
-    )
     has_report = (
         tables["community_reports"]
         .sort("level", "community", "id")
-        .join(community_ids.rename({"id": "_start"}), on="community", how="inner", maintain_order="left")
+        .join(
+            communities.select("community", pl.col("id").alias("_start")),
+            on="community",
+            how="inner",
+            maintain_order="left",
+        )
         .select("_start", pl.col("id").alias("_end"))
     )
     mentions = (
@@ -288,11 +275,6 @@ def edge_groups(tables: dict[str, pl.DataFrame]) -> tuple[list[StatementGroup], 
         .drop_nulls("_end")
         .unique(["_start", "_end"], keep="first", maintain_order=True)
         .join(units.select("id"), left_on="_end", right_on="id", how="semi", maintain_order="left")
-    )
-    part_of = (
-        units.sort("document_id", "chunk_index", "id")
-        .select(pl.col("id").alias("_start"), pl.col("document_id").alias("_end"))
-        .join(tables["documents"].select("id"), left_on="_end", right_on="id", how="semi", maintain_order="left")
     )
     groups = [
         edge_group(
@@ -311,21 +293,13 @@ def edge_groups(tables: dict[str, pl.DataFrame]) -> tuple[list[StatementGroup], 
             ),
         ),
         edge_group("Entity", "IN_COMMUNITY", "Community", membership),
-        edge_group("Community", "PARENT_OF", "Community", parents),
+        edge_group("Community", "PARENT_OF", "Community", parent_edges(communities)),
         edge_group("Community", "HAS_REPORT", "Report", has_report),
         edge_group("Entity", "MENTIONED_IN", "TextUnit", mentions),
-        edge_group("TextUnit", "PART_OF", "Document", part_of),
+        edge_group("TextUnit", "PART_OF", "Document", part_of_edges(tables)),
     ]
     if tables["covariates"].height:
-        claims = (
-            tables["covariates"]
-            .sort("human_readable_id", "id")
-            .join(
-                ids.rename({"id": "_start"}), left_on="subject_id", right_on="title", how="inner", maintain_order="left"
-            )
-            .select("_start", pl.col("id").alias("_end"))
-        )
-        groups.append(edge_group("Entity", "HAS_CLAIM", "Claim", claims))
+        groups.append(edge_group("Entity", "HAS_CLAIM", "Claim", claim_edges(tables)))
     return groups, related.height - linked.height
 
 

@@ -25,8 +25,10 @@ from pathlib import Path
 
 import polars as pl
 
+from graphrag_assets.core.schemas import CLAIM_FIELDS
 from graphrag_assets.core.settings import Settings
 from graphrag_assets.interop.common import ExportResult, entity_communities, prepare_output_dir, read_index_tables
+from graphrag_assets.interop.graph_edges import claim_edges, parent_edges, part_of_edges, related_edges
 
 NODE_FILES = ("entities.csv", "communities.csv", "text_units.csv", "documents.csv", "claims.csv")
 RELATIONSHIP_FILES = (
@@ -50,10 +52,6 @@ def label_for_type(entity_type: str | None) -> str:
     if cleaned[0].isdigit():
         cleaned = f"T_{cleaned}"
     return f"Entity;{cleaned}"
-
-
-def _title_to_id(entities: pl.DataFrame) -> pl.DataFrame:
-    return entities.select("title", "id").unique("title", keep="first", maintain_order=True)
 
 
 def node_frames(tables: dict[str, pl.DataFrame]) -> dict[str, pl.DataFrame]:
@@ -134,14 +132,7 @@ def node_frames(tables: dict[str, pl.DataFrame]) -> dict[str, pl.DataFrame]:
             .select(
                 pl.col("id").alias("id:ID(Claim)"),
                 pl.col("human_readable_id").alias("human_readable_id:long"),
-                "type",
-                "description",
-                "subject_id",
-                "object_id",
-                "status",
-                "start_date",
-                "end_date",
-                "source_text",
+                *CLAIM_FIELDS,
                 "text_unit_id",
                 pl.lit("Claim").alias(":LABEL"),
             )
@@ -153,13 +144,7 @@ def relationship_frames(tables: dict[str, pl.DataFrame]) -> tuple[dict[str, pl.D
     """The relationship files as frames (headers as column names), and how many edges were dropped
     because one end does not exist (an edge to a missing node would make neo4j-admin fail)."""
     entities, communities = tables["entities"], tables["communities"]
-    ids = _title_to_id(entities)
-    related = (
-        tables["relationships"]
-        .sort("human_readable_id", "id")
-        .join(ids.rename({"id": "_start"}), left_on="source", right_on="title", how="left", maintain_order="left")
-        .join(ids.rename({"id": "_end"}), left_on="target", right_on="title", how="left", maintain_order="left")
-    )
+    related = related_edges(tables)
     entity_ids = entities.select("id")
     unit_ids = tables["text_units"].select("id")
     membership = (
@@ -169,19 +154,6 @@ def relationship_frames(tables: dict[str, pl.DataFrame]) -> tuple[dict[str, pl.D
         .drop_nulls("_start")
         .join(entity_ids, left_on="_start", right_on="id", how="semi", maintain_order="left")
     )
-    community_id = communities.select("community", "id")
-    parents = (
-        communities.sort("level", "community")
-        .filter(pl.col("parent") >= 0)
-        .join(
-            community_id.rename({"id": "_start"}),
-            left_on="parent",
-            right_on="community",
-            how="inner",
-            maintain_order="left",
-        )
-        .select("_start", pl.col("id").alias("_end"))
-    )
     mentions = (
         entities.sort("human_readable_id", "id")
         .select(pl.col("id").alias("_start"), pl.col("text_unit_ids").alias("_end"))
@@ -189,18 +161,6 @@ def relationship_frames(tables: dict[str, pl.DataFrame]) -> tuple[dict[str, pl.D
         .drop_nulls("_end")
         .unique(maintain_order=True)
         .join(unit_ids, left_on="_end", right_on="id", how="semi", maintain_order="left")
-    )
-    part_of = (
-        tables["text_units"]
-        .sort("document_id", "chunk_index", "id")
-        .select(pl.col("id").alias("_start"), pl.col("document_id").alias("_end"))
-        .join(tables["documents"].select("id"), left_on="_end", right_on="id", how="semi", maintain_order="left")
-    )
-    claims = (
-        tables["covariates"]
-        .sort("human_readable_id", "id")
-        .join(ids.rename({"id": "_start"}), left_on="subject_id", right_on="title", how="inner", maintain_order="left")
-        .select("_start", pl.col("id").alias("_end"))
     )
     dropped = related.filter(pl.col("_start").is_null() | pl.col("_end").is_null()).height
     frames = {
@@ -220,12 +180,12 @@ def relationship_frames(tables: dict[str, pl.DataFrame]) -> tuple[dict[str, pl.D
         "in_community.csv": _edges(
             membership, "Entity", "Community", "IN_COMMUNITY", [pl.col("level").alias("level:long")]
         ),
-        "parent_of.csv": _edges(parents, "Community", "Community", "PARENT_OF", []),
+        "parent_of.csv": _edges(parent_edges(communities), "Community", "Community", "PARENT_OF", []),
         "mentioned_in.csv": _edges(mentions, "Entity", "TextUnit", "MENTIONED_IN", []),
-        "part_of.csv": _edges(part_of, "TextUnit", "Document", "PART_OF", []),
+        "part_of.csv": _edges(part_of_edges(tables), "TextUnit", "Document", "PART_OF", []),
     }
     if tables["covariates"].height:
-        frames["has_claim.csv"] = _edges(claims, "Entity", "Claim", "HAS_CLAIM", [])
+        frames["has_claim.csv"] = _edges(claim_edges(tables), "Entity", "Claim", "HAS_CLAIM", [])
     return frames, dropped
 
 

@@ -446,6 +446,16 @@ class OpenAIChatModel(OpenAIModel):
         else:  # the server reports nothing: count ourselves
             prompt_tokens = sum(self.count(m["content"]) for m in call.messages)
             completion_tokens = self.count(text)
+        return self._charged(purpose, text, prompt_tokens, completion_tokens)
+
+    def _dry_run_chat(self, purpose: str, call: _Call) -> ChatResult:
+        prompt_tokens = sum(self.count(m["content"]) for m in call.messages)
+        completion_tokens = call.options.max_tokens or DRY_RUN_COMPLETION_TOKENS
+        return self._charged(purpose, "", prompt_tokens, completion_tokens)
+
+    def _charged(self, purpose: str, text: str, prompt_tokens: int, completion_tokens: int) -> ChatResult:
+        """The uncached result, after metering the request and its estimated cost (a dry run
+        meters what the real call would have cost, the same way)."""
         self.meter.record_request(
             purpose,
             self.model,
@@ -454,18 +464,6 @@ class OpenAIChatModel(OpenAIModel):
             cost_usd=estimate_cost(self.services.prices, self.model, prompt_tokens, completion_tokens),
         )
         return ChatResult(text, prompt_tokens, completion_tokens, cached=False)
-
-    def _dry_run_chat(self, purpose: str, call: _Call) -> ChatResult:
-        prompt_tokens = sum(self.count(m["content"]) for m in call.messages)
-        completion_tokens = call.options.max_tokens or DRY_RUN_COMPLETION_TOKENS
-        self.meter.record_request(
-            purpose,
-            self.model,
-            prompt_tokens=prompt_tokens,
-            completion_tokens=completion_tokens,
-            cost_usd=estimate_cost(self.services.prices, self.model, prompt_tokens, completion_tokens),
-        )
-        return ChatResult("", prompt_tokens, completion_tokens, cached=False)
 
     def _estimate(self, call: _Call) -> int:
         if self.limiter is None or not self.limiter.tokens_per_minute:

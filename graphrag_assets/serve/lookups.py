@@ -20,6 +20,7 @@ from typing import Any
 import polars as pl
 
 from graphrag_assets.core.ids import short_id
+from graphrag_assets.core.schemas import CLAIM_FIELDS
 from graphrag_assets.interop.graph_view.data import leaf_layout, relationship_pairs
 from graphrag_assets.query.query_data import QueryData
 from graphrag_assets.serve.errors import ServeError
@@ -253,18 +254,7 @@ def claim_detail(data: QueryData, ref: str) -> dict[str, Any]:
     if rows.is_empty():
         raise _not_found("claim", ref, "claims are cited by their number, as in [Data: Claims (3)].")
     c = rows.row(0, named=True)
-    keys = (
-        "id",
-        "human_readable_id",
-        "type",
-        "description",
-        "subject_id",
-        "object_id",
-        "status",
-        "start_date",
-        "end_date",
-        "source_text",
-    )
+    keys = ("id", "human_readable_id", *CLAIM_FIELDS)
     return {**{k: c[k] for k in keys}, "sources": source_list(data, [c["text_unit_id"]] if c["text_unit_id"] else [])}
 
 
