@@ -28,6 +28,11 @@ STEPS_TABLE = "document_steps"
 SOURCE_TABLE = "source_files"
 # The per-document steps that must hold a document's current version for it to be complete.
 REQUIRED_STEPS = tuple(table for table in PER_DOCUMENT_TABLES if table != SOURCE_TABLE)
+# Steps one asset writes after ``step``, each recorded on its own: a run stopped between the writes
+# (a Ctrl-C) records the first only. The document is then incomplete, so every later ``index``
+# plans it again; the asset must redo it too (asking only by ``step`` it found nothing to do, and
+# the document stayed "changed" for good).
+WRITTEN_WITH = {"graph_extractions": ("extraction_status",)}
 
 
 def record_document_step(path: str | Path, step: str, keys: Sequence[str]) -> None:
@@ -67,9 +72,10 @@ def record_document_step(path: str | Path, step: str, keys: Sequence[str]) -> No
 def documents_needing_step(
     path: str | Path, step: str, keys: Sequence[str], failed_status_table: str | None = None
 ) -> list[str]:
-    """The documents of ``keys`` whose rows of ``step`` were not written from their current
-    ``source_files`` version (or never), plus, with ``failed_status_table``, those whose status
-    there is ``failed`` or ``incomplete`` (an answer was cut off at the token limit); sorted.
+    """The documents of ``keys`` whose rows of ``step`` (or of a step written with it, see
+    ``WRITTEN_WITH``) were not written from their current ``source_files`` version (or never),
+    plus, with ``failed_status_table``, those whose status there is ``failed`` or ``incomplete``
+    (an answer was cut off at the token limit); sorted.
 
     This is how the per-document steps decide their own work: a re-run of a document (or of a
     bucket of them) redoes exactly what is out of date, and nothing else.
@@ -78,6 +84,7 @@ def documents_needing_step(
         return []
     if not Path(path).exists():
         return sorted(keys)
+    steps = (step, *WRITTEN_WITH.get(step, ()))
     with connect(path) as conn:
         if not table_exists(conn, SOURCE_TABLE) or not table_exists(conn, STEPS_TABLE):
             return sorted(keys)
@@ -87,11 +94,14 @@ def documents_needing_step(
         conn.register("_keys", FrameStream(pl.DataFrame({"key": list(keys)}, schema={"key": pl.String})))
         try:
             rows = conn.execute(
-                f"select k.key from _keys k left join {quote(SOURCE_TABLE)} s on s.document_key = k.key "
-                f"left join {quote(STEPS_TABLE)} d on d.document_key = k.key and d.step = ? "
-                "where d.document_key is null or d.content_hash is distinct from s.content_hash "
-                f"or d.settings_fingerprint is distinct from s.settings_fingerprint{failed} order by k.key",
-                [step],
+                f"with current as (select d.document_key, count(distinct d.step) as steps from {quote(STEPS_TABLE)} d "
+                f"join {quote(SOURCE_TABLE)} s on s.document_key = d.document_key "
+                "and d.content_hash is not distinct from s.content_hash "
+                "and d.settings_fingerprint is not distinct from s.settings_fingerprint "
+                f"where d.step in ({', '.join('?' for _ in steps)}) group by d.document_key) "
+                "select k.key from _keys k left join current c on c.document_key = k.key "
+                f"where coalesce(c.steps, 0) < ?{failed} order by k.key",
+                [*steps, len(steps)],
             ).fetchall()
         finally:
             conn.unregister("_keys")
