@@ -24,7 +24,7 @@ from graphrag_assets.storage.corpus import publish_corpus, staged_tables, write_
 from graphrag_assets.storage.database import connect, frame_of
 from graphrag_assets.storage.tables import read_table
 from graphrag_assets_tests.conftest import make_project
-from graphrag_assets_tests.publish_fault import PublishFault, faulty_connect
+from graphrag_assets_tests.publish_fault import IN_THE_PUBLISH, PublishFault, faulty_connect
 from graphrag_assets_tests.test_rebuild_equivalence import IGNORED_COLUMNS, TABLE_ORDER
 
 OLD = {"entities": pl.DataFrame({"id": ["e1"]}), "relationships": pl.DataFrame({"id": ["r1"], "weight": [1.0]})}
@@ -55,7 +55,7 @@ def test_a_publish_that_fails_after_its_first_rename_leaves_the_previous_build_w
         write_staged(path, table, frame)
     write_staged(path, "communities", COMMUNITIES.clear())
 
-    monkeypatch.setattr(corpus, "connect", faulty_connect("raise"))
+    monkeypatch.setattr(corpus, "connect", faulty_connect(corpus.connect, "raise"))
     with pytest.raises(PublishFault):
         publish_corpus(path, pl.DataFrame({"document_key": ["a.txt", "b.txt"]}), {"run_id": "r2"})
     monkeypatch.undo()
@@ -92,8 +92,11 @@ def _env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "GRAPHRAG_ROOT")}
 
 
-def _index(root: Path, *fault: str) -> subprocess.CompletedProcess:
-    command = ["-m", "graphrag_assets_tests.publish_fault", *fault] if fault else ["-m", "graphrag_assets.cli.main"]
+def _index(root: Path, *fault: object) -> subprocess.CompletedProcess:
+    """`index` in a new process; with ``fault`` (kind, statement, occurrence: see publish_fault) it fails there."""
+    command = (
+        ["-m", "graphrag_assets_tests.publish_fault", *map(str, fault)] if fault else ["-m", "graphrag_assets.cli.main"]
+    )
     return subprocess.run(
         [sys.executable, *command, "index", "--root", str(root)],
         capture_output=True,
@@ -130,7 +133,7 @@ def test_an_index_killed_inside_the_publish_leaves_the_previous_build_and_the_ne
     before = published_tables(root)
     build_before = _build(database)
 
-    killed = _index(root, "kill")
+    killed = _index(root, "kill", *IN_THE_PUBLISH)
     assert killed.returncode == -signal.SIGKILL, killed.stderr
 
     after = published_tables(root)

@@ -19,7 +19,8 @@ import polars as pl
 
 from graphrag_assets.core.settings import Settings
 from graphrag_assets.storage import vectors
-from graphrag_assets.storage.database import connect, table_exists
+from graphrag_assets.storage.database import connect
+from graphrag_assets.storage.pending_rows import working_source
 
 TEXT_UNIT_BATCH_ROWS = 50_000  # rows per batch streamed from DuckDB into the new text-unit table
 
@@ -36,10 +37,11 @@ def _text_unit_size(database: Path, *, read_only: bool, wait_seconds: float) -> 
     if not database.exists():
         return 0, 0
     with connect(database, read_only=read_only, wait_seconds=wait_seconds) as conn:
-        if not table_exists(conn, "text_units") or not table_exists(conn, "text_unit_embeddings"):
+        units, embeddings = working_source(conn, "text_units"), working_source(conn, "text_unit_embeddings")
+        if units is None or embeddings is None:
             return 0, 0
-        tokens = conn.execute("select coalesce(sum(n_tokens), 0) from text_units").fetchone()[0]
-        rows = conn.execute("select count(*) from text_unit_embeddings where vector is not null").fetchone()[0]
+        tokens = conn.execute(f"select coalesce(sum(n_tokens), 0) from {units}").fetchone()[0]
+        rows = conn.execute(f"select count(*) from {embeddings} where vector is not null").fetchone()[0]
     return int(rows), int(tokens)
 
 
@@ -65,11 +67,13 @@ def lancedb_missing(settings: Settings, *, wait_seconds: float = 30.0) -> bool:
 def build_text_unit_table(settings: Settings) -> vectors.PublishResult:
     """Write every text unit's vector (with its text, under the full-text index) from DuckDB in one write."""
     with connect(settings.database_path) as conn:
-        if not table_exists(conn, "text_unit_embeddings"):
+        embeddings = working_source(conn, "text_unit_embeddings")  # with the rows the build publishes
+        if embeddings is None:
             return vectors.PublishResult(0, 0, 0, 0)
+        units = working_source(conn, "text_units") or "(select '' as id, '' as text where false)"
         reader = conn.sql(
             "select e.id, e.vector, e.text_hash, e.document_key, coalesce(t.text, '') as text "
-            "from text_unit_embeddings e left join text_units t on t.id = e.id "
+            f"from {embeddings} e left join {units} t on t.id = e.id "
             "where e.vector is not null order by e.document_key, e.id"
         ).to_arrow_reader(TEXT_UNIT_BATCH_ROWS)
         return vectors.create_from_frames(settings.lancedb_path, vectors.TEXT_UNIT_TABLE, _frames(reader))

@@ -21,6 +21,8 @@ import polars as pl
 from graphrag_assets.core.schemas import PER_DOCUMENT_TABLES
 from graphrag_assets.storage.cache_owners import forget_documents
 from graphrag_assets.storage.database import FrameStream, connect, table_exists
+from graphrag_assets.storage.pending import mark_deleted
+from graphrag_assets.storage.pending_rows import BUILD_DOCUMENT_TABLES
 from graphrag_assets.storage.tables import delete_partitions, purge_partitions_except, quote
 from graphrag_assets.storage.vectors import TEXT_UNIT_TABLE, delete_scopes, delete_scopes_except
 
@@ -33,6 +35,8 @@ REQUIRED_STEPS = tuple(table for table in PER_DOCUMENT_TABLES if table != SOURCE
 # plans it again; the asset must redo it too (asking only by ``step`` it found nothing to do, and
 # the document stayed "changed" for good).
 WRITTEN_WITH = {"graph_extractions": ("extraction_status",)}
+# Per-document tables that are the pipeline's own state: rows go at once (the build's go at the publish).
+WORK_TABLES = (*(table for table in PER_DOCUMENT_TABLES if table not in BUILD_DOCUMENT_TABLES), STEPS_TABLE)
 
 
 def record_document_step(path: str | Path, step: str, keys: Sequence[str]) -> None:
@@ -132,8 +136,11 @@ def complete_documents(source_files: pl.DataFrame | None, steps: pl.DataFrame | 
 
 def delete_documents(database: Path, lancedb: Path, keys: Sequence[str]) -> dict[str, int]:
     """Delete every row derived from these documents (tables, text-unit vectors and the cached model
-    answers only they own, see :mod:`.cache_owners`); counts per table."""
-    deleted = delete_partitions(database, (*PER_DOCUMENT_TABLES, STEPS_TABLE), "document_key", keys)
+    answers only they own, see :mod:`.cache_owners`); counts per table. Their rows of the published
+    build go when the next build is published (:mod:`.pending`), and readers open the LanceDB
+    text-unit table at the version that build recorded."""
+    deleted = mark_deleted(database, keys)  # first: the documents' source_files rows say there is work left
+    deleted.update(delete_partitions(database, WORK_TABLES, "document_key", keys))
     vectors = delete_scopes(lancedb, TEXT_UNIT_TABLE, "document_key", keys)
     if vectors:
         deleted[f"lancedb:{TEXT_UNIT_TABLE}"] = vectors
@@ -144,7 +151,8 @@ def delete_documents(database: Path, lancedb: Path, keys: Sequence[str]) -> dict
 
 def keep_only_documents(database: Path, lancedb: Path, keep: Sequence[str]) -> dict[str, int]:
     """Delete every row derived from documents not in ``keep`` (as :func:`delete_documents`); counts per table."""
-    deleted = purge_partitions_except(database, (*PER_DOCUMENT_TABLES, STEPS_TABLE), "document_key", keep)
+    deleted = mark_deleted(database, keep, keep=True)
+    deleted.update(purge_partitions_except(database, WORK_TABLES, "document_key", keep))
     vectors = delete_scopes_except(lancedb, TEXT_UNIT_TABLE, "document_key", keep)
     if vectors:
         deleted[f"lancedb:{TEXT_UNIT_TABLE}"] = vectors

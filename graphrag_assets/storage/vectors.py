@@ -283,12 +283,25 @@ class LanceTextIndex:
         return [(i, float(s)) for i, s in zip(hits.column("id").to_pylist(), hits.column("_score").to_pylist())]
 
 
-def lexical_index(path: Path, table: str) -> LanceTextIndex | None:
-    """The full-text search of a table, or None when the table is missing or holds no text."""
-    opened = _open(path, table)
+def lexical_index(path: Path, table: str, version: int | None = None) -> LanceTextIndex | None:
+    """The full-text search of a table (at ``version``, as :class:`LanceVectorIndex`), or None when
+    the table is missing or holds no text."""
+    opened = _open_at(path, table, version)
     if opened is None or TEXT_COLUMN not in opened.schema.names:
         return None
     return LanceTextIndex(opened)
+
+
+def _open_at(path: Path, table: str, version: int | None):
+    """The table checked out at ``version``; at its latest version when that one was compacted away
+    (after a newer build with the same content) or when ``version`` is None."""
+    opened = _open(path, table)
+    if opened is not None and version is not None and version != opened.version:
+        try:
+            opened.checkout(version)
+        except ValueError:
+            opened.checkout_latest()
+    return opened
 
 
 class LanceVectorIndex:
@@ -301,12 +314,7 @@ class LanceVectorIndex:
 
     def __init__(self, path: Path, table: str, version: int | None = None) -> None:
         self._name = table
-        self._table = _open(path, table)
-        if self._table is not None and version is not None and version != self._table.version:
-            try:
-                self._table.checkout(version)
-            except ValueError:
-                self._table.checkout_latest()
+        self._table = _open_at(path, table, version)
 
     def search(self, vector: Sequence[float], k: int) -> list[tuple[str, float]]:
         if self._table is None or k <= 0:
