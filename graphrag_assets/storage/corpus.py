@@ -145,7 +145,7 @@ def publish_corpus(path: str | Path, manifest: pl.DataFrame, build: Mapping[str,
             conn.execute(f"drop table if exists {quote(table)}")
             conn.execute(f"alter table {_staged(table)} rename to {quote(table)}")
         conn.execute(f"drop table if exists {_staged(RUN_MARKER)}")
-        merge_pending(conn)  # the documents, text units and their vectors the new graph cites
+        merge_pending(conn, replaced=tables)  # the documents, text units and vectors the new graph cites
         conn.execute(f"create or replace table {quote(MANIFEST_TABLE)} as select * from _manifest")
         conn.execute(f"create or replace table {quote(BUILD_TABLE)} as select * from _build")
     return tables

@@ -13,9 +13,11 @@ and recording them errs on the side of redoing work.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from pathlib import Path
 
+import duckdb
 import polars as pl
 
 from graphrag_assets.core.schemas import PER_DOCUMENT_TABLES
@@ -67,7 +69,8 @@ def record_document_step(path: str | Path, step: str, keys: Sequence[str]) -> No
             )
             conn.execute("commit")
         except Exception:
-            conn.execute("rollback")
+            with contextlib.suppress(duckdb.Error):  # a failed commit ended it already; keep its error
+                conn.execute("rollback")
             raise
         finally:
             conn.unregister("_keys")

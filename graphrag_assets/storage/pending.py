@@ -18,7 +18,7 @@ and the corpus publish folds the pending rows in with the corpus tables in its o
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 
 import duckdb
@@ -105,15 +105,19 @@ def mark_deleted(path: str | Path, keys: Sequence[str], *, keep: bool = False) -
         return forget_pending(conn, "_keys", keep=keep)
 
 
-def merge_pending(conn: duckdb.DuckDBPyConnection) -> list[str]:
+def merge_pending(conn: duckdb.DuckDBPyConnection, replaced: Collection[str] = ()) -> list[str]:
     """Fold the pending document rows into the build tables (inside the publish's transaction);
-    returns the tables changed."""
+    returns the tables changed. Tables in ``replaced`` were published whole (an import) and their
+    pending rows are dropped."""
     if not table_exists(conn, PENDING_KEYS):
         return []
     merged = []
     for table in BUILD_DOCUMENT_TABLES:
         pending = PENDING_PREFIX + table
         noted = conn.execute(f"select count(*) from {quote(PENDING_KEYS)} where table_name = ?", [table]).fetchone()[0]
+        if table in replaced:
+            conn.execute(f"drop table if exists {quote(pending)}")
+            continue
         if noted and table_exists(conn, table):
             conn.execute(
                 f"delete from {quote(table)} where {KEY_COLUMN} in "
@@ -132,3 +136,11 @@ def merge_pending(conn: duckdb.DuckDBPyConnection) -> list[str]:
             merged.append(table)
     conn.execute(f"drop table {quote(PENDING_KEYS)}")
     return merged
+
+
+def has_pending(path: str | Path, *, read_only: bool = True) -> bool:
+    """Whether document runs wrote rows that no build has published yet."""
+    if not Path(path).exists():
+        return False
+    with connect(path, read_only=read_only) as conn:
+        return table_exists(conn, PENDING_KEYS)

@@ -13,9 +13,10 @@ search fuses its hits with the vector hits (:mod:`graphrag_assets.query.hybrid_s
 
 from __future__ import annotations
 
+import functools
 import os
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from itertools import chain
@@ -24,6 +25,7 @@ from pathlib import Path
 import polars as pl
 
 from graphrag_assets.core.errors import UserError, dimension_mismatch
+from graphrag_assets.storage.database import disk_full, is_disk_full
 
 TEXT_UNIT_TABLE = "text_unit_text"
 ENTITY_TABLE = "entity_description"
@@ -50,6 +52,21 @@ def lancedb_module():
     import lancedb
 
     return lancedb
+
+
+def _writes(function: Callable) -> Callable:
+    """A write to the LanceDB folder ``path`` (the first argument) that reports a full disk in one sentence."""
+
+    @functools.wraps(function)
+    def write(path: Path, *args, **kwargs):
+        try:
+            return function(path, *args, **kwargs)
+        except Exception as exc:
+            if is_disk_full(exc):
+                raise disk_full(Path(path)) from exc
+            raise
+
+    return write
 
 
 def _connect(path: Path):
@@ -112,6 +129,7 @@ def _quote_list(values: Sequence[str]) -> str:
     return ", ".join("'" + v.replace("'", "''") + "'" for v in values)
 
 
+@_writes
 def publish(
     path: Path,
     table: str,
@@ -174,6 +192,7 @@ def publish(
     )
 
 
+@_writes
 def create_from_frames(path: Path, table: str, frames: Iterator[pl.DataFrame]) -> PublishResult:
     """Create (replace) a table from a stream of frames in one write, one table version.
 
@@ -197,6 +216,7 @@ def version(path: Path, table: str) -> int:
     return 0 if existing is None else existing.version
 
 
+@_writes
 def compact(path: Path, tables: Sequence[str]) -> dict[str, int]:
     """Compact these tables and delete every older version; returns each table's new version.
 
@@ -233,6 +253,7 @@ def _index_text(table) -> None:
     table.create_index(TEXT_COLUMN, config=FTS(with_position=False))
 
 
+@_writes
 def delete_scopes(path: Path, table: str, scope_column: str, scope_keys: Sequence[str]) -> int:
     """Delete the rows of some scopes (documents that were removed); returns rows deleted."""
     existing = _open(path, table) if scope_keys else None
@@ -243,6 +264,7 @@ def delete_scopes(path: Path, table: str, scope_column: str, scope_keys: Sequenc
     return before - existing.count_rows()
 
 
+@_writes
 def delete_scopes_except(path: Path, table: str, scope_column: str, keep: Sequence[str]) -> int:
     """Delete the rows of every scope not in ``keep``; returns rows deleted."""
     existing = _open(path, table)
