@@ -10,28 +10,20 @@ previous build; the next `index` must end equal to a clean build of the new inpu
 
 from __future__ import annotations
 
+import random
 import shutil
 import signal
+import time
 from pathlib import Path
 
 import pytest
 from polars.testing import assert_frame_equal
 
-from graphrag_assets.core.settings import load_settings
-from graphrag_assets.project.query_data import load_query_data
-from graphrag_assets.storage.corpus import vector_versions
-from graphrag_assets.storage.vectors import TEXT_UNIT_TABLE, lancedb_module
-from graphrag_assets_tests.conftest import make_project, query_db
+from graphrag_assets_tests.conftest import make_project
+from graphrag_assets_tests.crash_fuzz import BUILD_TABLES, SETTINGS, assert_one_whole_build, edit, kill_at_random
 from graphrag_assets_tests.publish_fault import IN_THE_PUBLISH
-from graphrag_assets_tests.test_publish_atomicity import NEW_DOCUMENT, _index, published_tables
-from graphrag_assets_tests.test_rebuild_equivalence import TABLE_ORDER
+from graphrag_assets_tests.test_publish_atomicity import _index, published_tables
 
-# LanceDB tables kept, and queries searching them (not DuckDB's vectors in memory)
-SETTINGS = (
-    "method: nlp\nllm:\n  embeddings: local\nstorage:\n  lancedb_tables: always\n"
-    "query:\n  in_memory_search_max_tokens: 0\n"
-)
-EDITED, ADDED, DELETED = "letter_holm_to_varga.txt", "marrow_log.txt", "vellmouth_chronicle.md"
 # (statement, occurrence) just before which the process is killed; document_steps is written once a
 # step's rows are: ingest (documents, text units), extraction (records, status), text-unit vectors.
 KILL_POINTS = {
@@ -43,17 +35,7 @@ KILL_POINTS = {
     "graph-staged": ('create or replace table "_staged_entities"', 1),
     "inside-the-publish": IN_THE_PUBLISH,
 }
-
-# What a build is: the graph and the documents, text units and vectors it cites (not the
-# pipeline's own per-document state: source_files, graph_extractions, extraction_status).
-BUILD_TABLES = [table for table in TABLE_ORDER if table != "graph_extractions"]
-
-
-def _edit(root: Path) -> None:
-    inputs = root / "data" / "input"
-    (inputs / EDITED).write_text("Søren Holm handed the Kestrel Point Lighthouse to Mira Santos.\n", encoding="utf-8")
-    (inputs / ADDED).write_text(NEW_DOCUMENT, encoding="utf-8")
-    (inputs / DELETED).unlink()
+RANDOM_KILLS = 2  # bench/bench_crash_fuzz.py runs many
 
 
 @pytest.fixture(scope="module")
@@ -72,31 +54,10 @@ def clean_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The edited input indexed from scratch."""
     root = make_project(tmp_path_factory.mktemp("clean") / "project")
     (root / "graphrag.yaml").write_text(SETTINGS, encoding="utf-8")
-    _edit(root)
+    edit(root)
     built = _index(root)
     assert built.returncode == 0, built.stderr
     return root
-
-
-def assert_one_whole_build(root: Path) -> None:
-    """What a query reads is one build: every text unit the graph cites exists and has a vector."""
-    settings = load_settings(root, environ={})
-    data = load_query_data(settings)
-    units = set(data.text_units["id"].to_list())
-    cited = {
-        unit
-        for frame in (data.entities, data.relationships)
-        for units_of_row in frame["text_unit_ids"].to_list()
-        for unit in units_of_row or []
-    }
-    assert cited and cited <= units, sorted(cited - units)[:5]
-    documents = set(data.documents["id"].to_list())
-    assert set(data.text_units["document_id"].to_list()) <= documents
-    version = vector_versions(settings.database_path)[TEXT_UNIT_TABLE]
-    table = lancedb_module().connect(str(settings.lancedb_path)).open_table(TEXT_UNIT_TABLE)
-    table.checkout(version)
-    assert set(table.to_arrow().column("id").to_pylist()) == units
-    assert {row[0] for row in query_db(root, "select id from text_unit_embeddings")} == units
 
 
 @pytest.mark.parametrize("point", list(KILL_POINTS))
@@ -106,7 +67,7 @@ def test_a_killed_update_leaves_the_previous_build_whole_and_the_next_index_fini
     root = tmp_path / "project"
     shutil.copytree(previous_build, root)
     before = published_tables(root)
-    _edit(root)
+    edit(root)
 
     killed = _index(root, "kill", *KILL_POINTS[point])
     assert killed.returncode == -signal.SIGKILL, killed.stderr
@@ -123,3 +84,17 @@ def test_a_killed_update_leaves_the_previous_build_whole_and_the_next_index_fini
     assert sorted(ours) == sorted(expected)
     for table, frame in expected.items():
         assert_frame_equal(ours[table], frame)
+
+
+def test_an_update_killed_at_a_random_moment_leaves_one_build_and_the_next_index_finishes_it(
+    previous_build: Path, clean_build: Path, tmp_path: Path
+) -> None:
+    rng = random.Random(33)
+    root = tmp_path / "timed"
+    shutil.copytree(previous_build, root)
+    edit(root)
+    started = time.monotonic()
+    assert _index(root).returncode == 0
+    longest = time.monotonic() - started
+    for trial in range(RANDOM_KILLS):
+        kill_at_random(previous_build, clean_build, tmp_path / f"trial{trial}", rng, longest)
