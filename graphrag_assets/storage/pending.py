@@ -85,10 +85,10 @@ def forget_pending(conn: duckdb.DuckDBPyConnection, keys_view: str, *, keep: boo
         if table_exists(conn, table):
             count = conn.execute(
                 f"select count(*) from {quote(table)} where {KEY_COLUMN} in (select key from _gone)"
-            ).fetchone()[0]
+            ).fetchall()[0][0]
             if count:
                 counts[table] = int(count)
-        if conn.execute("select count(*) from _gone").fetchone()[0]:
+        if conn.execute("select count(*) from _gone").fetchall()[0][0]:
             if table_exists(conn, PENDING_PREFIX + table):
                 conn.execute(f"delete from {_pending(table)} where {KEY_COLUMN} in (select key from _gone)")
             _note_documents(conn, table, "_gone")
@@ -114,7 +114,9 @@ def merge_pending(conn: duckdb.DuckDBPyConnection, replaced: Collection[str] = (
     merged = []
     for table in BUILD_DOCUMENT_TABLES:
         pending = PENDING_PREFIX + table
-        noted = conn.execute(f"select count(*) from {quote(PENDING_KEYS)} where table_name = ?", [table]).fetchone()[0]
+        noted = conn.execute(f"select count(*) from {quote(PENDING_KEYS)} where table_name = ?", [table]).fetchall()[0][
+            0
+        ]
         if table in replaced:
             conn.execute(f"drop table if exists {quote(pending)}")
             continue
@@ -128,7 +130,7 @@ def merge_pending(conn: duckdb.DuckDBPyConnection, replaced: Collection[str] = (
             if not table_exists(conn, table):
                 conn.execute(f"create table {quote(table)} as select * from {quote(pending)} limit 0")
             else:
-                rows = conn.execute(f"select count(*) from {quote(pending)}").fetchone()[0]
+                rows = conn.execute(f"select count(*) from {quote(pending)}").fetchall()[0][0]
                 sync_columns(conn, table, pending, retype=rows > 0)
             conn.execute(f"insert into {quote(table)} by name select * from {quote(pending)}")
             conn.execute(f"drop table {quote(pending)}")

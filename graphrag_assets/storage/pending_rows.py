@@ -41,7 +41,7 @@ def working_source(conn: duckdb.DuckDBPyConnection, table: str) -> str | None:
 def _retyped(conn: duckdb.DuckDBPyConnection, table: str, pending: str) -> str:
     """A ``replace`` clause giving the published columns the pending rows' types where they differ:
     vectors of another size (another embedding model) read as NULL, as a partition write leaves them."""
-    if not conn.execute(f"select count(*) from {_quote(pending)}").fetchone()[0]:
+    if not conn.execute(f"select count(*) from {_quote(pending)}").fetchall()[0][0]:
         return ""  # no rows: its placeholder types are not the real ones
     published = dict(row[:2] for row in conn.execute(f"describe {_quote(table)}").fetchall())
     changed = [
