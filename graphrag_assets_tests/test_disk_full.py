@@ -48,7 +48,9 @@ def test_a_full_disk_is_named_in_one_sentence_and_the_next_index_succeeds(small_
     full = _index(root)
     shown = full.stdout + full.stderr
     assert full.returncode != 0
-    assert f"the disk holding {small_disk} is full; free space and run index again (nothing was published)" in shown
+    assert f"the disk holding {small_disk} is full; free space and run index again (nothing was published)" in shown, (
+        shown[-3000:]
+    )
     assert "cannot rollback" not in shown and "Traceback" not in shown
 
     (root / "graphrag.yaml").write_text("method: nlp\nllm:\n  embeddings: local\n", encoding="utf-8")
