@@ -24,7 +24,8 @@ from dagster import ConfigurableIOManager, InputContext, MetadataValue, OutputCo
 from graphrag_assets.core.buckets import documents_in_buckets, is_bucket_key
 from graphrag_assets.storage.corpus import read_staged, write_staged
 from graphrag_assets.storage.documents import indexed_documents, record_document_step
-from graphrag_assets.storage.tables import read_table, write_partitions, write_table
+from graphrag_assets.storage.pending import write_document_partitions
+from graphrag_assets.storage.tables import read_table, write_table
 
 DEFAULT_PARTITION_COLUMN = "document_key"
 
@@ -58,7 +59,7 @@ class DuckDBPolarsIOManager(ConfigurableIOManager):
         table = _table_name(context.asset_key.path, metadata)
         if isinstance(obj, DocumentRows):
             keys = list(obj.documents)
-            write_partitions(self.database, table, obj.frame, _partition_column(metadata), keys)
+            write_document_partitions(self.database, table, obj.frame, _partition_column(metadata), keys)
             record_document_step(self.database, table, keys)
             context.add_output_metadata({"table": MetadataValue.text(table)})
             return
@@ -68,7 +69,7 @@ class DuckDBPolarsIOManager(ConfigurableIOManager):
             )
         if context.has_asset_partitions:
             keys = context.asset_partition_keys
-            write_partitions(self.database, table, obj, _partition_column(metadata), keys)
+            write_document_partitions(self.database, table, obj, _partition_column(metadata), keys)
             record_document_step(self.database, table, keys)
         elif metadata.get("staged"):
             write_staged(self.database, table, obj)

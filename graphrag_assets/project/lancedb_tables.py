@@ -15,8 +15,6 @@ from __future__ import annotations
 from graphrag_assets.core.settings import Settings
 from graphrag_assets.storage import vectors
 from graphrag_assets.storage.embedding_tables import text_unit_size, text_unit_vectors
-from graphrag_assets.storage.index_reads import has_table
-from graphrag_assets.storage.table_names import TEXT_UNIT_EMBEDDINGS
 
 
 def text_units_kept(settings: Settings) -> bool:
@@ -47,7 +45,8 @@ def lancedb_missing(settings: Settings, *, wait_seconds: float = 30.0) -> bool:
 
 def build_text_unit_table(settings: Settings) -> vectors.PublishResult:
     """Write every text unit's vector (with its text, under the full-text index) from DuckDB in one write."""
-    if not has_table(settings.database_path, TEXT_UNIT_EMBEDDINGS, read_only=False):
+    embedded, _ = text_unit_size(settings.database_path, read_only=False, wait_seconds=30.0)  # pending rows too
+    if not embedded:
         return vectors.PublishResult(0, 0, 0, 0)
     return vectors.create_from_frames(
         settings.lancedb_path, vectors.TEXT_UNIT_TABLE, text_unit_vectors(settings.database_path)

@@ -81,9 +81,9 @@ def _load(settings: Settings) -> QueryData:
     return QueryData(
         **frames,
         entity_description=LanceVectorIndex(lance, ENTITY_TABLE, versions.get(ENTITY_TABLE)),
-        text_unit_text=LanceVectorIndex(lance, TEXT_UNIT_TABLE),
+        text_unit_text=LanceVectorIndex(lance, TEXT_UNIT_TABLE, versions.get(TEXT_UNIT_TABLE)),
         community_full_content=LanceVectorIndex(lance, REPORT_TABLE, versions.get(REPORT_TABLE)),
-        text_unit_lexical=lexical_index(lance, TEXT_UNIT_TABLE),
+        text_unit_lexical=lexical_index(lance, TEXT_UNIT_TABLE, versions.get(TEXT_UNIT_TABLE)),
     )
 
 

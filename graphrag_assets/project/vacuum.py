@@ -25,6 +25,7 @@ from graphrag_assets.project.locks import index_lock
 from graphrag_assets.storage import vectors
 from graphrag_assets.storage.corpus import record_vector_versions, staged_tables, vector_versions
 from graphrag_assets.storage.database import rewrite_compact
+from graphrag_assets.storage.pending import has_pending
 from graphrag_assets.storage.response_cache import empty_cache
 
 
@@ -50,7 +51,7 @@ def vacuum_index(settings: Settings, *, drop_cache: bool = False) -> VacuumRepor
     if not settings.database_path.exists():
         raise UserError(f"no index database at {settings.database_path}; there is nothing to vacuum.")
     with index_lock(settings):
-        if staged_tables(settings.database_path):
+        if staged_tables(settings.database_path) or has_pending(settings.database_path, read_only=False):
             raise UserError(
                 "the last update stopped before it was published; run 'graphrag-assets index' to finish it, then vacuum."
             )

@@ -15,9 +15,13 @@ of every corpus table in memory until the commit was done (9 MB of the cold inde
 Christmas Carol*), and the dropped copies' blocks left in the file (416 MB instead of 242 MB for
 10,000 generated documents).
 
-LanceDB has no transactions with DuckDB; instead its corpus tables are merged before the commit
-and the versions they reached are recorded in ``corpus_build``, so queries open the LanceDB tables
-at the versions of the build DuckDB holds (see :class:`~graphrag_assets.storage.vectors.LanceVectorIndex`).
+The same transaction folds in the rows the document runs since the last build wrote for the
+build's document tables (documents, text units, their vectors; see :mod:`.pending`).
+
+LanceDB has no transactions with DuckDB; instead its tables are merged before the commit (the
+text units' by the document runs) and the versions they reached are recorded in ``corpus_build``,
+so queries open every LanceDB table at the version of the build DuckDB holds (see
+:class:`~graphrag_assets.storage.vectors.LanceVectorIndex`).
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from pathlib import Path
 import polars as pl
 
 from graphrag_assets.storage.database import FrameStream, connect, frame_of, table_exists, transaction
+from graphrag_assets.storage.pending import merge_pending
 from graphrag_assets.storage.tables import quote
 
 STAGED_PREFIX = "_staged_"
@@ -140,6 +145,7 @@ def publish_corpus(path: str | Path, manifest: pl.DataFrame, build: Mapping[str,
             conn.execute(f"drop table if exists {quote(table)}")
             conn.execute(f"alter table {_staged(table)} rename to {quote(table)}")
         conn.execute(f"drop table if exists {_staged(RUN_MARKER)}")
+        merge_pending(conn, replaced=tables)  # the documents, text units and vectors the new graph cites
         conn.execute(f"create or replace table {quote(MANIFEST_TABLE)} as select * from _manifest")
         conn.execute(f"create or replace table {quote(BUILD_TABLE)} as select * from _build")
     return tables

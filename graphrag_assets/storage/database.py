@@ -10,6 +10,7 @@ and is let go of within a fraction of a second after (:mod:`graphrag_assets.stor
 from __future__ import annotations
 
 import contextlib
+import errno
 import threading
 import time
 from collections.abc import Iterator
@@ -118,11 +119,33 @@ def connect(
     if not read_only:
         path.parent.mkdir(parents=True, exist_ok=True)
     key = str(path.resolve())
-    lease = _acquire(path, key, read_only=read_only, wait_seconds=wait_seconds, config=config)
     try:
-        yield lease.conn
-    finally:
-        warm_instances().give_back(lease)
+        lease = _acquire(path, key, read_only=read_only, wait_seconds=wait_seconds, config=config)
+        try:
+            yield lease.conn
+        finally:
+            warm_instances().give_back(lease)
+    except (duckdb.Error, OSError) as exc:
+        if is_disk_full(exc):
+            raise disk_full(path.parent) from exc
+        raise
+
+
+# How "no space left" reads in the errors of DuckDB, LanceDB (Rust IO errors) and SQLite.
+_DISK_FULL_WORDS = ("no space left on device", "database or disk is full", "disk full")
+
+
+def is_disk_full(exc: BaseException) -> bool:
+    """Whether ``exc`` says the disk is full (OSError ENOSPC, or a library's message saying so)."""
+    if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
+        return True
+    return any(words in str(exc).lower() for words in _DISK_FULL_WORDS)
+
+
+def disk_full(folder: Path) -> UserError:
+    """The one sentence a full disk gets: the write failed before anything was published (a
+    build commits in one transaction), so freeing space and indexing again is all it takes."""
+    return UserError(f"the disk holding {folder} is full; free space and run index again (nothing was published).")
 
 
 def _acquire(path: Path, key: str, *, read_only: bool, wait_seconds: float, config: dict[str, object] | None) -> Lease:
@@ -208,7 +231,10 @@ def transaction(conn: duckdb.DuckDBPyConnection, **frames: pl.DataFrame) -> Iter
         yield conn
         conn.execute("commit")
     except BaseException:
-        conn.execute("rollback")
+        # A commit that failed (a full disk) has ended the transaction already: the rollback's own
+        # error ("no transaction is active") must not hide the cause.
+        with contextlib.suppress(duckdb.Error):
+            conn.execute("rollback")
         raise
     finally:
         for name in frames:

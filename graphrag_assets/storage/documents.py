@@ -13,14 +13,18 @@ and recording them errs on the side of redoing work.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from pathlib import Path
 
+import duckdb
 import polars as pl
 
 from graphrag_assets.core.schemas import PER_DOCUMENT_TABLES
 from graphrag_assets.storage.cache_owners import forget_documents
 from graphrag_assets.storage.database import FrameStream, connect, table_exists
+from graphrag_assets.storage.pending import mark_deleted
+from graphrag_assets.storage.pending_rows import BUILD_DOCUMENT_TABLES
 from graphrag_assets.storage.tables import delete_partitions, purge_partitions_except, quote
 from graphrag_assets.storage.vectors import TEXT_UNIT_TABLE, delete_scopes, delete_scopes_except
 
@@ -28,6 +32,13 @@ STEPS_TABLE = "document_steps"
 SOURCE_TABLE = "source_files"
 # The per-document steps that must hold a document's current version for it to be complete.
 REQUIRED_STEPS = tuple(table for table in PER_DOCUMENT_TABLES if table != SOURCE_TABLE)
+# Steps one asset writes after ``step``, each recorded on its own: a run stopped between the writes
+# (a Ctrl-C) records the first only. The document is then incomplete, so every later ``index``
+# plans it again; the asset must redo it too (asking only by ``step`` it found nothing to do, and
+# the document stayed "changed" for good).
+WRITTEN_WITH = {"graph_extractions": ("extraction_status",)}
+# Per-document tables that are the pipeline's own state: rows go at once (the build's go at the publish).
+WORK_TABLES = (*(table for table in PER_DOCUMENT_TABLES if table not in BUILD_DOCUMENT_TABLES), STEPS_TABLE)
 
 
 def record_document_step(path: str | Path, step: str, keys: Sequence[str]) -> None:
@@ -58,7 +69,8 @@ def record_document_step(path: str | Path, step: str, keys: Sequence[str]) -> No
             )
             conn.execute("commit")
         except Exception:
-            conn.execute("rollback")
+            with contextlib.suppress(duckdb.Error):  # a failed commit ended it already; keep its error
+                conn.execute("rollback")
             raise
         finally:
             conn.unregister("_keys")
@@ -67,9 +79,10 @@ def record_document_step(path: str | Path, step: str, keys: Sequence[str]) -> No
 def documents_needing_step(
     path: str | Path, step: str, keys: Sequence[str], failed_status_table: str | None = None
 ) -> list[str]:
-    """The documents of ``keys`` whose rows of ``step`` were not written from their current
-    ``source_files`` version (or never), plus, with ``failed_status_table``, those whose status
-    there is ``failed`` or ``incomplete`` (an answer was cut off at the token limit); sorted.
+    """The documents of ``keys`` whose rows of ``step`` (or of a step written with it, see
+    ``WRITTEN_WITH``) were not written from their current ``source_files`` version (or never),
+    plus, with ``failed_status_table``, those whose status there is ``failed`` or ``incomplete``
+    (an answer was cut off at the token limit); sorted.
 
     This is how the per-document steps decide their own work: a re-run of a document (or of a
     bucket of them) redoes exactly what is out of date, and nothing else.
@@ -78,6 +91,7 @@ def documents_needing_step(
         return []
     if not Path(path).exists():
         return sorted(keys)
+    steps = (step, *WRITTEN_WITH.get(step, ()))
     with connect(path) as conn:
         if not table_exists(conn, SOURCE_TABLE) or not table_exists(conn, STEPS_TABLE):
             return sorted(keys)
@@ -87,11 +101,14 @@ def documents_needing_step(
         conn.register("_keys", FrameStream(pl.DataFrame({"key": list(keys)}, schema={"key": pl.String})))
         try:
             rows = conn.execute(
-                f"select k.key from _keys k left join {quote(SOURCE_TABLE)} s on s.document_key = k.key "
-                f"left join {quote(STEPS_TABLE)} d on d.document_key = k.key and d.step = ? "
-                "where d.document_key is null or d.content_hash is distinct from s.content_hash "
-                f"or d.settings_fingerprint is distinct from s.settings_fingerprint{failed} order by k.key",
-                [step],
+                f"with current as (select d.document_key, count(distinct d.step) as steps from {quote(STEPS_TABLE)} d "
+                f"join {quote(SOURCE_TABLE)} s on s.document_key = d.document_key "
+                "and d.content_hash is not distinct from s.content_hash "
+                "and d.settings_fingerprint is not distinct from s.settings_fingerprint "
+                f"where d.step in ({', '.join('?' for _ in steps)}) group by d.document_key) "
+                "select k.key from _keys k left join current c on c.document_key = k.key "
+                f"where coalesce(c.steps, 0) < ?{failed} order by k.key",
+                [*steps, len(steps)],
             ).fetchall()
         finally:
             conn.unregister("_keys")
@@ -122,8 +139,11 @@ def complete_documents(source_files: pl.DataFrame | None, steps: pl.DataFrame | 
 
 def delete_documents(database: Path, lancedb: Path, keys: Sequence[str]) -> dict[str, int]:
     """Delete every row derived from these documents (tables, text-unit vectors and the cached model
-    answers only they own, see :mod:`.cache_owners`); counts per table."""
-    deleted = delete_partitions(database, (*PER_DOCUMENT_TABLES, STEPS_TABLE), "document_key", keys)
+    answers only they own, see :mod:`.cache_owners`); counts per table. Their rows of the published
+    build go when the next build is published (:mod:`.pending`), and readers open the LanceDB
+    text-unit table at the version that build recorded."""
+    deleted = mark_deleted(database, keys)  # first: the documents' source_files rows say there is work left
+    deleted.update(delete_partitions(database, WORK_TABLES, "document_key", keys))
     vectors = delete_scopes(lancedb, TEXT_UNIT_TABLE, "document_key", keys)
     if vectors:
         deleted[f"lancedb:{TEXT_UNIT_TABLE}"] = vectors
@@ -134,7 +154,8 @@ def delete_documents(database: Path, lancedb: Path, keys: Sequence[str]) -> dict
 
 def keep_only_documents(database: Path, lancedb: Path, keep: Sequence[str]) -> dict[str, int]:
     """Delete every row derived from documents not in ``keep`` (as :func:`delete_documents`); counts per table."""
-    deleted = purge_partitions_except(database, (*PER_DOCUMENT_TABLES, STEPS_TABLE), "document_key", keep)
+    deleted = mark_deleted(database, keep, keep=True)
+    deleted.update(purge_partitions_except(database, WORK_TABLES, "document_key", keep))
     vectors = delete_scopes_except(lancedb, TEXT_UNIT_TABLE, "document_key", keep)
     if vectors:
         deleted[f"lancedb:{TEXT_UNIT_TABLE}"] = vectors

@@ -14,6 +14,7 @@ from typing import Any
 import polars as pl
 
 from graphrag_assets.storage.database import connect, frame_of, table_exists
+from graphrag_assets.storage.pending_rows import working_source
 from graphrag_assets.storage.table_names import TEXT_UNIT_EMBEDDINGS, TEXT_UNITS
 from graphrag_assets.storage.tables import quote
 
@@ -21,27 +22,31 @@ TEXT_UNIT_BATCH_ROWS = 50_000  # rows per batch streamed from DuckDB into the ne
 
 
 def text_unit_size(path: Path, *, read_only: bool, wait_seconds: float) -> tuple[int, int]:
-    """(embedded text units, tokens of all text units), as the query side counts them."""
+    """(embedded text units, tokens of all text units), as the query side counts them, with the
+    rows pending for the build being made (:mod:`.pending`)."""
     if not path.exists():
         return 0, 0
     with connect(path, read_only=read_only, wait_seconds=wait_seconds) as conn:
-        if not table_exists(conn, TEXT_UNITS) or not table_exists(conn, TEXT_UNIT_EMBEDDINGS):
+        units, embeddings = working_source(conn, TEXT_UNITS), working_source(conn, TEXT_UNIT_EMBEDDINGS)
+        if units is None or embeddings is None:
             return 0, 0
-        tokens = conn.execute(f"select coalesce(sum(n_tokens), 0) from {TEXT_UNITS}").fetchone()[0]
-        rows = conn.execute(f"select count(*) from {TEXT_UNIT_EMBEDDINGS} where vector is not null").fetchone()[0]
+        tokens = conn.execute(f"select coalesce(sum(n_tokens), 0) from {units}").fetchone()[0]
+        rows = conn.execute(f"select count(*) from {embeddings} where vector is not null").fetchone()[0]
     return int(rows), int(tokens)
 
 
 def text_unit_vectors(path: Path) -> Iterator[pl.DataFrame]:
     """Every embedded text unit (id, vector, text_hash, document_key, text), in batches, ordered by
-    document and id; nothing when the embedding table does not exist. The connection is held
-    while the batches are consumed."""
+    document and id, with the rows the build being made publishes (:mod:`.pending`); nothing when
+    the embedding table does not exist. The connection is held while the batches are consumed."""
     with connect(path) as conn:
-        if not table_exists(conn, TEXT_UNIT_EMBEDDINGS):
+        embeddings = working_source(conn, TEXT_UNIT_EMBEDDINGS)
+        if embeddings is None:
             return
+        units = working_source(conn, TEXT_UNITS) or "(select '' as id, '' as text where false)"
         reader = conn.sql(
             "select e.id, e.vector, e.text_hash, e.document_key, coalesce(t.text, '') as text "
-            f"from {TEXT_UNIT_EMBEDDINGS} e left join {TEXT_UNITS} t on t.id = e.id "
+            f"from {embeddings} e left join {units} t on t.id = e.id "
             "where e.vector is not null order by e.document_key, e.id"
         ).to_arrow_reader(TEXT_UNIT_BATCH_ROWS)
         for batch in reader:

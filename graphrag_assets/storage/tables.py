@@ -28,6 +28,7 @@ from graphrag_assets.storage.database import (
     table_exists,
     transaction,
 )
+from graphrag_assets.storage.pending_rows import working_source
 
 
 def quote(identifier: str) -> str:
@@ -38,7 +39,7 @@ def quote(identifier: str) -> str:
 _FIXED_ARRAY = re.compile(r"^[A-Z]+\[\d+\]$")
 
 
-def _sync_columns(conn: duckdb.DuckDBPyConnection, table: str, frame_view: str, *, retype: bool) -> None:
+def sync_columns(conn: duckdb.DuckDBPyConnection, table: str, frame_view: str, *, retype: bool) -> None:
     """Make the table accept the frame: add the columns it lacks and, with ``retype``, change the
     size of fixed-size array columns (embedding vectors) whose size differs.
 
@@ -85,7 +86,7 @@ def write_partitions(
         if not table_exists(conn, table):
             conn.execute(f"create table {quote(table)} as select * from _incoming limit 0")
         else:
-            _sync_columns(conn, table, "_incoming", retype=frame.height > 0)
+            sync_columns(conn, table, "_incoming", retype=frame.height > 0)
         conn.execute(f"delete from {quote(table)} where {quote(partition_column)} in (select key from _keys)")
         if frame.height:
             conn.execute(f"insert into {quote(table)} by name select * from _incoming")
@@ -104,17 +105,18 @@ def read_table(
     if read_only and not Path(path).exists():
         return None
     with connect(path, read_only=read_only, wait_seconds=wait_seconds) as conn:
-        if not table_exists(conn, table):
+        source = working_source(conn, table)  # with rows of documents not published yet
+        if source is None:
             return None
         if partition_column and partition_keys is not None:
             conn.register("_keys", FrameStream(pl.DataFrame({"key": list(partition_keys)}, schema={"key": pl.String})))
             try:
                 return frame_of(
-                    conn.sql(f"select * from {quote(table)} where {quote(partition_column)} in (select key from _keys)")
+                    conn.sql(f"select * from {source} where {quote(partition_column)} in (select key from _keys)")
                 )
             finally:
                 conn.unregister("_keys")
-        return frame_of(conn.sql(f"select * from {quote(table)}"))
+        return frame_of(conn.sql(f"select * from {source}"))
 
 
 def _delete_by_keys(

@@ -13,9 +13,10 @@ search fuses its hits with the vector hits (:mod:`graphrag_assets.query.hybrid_s
 
 from __future__ import annotations
 
+import functools
 import os
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from itertools import chain
@@ -24,6 +25,7 @@ from pathlib import Path
 import polars as pl
 
 from graphrag_assets.core.errors import UserError, dimension_mismatch
+from graphrag_assets.storage.database import disk_full, is_disk_full
 
 TEXT_UNIT_TABLE = "text_unit_text"
 ENTITY_TABLE = "entity_description"
@@ -50,6 +52,21 @@ def lancedb_module():
     import lancedb
 
     return lancedb
+
+
+def _writes(function: Callable) -> Callable:
+    """A write to the LanceDB folder ``path`` (the first argument) that reports a full disk in one sentence."""
+
+    @functools.wraps(function)
+    def write(path: Path, *args, **kwargs):
+        try:
+            return function(path, *args, **kwargs)
+        except Exception as exc:
+            if is_disk_full(exc):
+                raise disk_full(Path(path)) from exc
+            raise
+
+    return write
 
 
 def _connect(path: Path):
@@ -112,6 +129,7 @@ def _quote_list(values: Sequence[str]) -> str:
     return ", ".join("'" + v.replace("'", "''") + "'" for v in values)
 
 
+@_writes
 def publish(
     path: Path,
     table: str,
@@ -174,6 +192,7 @@ def publish(
     )
 
 
+@_writes
 def create_from_frames(path: Path, table: str, frames: Iterator[pl.DataFrame]) -> PublishResult:
     """Create (replace) a table from a stream of frames in one write, one table version.
 
@@ -197,6 +216,7 @@ def version(path: Path, table: str) -> int:
     return 0 if existing is None else existing.version
 
 
+@_writes
 def compact(path: Path, tables: Sequence[str]) -> dict[str, int]:
     """Compact these tables and delete every older version; returns each table's new version.
 
@@ -233,6 +253,7 @@ def _index_text(table) -> None:
     table.create_index(TEXT_COLUMN, config=FTS(with_position=False))
 
 
+@_writes
 def delete_scopes(path: Path, table: str, scope_column: str, scope_keys: Sequence[str]) -> int:
     """Delete the rows of some scopes (documents that were removed); returns rows deleted."""
     existing = _open(path, table) if scope_keys else None
@@ -243,6 +264,7 @@ def delete_scopes(path: Path, table: str, scope_column: str, scope_keys: Sequenc
     return before - existing.count_rows()
 
 
+@_writes
 def delete_scopes_except(path: Path, table: str, scope_column: str, keep: Sequence[str]) -> int:
     """Delete the rows of every scope not in ``keep``; returns rows deleted."""
     existing = _open(path, table)
@@ -283,12 +305,25 @@ class LanceTextIndex:
         return [(i, float(s)) for i, s in zip(hits.column("id").to_pylist(), hits.column("_score").to_pylist())]
 
 
-def lexical_index(path: Path, table: str) -> LanceTextIndex | None:
-    """The full-text search of a table, or None when the table is missing or holds no text."""
-    opened = _open(path, table)
+def lexical_index(path: Path, table: str, version: int | None = None) -> LanceTextIndex | None:
+    """The full-text search of a table (at ``version``, as :class:`LanceVectorIndex`), or None when
+    the table is missing or holds no text."""
+    opened = _open_at(path, table, version)
     if opened is None or TEXT_COLUMN not in opened.schema.names:
         return None
     return LanceTextIndex(opened)
+
+
+def _open_at(path: Path, table: str, version: int | None):
+    """The table checked out at ``version``; at its latest version when that one was compacted away
+    (after a newer build with the same content) or when ``version`` is None."""
+    opened = _open(path, table)
+    if opened is not None and version is not None and version != opened.version:
+        try:
+            opened.checkout(version)
+        except ValueError:
+            opened.checkout_latest()
+    return opened
 
 
 class LanceVectorIndex:
@@ -301,12 +336,7 @@ class LanceVectorIndex:
 
     def __init__(self, path: Path, table: str, version: int | None = None) -> None:
         self._name = table
-        self._table = _open(path, table)
-        if self._table is not None and version is not None and version != self._table.version:
-            try:
-                self._table.checkout(version)
-            except ValueError:
-                self._table.checkout_latest()
+        self._table = _open_at(path, table, version)
 
     def search(self, vector: Sequence[float], k: int) -> list[tuple[str, float]]:
         if self._table is None or k <= 0:
