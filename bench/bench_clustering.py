@@ -201,7 +201,10 @@ def load() -> str:
     return " ".join(f"{x:.1f}" for x in os.getloadavg())
 
 
-def bench_scale(names: list[str]) -> list[dict]:
+ENGINES = ("ours", "ours-unpolished", "graspologic-native")
+
+
+def bench_scale(names: list[str], engines: list[str]) -> list[dict]:
     """Ours and graspologic-native on each scale graph, each in its own process."""
     rows = []
     with tempfile.TemporaryDirectory() as scratch:
@@ -214,7 +217,7 @@ def bench_scale(names: list[str]) -> list[dict]:
                 f"graph {name}: {spec['n_nodes']} nodes, {edges.height} edges, generated in {seconds:.1f} s", flush=True
             )
             del edges
-            for engine in ("ours", "ours-unpolished", "graspologic-native"):
+            for engine in engines:
                 before = load()
                 out = subprocess.run(
                     [sys.executable, __file__, "--worker", engine, path], capture_output=True, text=True, check=True
@@ -316,6 +319,13 @@ def main() -> None:
     )
     parser.add_argument("--scale", action="store_true", help="ours vs graspologic-native at 200k-1M nodes")
     parser.add_argument("--scale-graphs", nargs="+", default=list(SCALE_GRAPHS), choices=list(SCALE_GRAPHS))
+    parser.add_argument(
+        "--engines",
+        nargs="+",
+        default=["ours", "graspologic-native"],
+        choices=ENGINES,
+        help="ours-unpolished: our hierarchy without the node-level polish (node_optimal=False)",
+    )
     parser.add_argument("--worker", nargs=2, metavar=("ENGINE", "PARQUET"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
@@ -323,7 +333,7 @@ def main() -> None:
         return
     if args.scale:
         print(f"load average before: {load()} ({os.cpu_count()} cores)", flush=True)
-        rows = bench_scale(args.scale_graphs)
+        rows = bench_scale(args.scale_graphs, args.engines)
         print()
         print_table(rows, list(rows[0]))
         RESULTS.parent.mkdir(parents=True, exist_ok=True)

@@ -277,29 +277,36 @@ def _node_optimal(graph: igraph.Graph, membership: list[int], seed: int, resolut
     One Leiden cycle (graspologic's) ends on the aggregated graph, so single nodes may still gain
     by moving; stable mode's warm start moves exactly those nodes, so from an unpolished
     partition its first update would reshuffle communities no edit touched. leidenalg's local
-    moving fixes that; a community it disconnects is split into its pieces (which only raises
-    modularity) and local moving runs again, until neither changes anything.
+    moving (run until no node gains) fixes that; a community it disconnects is split into its
+    pieces (which only raises modularity) and local moving runs again.
     """
     import leidenalg
+    import numpy as np
 
+    ends = np.array(graph.get_edgelist(), dtype=np.int64).reshape(-1, 2).T
     optimiser = leidenalg.Optimiser()
     optimiser.set_rng_seed(seed)
-    current = _connected_pieces(graph, membership)
+    current = _connected_pieces(graph, ends, membership)
     while True:
         partition = leidenalg.RBConfigurationVertexPartition(
             graph, initial_membership=current, weights="weight", resolution_parameter=resolution
         )
         optimiser.move_nodes(partition)
-        moved = _connected_pieces(graph, list(partition.membership))
-        if moved == current:
+        current = _connected_pieces(graph, ends, partition.membership)
+        if max(current) + 1 == len(set(partition.membership)):  # pieces refine the partition: no split
             return current
-        current = moved
 
 
-def _connected_pieces(graph: igraph.Graph, membership: list[int]) -> list[int]:
-    """One label per connected piece of each community, numbered by smallest vertex (canonical)."""
-    inside = [i for i, (u, v) in enumerate(graph.get_edgelist()) if membership[u] == membership[v]]
-    return graph.subgraph_edges(inside, delete_vertices=False).connected_components().membership
+def _connected_pieces(graph: igraph.Graph, ends, membership: list[int]) -> list[int]:
+    """One label per connected piece of each community, numbered by smallest vertex (canonical).
+
+    ``ends``: the graph's edge list as two index arrays.
+    """
+    import numpy as np
+
+    label = np.asarray(membership)
+    inside = np.flatnonzero(label[ends[0]] == label[ends[1]])
+    return graph.subgraph_edges(inside.tolist(), delete_vertices=False).connected_components().membership
 
 
 def _leiden_per_component(

@@ -92,36 +92,86 @@ class _Level:
     def labels(self, seed_of, resolution: float, iterations: int, polish=None) -> np.ndarray:
         """A cluster number for every position: Leiden on each graph, numbers unique across graphs.
 
-        ``polish(n, ends, weights, labels, seed)`` returns the labels made node-optimal (None: as found).
+        ``polish(n, ends, weights, labels, seed)`` returns the labels made node-optimal (None: as
+        found); it runs only on the graphs where some node would gain by moving (see
+        :meth:`_improvable_graphs`), since building a leidenalg partition per graph costs more
+        than the Leiden run itself.
         """
         import graspologic_native
 
         out = np.empty(self.order.size, dtype=np.int64)
+        seeds: dict[int, int] = {}
         offset = 0
-        for start, end in zip(self.starts.tolist(), self.ends.tolist()):
+        for graph, (start, end) in enumerate(zip(self.starts.tolist(), self.ends.tolist())):
             size = end - start
             lo, hi = int(self.indptr[start]), int(self.indptr[end])
             if size == 1 or hi == lo:
                 out[start:end] = offset
                 offset += 1
                 continue
-            indptr, indices, data = self.indptr[start : end + 1] - lo, self.indices[lo:hi], self.data[lo:hi]
-            seed = seed_of(self.order[start:end])
+            seeds[graph] = seed = seed_of(self.order[start:end])
             _, membership = graspologic_native.leiden_csr(
-                indptr, indices, data, size, resolution=resolution, iterations=max(1, iterations), seed=seed
+                self.indptr[start : end + 1] - lo,
+                self.indices[lo:hi],
+                self.data[lo:hi],
+                size,
+                resolution=resolution,
+                iterations=max(1, iterations),
+                seed=seed,
             )
             label = np.empty(size, dtype=np.int64)
             label[np.fromiter(membership.keys(), dtype=np.int64, count=size)] = np.fromiter(
                 membership.values(), dtype=np.int64, count=size
             )
-            if polish is not None:
-                row = np.repeat(np.arange(size), np.diff(indptr))
-                upper = row < indices  # each undirected edge once, in (row, column) order
-                label = np.asarray(polish(size, (row[upper], indices[upper]), data[upper], label, seed))
-            _, label = np.unique(label, return_inverse=True)
             out[start:end] = label + offset
             offset += int(label.max()) + 1
-        return out
+        if polish is not None:
+            for graph in self._improvable_graphs(out, resolution).tolist():
+                start, end = int(self.starts[graph]), int(self.ends[graph])
+                lo, hi = int(self.indptr[start]), int(self.indptr[end])
+                indptr, indices, data = self.indptr[start : end + 1] - lo, self.indices[lo:hi], self.data[lo:hi]
+                row = np.repeat(np.arange(end - start), np.diff(indptr))
+                upper = row < indices  # each undirected edge once, in (row, column) order
+                label = np.asarray(
+                    polish(end - start, (row[upper], indices[upper]), data[upper], out[start:end], seeds[graph])
+                )
+                out[start:end] = label + offset
+                offset += int(label.max()) + 1
+        return np.unique(out, return_inverse=True)[1]
+
+    def _improvable_graphs(self, label: np.ndarray, resolution: float) -> np.ndarray:
+        """Graphs in which moving one node to a neighbouring cluster would raise modularity.
+
+        The gain of moving node i from cluster A to C, in leidenalg's units, is
+        ``w(i,C) - w(i,A) - resolution * k_i * (K_C - K_A + k_i) / 2m`` (w: edge weight from i into
+        a cluster without i, k: weighted degree, K: a cluster's total degree, m: the graph's total
+        weight). The tolerance is below the warm start's, so no node it would move is missed.
+        """
+        size = self.order.size
+        rows = np.repeat(np.arange(size), np.diff(self.indptr))
+        graph_start = np.repeat(self.starts, self.ends - self.starts)
+        cols = self.indices.astype(np.int64) + graph_start[rows]
+        degree = np.bincount(rows, weights=self.data, minlength=size)
+        graph_of = np.repeat(np.arange(self.starts.size), self.ends - self.starts)
+        two_m = np.bincount(graph_of, weights=degree)
+        total = np.bincount(label, weights=degree)
+        # Weight from each node into each neighbouring cluster: (node, cluster) keys summed.
+        key = rows * (int(label.max()) + 1) + label[cols]
+        unique_key, inverse = np.unique(key, return_inverse=True)
+        weight_into = np.bincount(inverse, weights=self.data)
+        node = unique_key // (int(label.max()) + 1)
+        cluster = unique_key % (int(label.max()) + 1)
+        own_weight = np.zeros(size)
+        own = cluster == label[node]
+        own_weight[node[own]] = weight_into[own]
+        k = degree[node]
+        gain = (
+            weight_into
+            - own_weight[node]
+            - resolution * k * (total[cluster] - total[label[node]] + k) / two_m[graph_of[node]]
+        )
+        improvable = ~own & (gain > 1e-12 * np.maximum(1.0, two_m[graph_of[node]]))
+        return np.unique(graph_of[node[improvable]])
 
 
 def native_hierarchy(
