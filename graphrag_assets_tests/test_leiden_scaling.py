@@ -97,3 +97,22 @@ def test_one_iteration_keeps_modularity_within_one_percent_of_until_stable(graph
     level0 = fast.filter(pl.col("level") == 0).group_by("community").len()["len"]
     reference0 = reference.filter(pl.col("level") == 0).group_by("community").len()["len"]
     assert abs(level0.len() - reference0.len()) <= 0.1 * reference0.len()
+
+
+def improvable_nodes(graph: pl.DataFrame, assignments: pl.DataFrame) -> set[int]:
+    """Nodes of level 0 that a move to a neighbouring community would improve (warm start's test)."""
+    import leidenalg
+
+    from graphrag_assets.index.stable_communities import _improvable
+
+    whole = _largest_component(_graph_from_edges(normalize_edges(graph)))
+    label = dict(assignments.filter(pl.col("level") == 0).select("node", "community").iter_rows())
+    membership = [label[name] for name in whole.vs["name"]]
+    partition = leidenalg.RBConfigurationVertexPartition(whole, initial_membership=membership, weights="weight")
+    return _improvable(whole, partition)
+
+
+def test_default_partition_is_node_optimal_as_the_warm_start_needs(graph, fast) -> None:
+    raw = hierarchical_leiden(graph, LeidenOptions(backend="graspologic", node_optimal=False))
+    assert improvable_nodes(graph, raw)  # one Leiden cycle leaves nodes that would gain by moving ...
+    assert improvable_nodes(graph, fast) == set()  # ... the polish moves them
