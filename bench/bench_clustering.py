@@ -13,6 +13,14 @@ modularity of level 0. ``--iterations`` also compares Leiden's ``n_iterations`` 
     python bench/bench_clustering.py                     # 10k and 100k graphs, both backends
     python bench/bench_clustering.py --iterations --slow     # + n_iterations comparison (~20 min)
     python bench/bench_clustering.py --skip-leidenalg-large
+    python bench/bench_clustering.py --scale                 # ours vs graspologic-native, 200k to 1M nodes
+
+``--scale`` runs each engine in a fresh subprocess per graph (wall and peak RSS of that process;
+the load average is printed with every row because the machine may be shared): ours
+(``hierarchical_leiden`` with the default backend) against graspologic-native's
+``hierarchical_leiden`` called as Microsoft GraphRAG calls it (string edge tuples, max cluster size
+10, seed 0xDEADBEEF). Graphs: 200k nodes / 1M edges and 1M / 5M planted partitions, and 200k / 1M
+with heavy-tailed community sizes (Pareto 0.9, up to a tenth of the nodes) and more mixing.
 
 Figures are printed and written to bench/results/clustering.json.
 """
@@ -21,8 +29,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -92,6 +103,130 @@ def planted_partition(
         }
     )
     return edges, label
+
+
+SCALE_GRAPHS = {
+    "planted-200k": dict(n_nodes=200_000, n_edges=1_000_000, alpha=1.5, largest=1 / 20, mixing=0.2),
+    "planted-1M": dict(n_nodes=1_000_000, n_edges=5_000_000, alpha=1.5, largest=1 / 20, mixing=0.2),
+    "heavy-200k": dict(n_nodes=200_000, n_edges=1_000_000, alpha=0.9, largest=1 / 10, mixing=0.3),
+}
+
+
+def fast_planted_partition(
+    n_nodes: int, n_edges: int, *, alpha: float, largest: float, mixing: float, seed: int = 7
+) -> pl.DataFrame:
+    """:func:`planted_partition`'s kind of graph, vectorized: seconds at a million nodes.
+
+    Community sizes are ``3 * (1 + Pareto(alpha))`` clipped at ``largest * n_nodes``; pairs are
+    drawn in one oversized batch and de-duplicated with integer keys.
+    """
+    rng = np.random.default_rng(seed)
+    sizes = np.minimum(3 * (1 + rng.pareto(alpha, n_nodes)), max(3, int(n_nodes * largest))).astype(np.int64)
+    sizes = sizes[: int(np.searchsorted(np.cumsum(sizes), n_nodes)) + 1]
+    sizes[-1] -= int(sizes.sum()) - n_nodes
+    starts = np.r_[0, np.cumsum(sizes)[:-1]]
+    label = np.repeat(np.arange(sizes.size), sizes)
+    draw = int(n_edges * 1.3)
+    while True:  # small communities saturate: draw more until there are n_edges distinct pairs
+        n_inside = int(draw * (1 - mixing))
+        u = rng.integers(0, n_nodes, draw)
+        v = rng.integers(0, n_nodes, draw)
+        inside = starts[label[u[:n_inside]]] + (rng.random(n_inside) * sizes[label[u[:n_inside]]]).astype(np.int64)
+        v[:n_inside] = inside
+        weight = np.r_[rng.integers(3, 11, n_inside), rng.integers(1, 6, draw - n_inside)].astype(np.float64)
+        lo, hi = np.minimum(u, v), np.maximum(u, v)
+        order = rng.permutation(draw)  # which duplicate survives, and the mix of inside/outside kept
+        _, first = np.unique((lo * n_nodes + hi)[order], return_index=True)
+        picked = order[np.sort(first)]  # in drawing order, so that truncating keeps the mix
+        keep = picked[lo[picked] != hi[picked]]
+        if keep.size >= n_edges:
+            break
+        draw = int(draw * 1.5)
+    keep = keep[:n_edges]
+    names = "E" + pl.Series(rng.permutation(n_nodes)).cast(pl.String).str.zfill(7)
+    return pl.DataFrame({"source": names.gather(lo[keep]), "target": names.gather(hi[keep]), "weight": weight[keep]})
+
+
+def level0_summary(edges: pl.DataFrame, level0: pl.DataFrame, leaves: pl.Series) -> dict:
+    """igraph modularity of the level-0 membership (nodes without one: singletons) and size figures."""
+    frame = clustering.normalize_edges(edges)
+    graph = clustering._graph_from_edges(frame)
+    label = dict(zip(level0["node"].to_list(), level0["community"].to_list()))
+    base = max(label.values(), default=0) + 1
+    membership = [label.get(name, base + i) for i, name in enumerate(graph.vs["name"])]
+    sizes = level0.group_by("community").len()["len"]
+    return {
+        "modularity_level0": round(graph.modularity(membership, weights="weight"), 4),
+        "level0_communities": sizes.len(),
+        "level0_sizes_p50_p90_max": [int(sizes.median()), int(sizes.quantile(0.9)), int(sizes.max())],
+        "leaves": leaves.len(),
+        "leaf_sizes_p50_p90_max": [int(leaves.median()), int(leaves.quantile(0.9)), int(leaves.max())],
+    }
+
+
+def worker(engine: str, path: str) -> None:
+    """One engine on one stored graph; prints one JSON line (wall, peak RSS, quality figures)."""
+    import resource
+
+    edges = pl.read_parquet(path)
+    start = time.perf_counter()
+    if engine.startswith("ours"):
+        result = hierarchical_leiden(edges, LeidenOptions(node_optimal=engine == "ours"))
+        wall = time.perf_counter() - start
+        level0 = result.filter(pl.col("level") == 0).select("node", "community")
+        children = result.filter(pl.col("parent") >= 0)["parent"].unique().implode()
+        leaves = result.filter(~pl.col("community").is_in(children)).group_by("community").len()["len"]
+        levels = int(result["level"].max()) + 1
+    else:
+        import graspologic_native
+
+        tuples = list(zip(edges["source"].to_list(), edges["target"].to_list(), edges["weight"].to_list()))
+        found = graspologic_native.hierarchical_leiden(tuples, max_cluster_size=10, seed=0xDEADBEEF)
+        wall = time.perf_counter() - start
+        rows = pl.DataFrame(
+            [(h.node, h.cluster, h.level, h.is_final_cluster) for h in found],
+            schema={"node": pl.String, "community": pl.Int64, "level": pl.Int64, "final": pl.Boolean},
+            orient="row",
+        )
+        level0 = rows.filter(pl.col("level") == 0).select("node", "community")
+        leaves = rows.filter("final").group_by("community").len()["len"]
+        levels = int(rows["level"].max()) + 1
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    row = {"engine": engine, "wall_s": round(wall, 2), "peak_mb": round(peak_mb), "levels": levels}
+    row.update(level0_summary(edges, level0, leaves))
+    print(json.dumps(row))
+
+
+def load() -> str:
+    return " ".join(f"{x:.1f}" for x in os.getloadavg())
+
+
+ENGINES = ("ours", "ours-unpolished", "graspologic-native")
+
+
+def bench_scale(names: list[str], engines: list[str]) -> list[dict]:
+    """Ours and graspologic-native on each scale graph, each in its own process."""
+    rows = []
+    with tempfile.TemporaryDirectory() as scratch:
+        for name in names:
+            spec = SCALE_GRAPHS[name]
+            edges, seconds = timed(fast_planted_partition, **spec)
+            path = str(Path(scratch) / f"{name}.parquet")
+            edges.write_parquet(path)
+            print(
+                f"graph {name}: {spec['n_nodes']} nodes, {edges.height} edges, generated in {seconds:.1f} s", flush=True
+            )
+            del edges
+            for engine in engines:
+                before = load()
+                out = subprocess.run(
+                    [sys.executable, __file__, "--worker", engine, path], capture_output=True, text=True, check=True
+                )
+                row = {"graph": name, **json.loads(out.stdout.strip().splitlines()[-1])}
+                row["load_before_after"] = f"{before} / {load()}"
+                print(f"  {row}", flush=True)
+                rows.append(row)
+    return rows
 
 
 def as_tables(edges: pl.DataFrame, n_text_units: int) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -182,7 +317,30 @@ def main() -> None:
         action="store_true",
         help="with --iterations: include leidenalg until-stable on 100k (~15 min)",
     )
+    parser.add_argument("--scale", action="store_true", help="ours vs graspologic-native at 200k-1M nodes")
+    parser.add_argument("--scale-graphs", nargs="+", default=list(SCALE_GRAPHS), choices=list(SCALE_GRAPHS))
+    parser.add_argument(
+        "--engines",
+        nargs="+",
+        default=["ours", "graspologic-native"],
+        choices=ENGINES,
+        help="ours-unpolished: our hierarchy without the node-level polish (node_optimal=False)",
+    )
+    parser.add_argument("--worker", nargs=2, metavar=("ENGINE", "PARQUET"), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.worker:
+        worker(*args.worker)
+        return
+    if args.scale:
+        print(f"load average before: {load()} ({os.cpu_count()} cores)", flush=True)
+        rows = bench_scale(args.scale_graphs, args.engines)
+        print()
+        print_table(rows, list(rows[0]))
+        RESULTS.parent.mkdir(parents=True, exist_ok=True)
+        scale_results = RESULTS.with_name("clustering_scale.json")
+        scale_results.write_text(json.dumps({"load_after": load(), "results": rows}, indent=2) + "\n")
+        print(f"\nwritten {scale_results}")
+        return
 
     results, iteration_rows = [], []
     for name in args.graphs:

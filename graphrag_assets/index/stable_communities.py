@@ -184,7 +184,12 @@ def warm_start_hierarchy(edges: pl.DataFrame, previous: pl.DataFrame, settings: 
         initial = [known.get(name) for name in names]
         if all(label is None for label in initial):
             return _leiden_per_component(
-                subgraph, settings.backend, settings.seed, settings.resolution, N_ITERATIONS[settings.backend]
+                subgraph,
+                settings.backend,
+                settings.seed,
+                settings.resolution,
+                N_ITERATIONS[settings.backend],
+                polish=True,
             )
         return warm_leiden(subgraph, initial, seed=_run_seed(settings.seed, names), resolution=settings.resolution)
 
