@@ -20,7 +20,7 @@ run: $(STAMP)
 	$(BIN)/graphrag-assets status --root .
 	$(BIN)/graphrag-assets query "Who is Søren Holm, and what did he do during Storm Odile?" --method local --root .
 
-LINTED := graphrag_assets graphrag_assets_tests bench
+LINTED := graphrag_assets graphrag_assets_tests graphrag_assets_testkit bench
 
 ## Check the layer contracts (import-linter, see pyproject.toml), lint and format (ruff), then run the test suite.
 test: $(STAMP)

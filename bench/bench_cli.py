@@ -49,7 +49,7 @@ from common import (  # noqa: E402
     write_results,
 )
 
-from graphrag_assets_tests.shared_data import CHRISTMAS_CAROL  # noqa: E402
+from graphrag_assets_testkit.shared_data import CHRISTMAS_CAROL  # noqa: E402
 
 QUESTIONS = {
     "sample": "Who is Søren Holm, and what did he do during Storm Odile?",

@@ -8,7 +8,7 @@ copies the previous build, edits the input (one document edited, one added, one 
 each kill a reader must see one build whole — every text unit the graph cites exists and has a
 vector in the LanceDB version the build recorded — equal to the previous build or the new one, and
 the next `index` must end equal to a clean build of the new input (see
-``graphrag_assets_tests/crash_fuzz.py``). ``make test`` runs two such trials; this runs many.
+``graphrag_assets_testkit/crash_fuzz.py``). ``make test`` runs two such trials; this runs many.
 Results: markdown on stdout and ``bench/results/crash_fuzz.json``.
 """
 
@@ -27,9 +27,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from common import header_block, invocation, load_average, machine_info, markdown_table, write_results  # noqa: E402
 
-from graphrag_assets_tests.conftest import make_project  # noqa: E402
-from graphrag_assets_tests.crash_fuzz import SETTINGS, edit, kill_at_random  # noqa: E402
-from graphrag_assets_tests.test_publish_atomicity import _index  # noqa: E402
+from graphrag_assets_testkit.builds import run_index  # noqa: E402
+from graphrag_assets_testkit.crash_fuzz import SETTINGS, edit, kill_at_random  # noqa: E402
+from graphrag_assets_testkit.projects import make_project  # noqa: E402
 
 
 def _built(root: Path, edited: bool) -> Path:
@@ -37,7 +37,7 @@ def _built(root: Path, edited: bool) -> Path:
     (root / "graphrag.yaml").write_text(SETTINGS, encoding="utf-8")
     if edited:
         edit(root)
-    done = _index(root)
+    done = run_index(root)
     if done.returncode != 0:
         raise SystemExit(f"indexing {root} failed: {done.stderr[-2000:]}")
     return root
@@ -57,7 +57,7 @@ def main() -> None:
     shutil.copytree(previous, timed)
     edit(timed)
     started = time.monotonic()
-    _index(timed)
+    run_index(timed)
     longest = time.monotonic() - started
 
     rng = random.Random(args.seed)

@@ -30,7 +30,7 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
-from graphrag_assets_tests.openai_fixtures import ScriptedOpenAIServer  # noqa: E402
+from graphrag_assets_testkit.scripted_openai import ScriptedOpenAIServer  # noqa: E402
 
 RESULTS = REPO_ROOT / "bench" / "results"
 

@@ -5,7 +5,7 @@
 Uses ../shared/data/nano-graphrag/tests/mock_data.txt (189 KB, about 42 text units of 1200 tokens) and
 skips with a message when ../shared is absent. Every measured command is ``graphrag-assets index
 --root P --json`` run as its own process tree (wall time, user+system CPU, peak RSS of the CLI
-process); the stand-in (graphrag_assets_tests.openai_server with the realistic responder) runs
+process); the stand-in (graphrag_assets_testkit.openai_server with the realistic responder) runs
 as a separate child process and is not part of those figures (its own CPU is shown apart).
 
 Runs:
@@ -72,7 +72,7 @@ STEP_ORDER = [
 
 def christmas_carol() -> Path | None:
     try:
-        from graphrag_assets_tests.shared_data import CHRISTMAS_CAROL
+        from graphrag_assets_testkit.shared_data import CHRISTMAS_CAROL
     except ImportError:
         return None
     return CHRISTMAS_CAROL if CHRISTMAS_CAROL.exists() else None

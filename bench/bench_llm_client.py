@@ -38,7 +38,7 @@ from graphrag_assets.llm.factory import build_chat_model  # noqa: E402
 from graphrag_assets.llm.usage import UsageMeter  # noqa: E402
 from graphrag_assets.storage.database import connect  # noqa: E402
 from graphrag_assets.storage.response_cache import CHAT_TABLE_DDL  # noqa: E402
-from graphrag_assets_tests.openai_fixtures import ScriptedOpenAIServer  # noqa: E402
+from graphrag_assets_testkit.scripted_openai import ScriptedOpenAIServer  # noqa: E402
 
 
 def ms(seconds: float) -> str:

@@ -58,7 +58,7 @@ from common import (  # noqa: E402
     write_results,
 )
 
-from graphrag_assets_tests.shared_data import CHRISTMAS_CAROL, SHARED_DATA  # noqa: E402
+from graphrag_assets_testkit.shared_data import CHRISTMAS_CAROL, SHARED_DATA  # noqa: E402
 
 DEFAULT_WORKDIR = Path(tempfile.gettempdir()) / "graphrag-bench"
 LIHUA_DIR = SHARED_DATA / "MiniRAG" / "dataset" / "LiHua-World"

@@ -32,7 +32,7 @@ hybrid) and global search's context (report selection, occurrence weights, packi
 batches) are timed too.
 
 **Global search map fan-out.** The scripted OpenAI-compatible server
-(``graphrag_assets_tests.openai_server``, ``graphrag_responder``) answers every request after
+(``graphrag_assets_testkit.openai_server``, ``graphrag_responder``) answers every request after
 ``--latency-ms``; the product's real OpenAI client (``build_chat_model``, cache disabled) runs
 global search at a community level giving N map batches, with the default concurrency (25) and a
 smaller one. Wall time is compared with N × latency (sequential map calls) and
@@ -676,14 +676,14 @@ def global_llm_runs(
     """Global search through the OpenAI client: few batches, and the most batches at two concurrencies."""
     import openai  # noqa: F401 - imported before timing: a CLI query pays its ~0.6 s once per process
 
-    from graphrag_assets_tests.openai_fixtures import ScriptedOpenAIServer
+    from graphrag_assets_testkit.scripted_openai import ScriptedOpenAIServer
 
     concurrency = LLMSettings().concurrency
     few = min(levels, key=lambda g: abs(g["batches"] - concurrency // 2))
     many = max(levels, key=lambda g: g["batches"])
     plan = [(few["level"], concurrency), (many["level"], concurrency), (many["level"], SMALL_CONCURRENCY)]
     server = ScriptedOpenAIServer.start(
-        responder="graphrag_assets_tests.graphrag_responder:respond", latency_ms=latency_ms, embedding_dim=64
+        responder="graphrag_assets_testkit.graphrag_responder:respond", latency_ms=latency_ms, embedding_dim=64
     )
     runs = []
     try:

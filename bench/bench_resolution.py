@@ -92,7 +92,7 @@ from graphrag_assets.llm.factory import ModelSet  # noqa: E402
 from graphrag_assets.llm.local_embedder import LocalEmbedder  # noqa: E402
 from graphrag_assets.llm.usage import UsageMeter  # noqa: E402
 from graphrag_assets.prompts.templates import load_prompt  # noqa: E402
-from graphrag_assets_tests.shared_data import CHRISTMAS_CAROL, NANO_MOCK_CACHE  # noqa: E402
+from graphrag_assets_testkit.shared_data import CHRISTMAS_CAROL, NANO_MOCK_CACHE  # noqa: E402
 
 LABELS = Path(__file__).resolve().parent / "resolution_labels.csv"
 SENSITIVITY = [

@@ -17,7 +17,7 @@ standard method against the stand-in model server (``common.StandInServer``) at 
 figures are those of our code and Dagster, not of a model. ``--jsonl`` indexes one JSONL file with
 one document per row (one partition for the whole corpus). ``--postgres-sizes`` index the offline
 corpus again with Dagster's state in a real PostgreSQL server (started here as in the tests,
-``graphrag_assets_tests/postgres_server.py``), to compare the event log's cost with SQLite's.
+``graphrag_assets_testkit/postgres_server.py``), to compare the event log's cost with SQLite's.
 ``--leiden NODES EDGES`` times the corpus step's clustering alone on a planted-partition graph of
 that size (``bench_clustering.planted_partition``), with this process's peak RSS.
 
@@ -298,7 +298,7 @@ def main() -> int:
             results["runs"].append({"kind": "offline jsonl", **run})
             print(f"  offline jsonl {documents}: {run['wall_s']:.1f} s wall", flush=True)
         if args.postgres_sizes:
-            from graphrag_assets_tests.postgres_server import start_postgres
+            from graphrag_assets_testkit.postgres_server import start_postgres
 
             postgres = start_postgres()
             try:

@@ -50,7 +50,7 @@ from common import (  # noqa: E402
     write_results,
 )
 
-from graphrag_assets_tests.shared_data import CHRISTMAS_CAROL  # noqa: E402
+from graphrag_assets_testkit.shared_data import CHRISTMAS_CAROL  # noqa: E402
 
 DEFAULT_WORKDIR = Path(tempfile.gettempdir()) / "graphrag-bench"
 TARGET_MEDIAN_MS = 50.0

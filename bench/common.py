@@ -1,6 +1,6 @@
 """Shared helpers for the end-to-end benchmarks (bench_extraction.py, bench_incremental.py).
 
-- :class:`StandInServer`: the scripted OpenAI-compatible server (graphrag_assets_tests.openai_server
+- :class:`StandInServer`: the scripted OpenAI-compatible server (graphrag_assets_testkit.openai_server
   with the realistic responder) as a child process, stopped by its PID.
 - :func:`measure`: run one CLI command in its own fresh process tree and return its wall time, CPU
   time and peak RSS. ``ru_maxrss`` of RUSAGE_CHILDREN is the maximum over every child a process has
@@ -38,7 +38,7 @@ from typing import Any
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
-RESPONDER = "graphrag_assets_tests.graphrag_responder:respond"
+RESPONDER = "graphrag_assets_testkit.graphrag_responder:respond"
 STANDIN_API_KEY = (
     "sk-local-stand-in"  # the stand-in ignores it; the product needs some value to pick the standard method
 )
@@ -152,7 +152,7 @@ class StandInServer:
         self.command = [
             sys.executable,
             "-m",
-            "graphrag_assets_tests.openai_server",
+            "graphrag_assets_testkit.openai_server",
             "--port",
             "0",
             "--port-file",

@@ -4,7 +4,7 @@
 
 Both products index the same book with equivalent settings (bench/msgraphrag_settings.yaml for
 MS GraphRAG, ``OUR_SETTINGS`` below for ours) against one scripted OpenAI-compatible server
-(graphrag_assets_tests/openai_server.py) whose answers come from bench/standin_responder.py:
+(graphrag_assets_testkit/openai_server.py) whose answers come from bench/standin_responder.py:
 the same answer logic for both products' prompts, so neither side gets easier model output.
 
 Runs, each side as a separate process measured from here:
@@ -243,7 +243,7 @@ class StandinServer:
             [
                 sys.executable,
                 "-m",
-                "graphrag_assets_tests.openai_server",
+                "graphrag_assets_testkit.openai_server",
                 "--port",
                 "0",
                 "--port-file",
@@ -719,7 +719,7 @@ NOTES = [
     "from the stand-in server on both sides, each in the form it asks for (ours base64, MS GraphRAG's "
     "LiteLLM float lists, as OpenAI answers them).",
     "The stand-in server answers both products' prompts with the same logic (bench/standin_responder.py "
-    "reuses graphrag_assets_tests/graphrag_responder.py): extraction records for the capitalised names of "
+    "reuses graphrag_assets_testkit/graphrag_responder.py): extraction records for the capitalised names of "
     "the passage, merged descriptions, report JSON built from the context tables, JSON map points, answers "
     "that cite the context. The numbers measure each product's own work around equivalent model answers, "
     "not answer quality.",
@@ -778,7 +778,7 @@ def main(argv: list[str] | None = None) -> None:
 
     corpus = args.corpus
     if corpus is None:
-        from graphrag_assets_tests.shared_data import CHRISTMAS_CAROL
+        from graphrag_assets_testkit.shared_data import CHRISTMAS_CAROL
 
         corpus = CHRISTMAS_CAROL
     if not corpus.exists():

@@ -213,7 +213,7 @@ def main() -> None:
     args = parser.parse_args()
     corpus = args.corpus
     if corpus is None:
-        from graphrag_assets_tests.shared_data import CHRISTMAS_CAROL
+        from graphrag_assets_testkit.shared_data import CHRISTMAS_CAROL
 
         corpus = CHRISTMAS_CAROL
     if not corpus.exists():

@@ -1,8 +1,8 @@
 """Stand-in model answers for the side-by-side benchmark with Microsoft GraphRAG.
 
-The scripted OpenAI-compatible server (``graphrag_assets_tests/openai_server.py``) calls
+The scripted OpenAI-compatible server (``graphrag_assets_testkit/openai_server.py``) calls
 ``respond(body)`` for every chat request. Requests sent by graphrag-assets go unchanged to
-``graphrag_assets_tests.graphrag_responder.respond``. Requests sent by Microsoft GraphRAG 3.x
+``graphrag_assets_testkit.graphrag_responder.respond``. Requests sent by Microsoft GraphRAG 3.x
 are recognised by a few words of its built-in prompts, their data part (passage, description
 list, context tables, question) is taken out, and the answer is built by the *same* functions
 of ``graphrag_responder`` from that data, so equivalent requests get equivalent answers:
@@ -41,7 +41,7 @@ import io
 import json
 from typing import Any
 
-from graphrag_assets_tests import graphrag_responder as ours
+from graphrag_assets_testkit import graphrag_responder as ours
 
 # A few words that identify each MS GraphRAG prompt (v3 built-in prompts), nothing more.
 MS_EXTRACT_TAIL = "\nText:"

@@ -2,26 +2,13 @@
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
 
+from graphrag_assets_testkit.projects import make_project
+
 pytest_plugins = ["graphrag_assets_tests.openai_fixtures", "graphrag_assets_tests.graph_fixtures"]
-
-REPO = Path(__file__).resolve().parents[1]
-SAMPLE_INPUT = REPO / "data" / "input"
-
-
-def make_project(root: Path, with_sample: bool = True) -> Path:
-    """A project folder with the project files and (optionally) a copy of the sample corpus."""
-    from graphrag_assets.project.init_files import write_project_files
-
-    write_project_files(root)
-    if with_sample:
-        shutil.rmtree(root / "data" / "input")
-        shutil.copytree(SAMPLE_INPUT, root / "data" / "input")
-    return root
 
 
 @pytest.fixture
@@ -36,7 +23,7 @@ def offline_env(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(name, raising=False)
 
 
-RESPONDER = "graphrag_assets_tests.graphrag_responder:respond"
+RESPONDER = "graphrag_assets_testkit.graphrag_responder:respond"
 
 
 def llm_settings_yaml(base_url: str, extra: str = "") -> str:
@@ -63,7 +50,7 @@ def make_llm_project(root: Path, base_url: str, with_sample: bool = True, extra:
 @pytest.fixture(scope="session")
 def graphrag_server():
     """A scripted server answering our prompts like a model would (session-wide)."""
-    from graphrag_assets_tests.openai_fixtures import ScriptedOpenAIServer
+    from graphrag_assets_testkit.scripted_openai import ScriptedOpenAIServer
 
     server = ScriptedOpenAIServer.start(responder=RESPONDER)
     try:
@@ -98,14 +85,6 @@ def nlp_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
     report = index_project(load_settings(root, environ={}))
     assert report.success, report.as_dict()
     return root
-
-
-def query_db(root: Path, sql: str) -> list[tuple]:
-    """Rows of ``sql`` over the project's database (waiting, like the product, while it is written)."""
-    from graphrag_assets.storage.database import connect
-
-    with connect(root / "data" / "graphrag.duckdb", read_only=True) as conn:
-        return conn.sql(sql).fetchall()
 
 
 # Fixtures that index a corpus or start a browser / graph database, and modules whose tests index

@@ -15,11 +15,11 @@ import pytest
 import yaml
 
 from graphrag_assets.core.settings import Settings, load_settings
-from graphrag_assets_tests.openai_fixtures import ScriptedOpenAIServer
-from graphrag_assets_tests.server_profiles import ProfileSpec
+from graphrag_assets_testkit.scripted_openai import ScriptedOpenAIServer
+from graphrag_assets_testkit.server_profiles import ProfileSpec
 
 REPO = Path(__file__).resolve().parents[1]
-RESPONDER = "graphrag_assets_tests.graphrag_responder:respond"
+RESPONDER = "graphrag_assets_testkit.graphrag_responder:respond"
 OPENAI_KEY = "sk-test-profiles-0123456789"
 AZURE_KEY = "azure-test-key-0123456789"
 VLLM_KEY = "vllm-test-key"

@@ -22,7 +22,7 @@ from graphrag_assets.pipeline.resources import GraphRAGProject
 from graphrag_assets.pipeline.runtime.instance import open_instance
 from graphrag_assets.pipeline.runtime.runner import run_job
 from graphrag_assets.storage.vectors import TEXT_UNIT_TABLE, table_ids
-from graphrag_assets_tests.conftest import query_db
+from graphrag_assets_testkit.projects import query_db
 from graphrag_assets_tests.sensor_ticks import tick
 
 

@@ -16,7 +16,8 @@ from graphrag_assets.pipeline.indexing import index_project
 from graphrag_assets.pipeline.partitions import PARTITIONS_NAME
 from graphrag_assets.pipeline.runtime.instance import open_instance
 from graphrag_assets.project.status import project_status
-from graphrag_assets_tests.conftest import make_llm_project, query_db
+from graphrag_assets_testkit.projects import query_db
+from graphrag_assets_tests.conftest import make_llm_project
 
 BUCKETS = "partitions:\n  bucket_threshold: 3\n  buckets: 4\n"
 EXTRACT = "You are helping to build a knowledge graph"
@@ -64,9 +65,9 @@ def rows(root: Path, table: str) -> list[tuple]:
 
 @pytest.fixture
 def server():
-    from graphrag_assets_tests.openai_fixtures import ScriptedOpenAIServer
+    from graphrag_assets_testkit.scripted_openai import ScriptedOpenAIServer
 
-    started = ScriptedOpenAIServer.start(responder="graphrag_assets_tests.graphrag_responder:respond")
+    started = ScriptedOpenAIServer.start(responder="graphrag_assets_testkit.graphrag_responder:respond")
     yield started
     started.stop()
 

@@ -18,7 +18,8 @@ from graphrag_assets.llm.cache import CHAT_TABLE, EMBEDDING_TABLE, LLMCache, emb
 from graphrag_assets.storage.cache_owners import OWNERS_TABLE, forget_documents, record_owners, settle_corpus_run
 from graphrag_assets.storage.database import connect
 from graphrag_assets.storage.tables import read_table
-from graphrag_assets_tests.conftest import make_llm_project, query_db
+from graphrag_assets_testkit.projects import query_db
+from graphrag_assets_tests.conftest import make_llm_project
 
 KEPT_TEXT = "Marta Quell chairs the Vellmouth Fishing Cooperative. Rafael Duarte fishes for it."
 GONE_TEXT = "Lucien Marchetti runs Auberon Freight Lines. Helga Brandt meets Lucien Marchetti."

@@ -69,7 +69,7 @@ def test_commands_that_only_read_tables_load_neither_pyarrow_nor_numpy(nlp_index
 
 def test_a_cold_index_of_a_small_corpus_never_imports_lancedb(tmp_path: Path) -> None:
     """storage.lancedb_tables: auto writes no LanceDB table while queries search in memory."""
-    from graphrag_assets_tests.conftest import make_project
+    from graphrag_assets_testkit.projects import make_project
 
     root = make_project(tmp_path / "project")
     (root / "graphrag.yaml").write_text("method: nlp\nllm:\n  embeddings: local\n", encoding="utf-8")
@@ -84,8 +84,9 @@ def test_a_cold_standard_index_of_a_small_corpus_never_imports_pyarrow_or_numpy(
     parameters: pyarrow (25 MB resident) would serve nothing else in this process. Vectors travel
     as ``array('f')`` and igraph's graphs are built without its numpy check (core/float32.py,
     index/communities.py): numpy (12 MB) would serve nothing else either."""
-    from graphrag_assets_tests.conftest import make_llm_project, query_db
-    from graphrag_assets_tests.openai_server import embedding_vector
+    from graphrag_assets_testkit.openai_server import embedding_vector
+    from graphrag_assets_testkit.projects import query_db
+    from graphrag_assets_tests.conftest import make_llm_project
 
     root = make_llm_project(tmp_path / "project", graphrag_server.base_url)
     assert loaded_by(["index", "--root", str(root)], ("pyarrow", "lancedb", "numpy")) == []

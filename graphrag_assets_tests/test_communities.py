@@ -27,7 +27,7 @@ from graphrag_assets.index.communities import (
 )
 from graphrag_assets.index.community_checks import check_hierarchy
 from graphrag_assets.index.stable_communities import ClusteringRequest, communities_for_update
-from graphrag_assets_tests.shared_data import MS_VERBS_DATA, require
+from graphrag_assets_testkit.shared_data import MS_VERBS_DATA, require
 
 BACKENDS = ["igraph", "leidenalg"]
 PROJECT_ROOT = Path(__file__).resolve().parents[1]

@@ -12,7 +12,7 @@ from graphrag_assets.core import schemas
 from graphrag_assets.core.settings import load_settings
 from graphrag_assets.pipeline.assets.metadata import largest_communities
 from graphrag_assets.pipeline.runtime.instance import open_instance
-from graphrag_assets_tests.conftest import query_db
+from graphrag_assets_testkit.projects import query_db
 
 
 def table_rows(markdown: str) -> list[list[str]]:

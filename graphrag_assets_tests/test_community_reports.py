@@ -22,7 +22,7 @@ from graphrag_assets.index.community_reports import (
 )
 from graphrag_assets.index.report_context import ContextBudget, ReportTables
 from graphrag_assets.llm.types import ChatOptions, ChatResult, Message
-from graphrag_assets_tests.shared_data import NANO_MOCK_CACHE, require
+from graphrag_assets_testkit.shared_data import NANO_MOCK_CACHE, require
 from graphrag_assets_tests.test_report_context import make_graph, text_graph, text_units
 
 VALID = {
@@ -356,7 +356,7 @@ def test_microsoft_christmas_carol_index_fits_budget_and_substitutes():
     """All 122 communities of MS GraphRAG's own index: every context within budget, and the
     large ones built from their children's reports."""
     from graphrag_assets.core.schemas import COMMUNITIES, COVARIATES, ENTITIES, RELATIONSHIPS, conform
-    from graphrag_assets_tests.shared_data import MS_VERBS_DATA
+    from graphrag_assets_testkit.shared_data import MS_VERBS_DATA
 
     def table(name: str, schema: dict) -> pl.DataFrame:
         return conform(pl.read_parquet(require(MS_VERBS_DATA / f"{name}.parquet")), schema)

@@ -26,8 +26,9 @@ from polars.testing import assert_frame_equal
 from graphrag_assets.core.settings import load_settings
 from graphrag_assets.llm.cache import EMBEDDING_TABLE
 from graphrag_assets.project.status import project_status
-from graphrag_assets_tests.conftest import RESPONDER, llm_settings_yaml, query_db
-from graphrag_assets_tests.openai_fixtures import ScriptedOpenAIServer
+from graphrag_assets_testkit.projects import query_db
+from graphrag_assets_testkit.scripted_openai import ScriptedOpenAIServer
+from graphrag_assets_tests.conftest import RESPONDER, llm_settings_yaml
 from graphrag_assets_tests.test_rebuild_equivalence import tables
 from graphrag_assets_tests.test_staged_writes import STAGED_TABLES_LEFT
 

@@ -25,7 +25,8 @@ from graphrag_assets.index.extraction_parser import ends_mid_record
 from graphrag_assets.llm.cache import LLMCache
 from graphrag_assets.project.status import project_status
 from graphrag_assets.storage.table_names import CHAT_CACHE
-from graphrag_assets_tests.conftest import RESPONDER, llm_settings_yaml, query_db
+from graphrag_assets_testkit.projects import query_db
+from graphrag_assets_tests.conftest import RESPONDER, llm_settings_yaml
 
 FULL = '("entity"<|>A<|>PERSON<|>x)##\n("entity"<|>B<|>PERSON<|>y)\n<|COMPLETE|>'
 

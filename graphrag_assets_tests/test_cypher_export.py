@@ -26,7 +26,7 @@ from graphrag_assets.interop.cypher import (
     render_statements,
 )
 from graphrag_assets.interop.cypher_load import GraphTarget, load_graph, parse_target
-from graphrag_assets_tests.conftest import query_db
+from graphrag_assets_testkit.projects import query_db
 from graphrag_assets_tests.graph_fixtures import free_port
 
 GRAPH = "roundtrip"

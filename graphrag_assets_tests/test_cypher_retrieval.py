@@ -25,7 +25,7 @@ from graphrag_assets.project.querying import answer_question
 from graphrag_assets.query.global_search import occurrence_weights, reports_at_level
 from graphrag_assets.query.local_search import rank_relationships, rank_reports, rank_text_units
 from graphrag_assets.query.request import QueryOptions
-from graphrag_assets_tests.shared_data import MS_VERBS_DATA, require
+from graphrag_assets_testkit.shared_data import MS_VERBS_DATA, require
 from graphrag_assets_tests.test_cypher_export import cypher_rows
 
 QUESTIONS = (

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from graphrag_assets_tests.conftest import make_project
+from graphrag_assets_testkit.projects import make_project
 
 STARTUP_SECONDS = 90
 

@@ -17,8 +17,8 @@ import duckdb
 import pytest
 
 from graphrag_assets.storage.database import transaction
-from graphrag_assets_tests.conftest import make_project
-from graphrag_assets_tests.test_publish_atomicity import _index
+from graphrag_assets_testkit.builds import run_index
+from graphrag_assets_testkit.projects import make_project
 
 DISK_BYTES = 768 * 1024  # far less than the sample's index needs
 
@@ -45,7 +45,7 @@ def test_a_full_disk_is_named_in_one_sentence_and_the_next_index_succeeds(small_
         f"method: nlp\nllm:\n  embeddings: local\nstorage:\n  database: {database}\n", encoding="utf-8"
     )
 
-    full = _index(root)
+    full = run_index(root)
     shown = full.stdout + full.stderr
     assert full.returncode != 0
     assert f"the disk holding {small_disk} is full; free space and run index again (nothing was published)" in shown, (
@@ -54,7 +54,7 @@ def test_a_full_disk_is_named_in_one_sentence_and_the_next_index_succeeds(small_
     assert "cannot rollback" not in shown and "Traceback" not in shown
 
     (root / "graphrag.yaml").write_text("method: nlp\nllm:\n  embeddings: local\n", encoding="utf-8")
-    again = _index(root)
+    again = run_index(root)
     assert again.returncode == 0, again.stderr
 
 

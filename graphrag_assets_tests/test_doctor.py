@@ -15,9 +15,9 @@ from click.testing import CliRunner
 
 from graphrag_assets.cli.main import main
 from graphrag_assets.llm.capabilities import stored_capabilities
-from graphrag_assets_tests.conftest import make_project
+from graphrag_assets_testkit.projects import make_project
+from graphrag_assets_testkit.server_profiles import ProfileSpec
 from graphrag_assets_tests.profile_servers import RESPONDER, VLLM_WINDOW, environment, write_settings
-from graphrag_assets_tests.server_profiles import ProfileSpec
 
 FAST_FAILURE_SECONDS = 10.0
 

@@ -30,9 +30,9 @@ from graphrag_assets.interop.common import entity_communities, prepare_output_di
 from graphrag_assets.interop.graphml import graph_tables, graphml_tree
 from graphrag_assets.interop.msgraphrag import MS_SCHEMAS, ms_community_reports, ms_text_units, raw_data_column
 from graphrag_assets.interop.neo4j import label_for_type, node_frames, relationship_frames
-from graphrag_assets_tests.conftest import REPO, make_project
-from graphrag_assets_tests.openai_fixtures import ScriptedOpenAIServer
-from graphrag_assets_tests.shared_data import MS_VERBS_DATA, require
+from graphrag_assets_testkit.projects import REPO, make_project
+from graphrag_assets_testkit.scripted_openai import ScriptedOpenAIServer
+from graphrag_assets_testkit.shared_data import MS_VERBS_DATA, require
 
 EMBEDDING_DIM = 64
 MS_PYTHON = Path(os.environ.get("GRAPHRAG_MS_PYTHON", REPO / "bench" / ".msvenv" / "bin" / "python"))
@@ -295,7 +295,7 @@ def test_neo4j_csv_survives_commas_quotes_and_newlines(tmp_path: Path) -> None:
 @pytest.fixture(scope="module")
 def server():
     started = ScriptedOpenAIServer.start(
-        responder="graphrag_assets_tests.graphrag_responder:respond", embedding_dim=EMBEDDING_DIM
+        responder="graphrag_assets_testkit.graphrag_responder:respond", embedding_dim=EMBEDDING_DIM
     )
     try:
         yield started

@@ -17,7 +17,7 @@ from graphrag_assets.index.extraction_parser import (
     parse_weight,
     split_records,
 )
-from graphrag_assets_tests.shared_data import NANO_MOCK_CACHE, require
+from graphrag_assets_testkit.shared_data import NANO_MOCK_CACHE, require
 
 
 def titles(text: str) -> list[str]:

@@ -17,7 +17,7 @@ from graphrag_assets.index.graph_merge import (
     finalize_graph,
     merge_graph,
 )
-from graphrag_assets_tests.shared_data import NANO_MOCK_CACHE, require
+from graphrag_assets_testkit.shared_data import NANO_MOCK_CACHE, require
 
 
 def entity(unit, title, type_, description):

@@ -21,7 +21,7 @@ from graphrag_assets.cli.main import main
 from graphrag_assets.core import schemas
 from graphrag_assets.interop.graph_view.data import view_data
 from graphrag_assets.interop.graph_view.page import asset_text, render_page
-from graphrag_assets_tests.conftest import query_db
+from graphrag_assets_testkit.projects import query_db
 
 
 def frame(schema: dict, rows: list[dict]) -> pl.DataFrame:

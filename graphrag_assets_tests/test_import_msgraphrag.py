@@ -29,7 +29,7 @@ from graphrag_assets.interop.msgraphrag_import import (
 from graphrag_assets.project.querying import answer_question
 from graphrag_assets.query.request import QueryOptions
 from graphrag_assets.storage.database import let_go
-from graphrag_assets_tests.shared_data import MS_VERBS_DATA, require
+from graphrag_assets_testkit.shared_data import MS_VERBS_DATA, require
 from graphrag_assets_tests.test_staged_writes import STAGED_TABLES_LEFT
 
 MS_ROWS = {

@@ -8,7 +8,8 @@ import pytest
 from graphrag_assets.core.settings import load_settings
 from graphrag_assets.pipeline.indexing import index_project
 from graphrag_assets.storage.vectors import ENTITY_TABLE, REPORT_TABLE, TEXT_UNIT_TABLE, table_ids
-from graphrag_assets_tests.conftest import make_llm_project, query_db
+from graphrag_assets_testkit.projects import query_db
+from graphrag_assets_tests.conftest import make_llm_project
 
 EXTRACT = "You are helping to build a knowledge graph"
 
@@ -28,9 +29,9 @@ def lance_matches_duckdb(root: Path) -> None:
 
 @pytest.fixture
 def server():
-    from graphrag_assets_tests.openai_fixtures import ScriptedOpenAIServer
+    from graphrag_assets_testkit.scripted_openai import ScriptedOpenAIServer
 
-    started = ScriptedOpenAIServer.start(responder="graphrag_assets_tests.graphrag_responder:respond")
+    started = ScriptedOpenAIServer.start(responder="graphrag_assets_testkit.graphrag_responder:respond")
     yield started
     started.stop()
 

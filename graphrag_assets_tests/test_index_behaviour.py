@@ -12,7 +12,7 @@ from graphrag_assets.pipeline.indexing import index_project
 from graphrag_assets.pipeline.partitions import contiguous_groups
 from graphrag_assets.project.locks import index_lock
 from graphrag_assets.project.status import project_status
-from graphrag_assets_tests.conftest import query_db
+from graphrag_assets_testkit.projects import query_db
 
 
 @pytest.fixture

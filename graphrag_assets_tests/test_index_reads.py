@@ -20,7 +20,7 @@ from graphrag_assets.pipeline import indexing
 from graphrag_assets.pipeline.idle_check import plan_index
 from graphrag_assets.project import state
 from graphrag_assets.project.index_run import IndexOptions, IndexReport
-from graphrag_assets_tests.conftest import make_project
+from graphrag_assets_testkit.projects import make_project
 
 OFFLINE = "method: nlp\nllm:\n  embeddings: local\n"
 BUCKETS = "partitions:\n  bucket_threshold: 2\n  buckets: 4\n"

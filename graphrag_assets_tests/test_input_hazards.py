@@ -12,7 +12,7 @@ from graphrag_assets.core.settings import InputSettings
 from graphrag_assets.index.changes import detect_changes
 from graphrag_assets.index.documents import read_file_documents
 from graphrag_assets.index.input_files import file_hash, partition_key_for, scan_input_files
-from graphrag_assets_tests.conftest import make_project, query_db
+from graphrag_assets_testkit.projects import make_project, query_db
 
 TEXT_TYPES = [".txt", ".md", ".csv"]
 NOT_UTF8 = b"caf\xe9.txt"  # "café" in Latin-1: the \xe9 byte alone is not UTF-8

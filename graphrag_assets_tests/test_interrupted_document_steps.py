@@ -13,8 +13,8 @@ import shutil
 from pathlib import Path
 
 from graphrag_assets.storage.database import connect
-from graphrag_assets_tests.conftest import query_db
-from graphrag_assets_tests.test_publish_atomicity import _index
+from graphrag_assets_testkit.builds import run_index
+from graphrag_assets_testkit.projects import query_db
 
 DOCUMENT = "letter_holm_to_varga.txt"
 STATUS_RECORDED = (
@@ -29,12 +29,12 @@ def test_a_document_whose_extraction_status_was_not_recorded_is_redone_once(nlp_
     with connect(root / "data" / "graphrag.duckdb") as conn:
         conn.execute(f"delete from document_steps where step = 'extraction_status' and document_key = '{DOCUMENT}'")
 
-    repair = _index(root)
+    repair = run_index(root)
     assert repair.returncode == 0, repair.stderr
     assert "0 new, 1 changed, 0 deleted" in repair.stderr + repair.stdout
     assert query_db(root, STATUS_RECORDED) == [(1,)]
     assert query_db(root, f"select * from extraction_status where document_key = '{DOCUMENT}'") == with_status
 
-    idle = _index(root)
+    idle = run_index(root)
     assert idle.returncode == 0, idle.stderr
     assert "nothing to do: the index is up to date" in idle.stderr + idle.stdout

@@ -25,7 +25,7 @@ from graphrag_assets.query.array_index import ArrayVectorIndex
 from graphrag_assets.query.request import QueryOptions
 from graphrag_assets.storage.corpus import vector_versions
 from graphrag_assets.storage.vectors import ENTITY_TABLE, REPORT_TABLE, TEXT_UNIT_TABLE, LanceVectorIndex, table_ids
-from graphrag_assets_tests.conftest import query_db
+from graphrag_assets_testkit.projects import query_db
 
 SMALL = "method: nlp\nllm:\n  embeddings: local\n"
 OVER_THE_LIMIT = SMALL + "query:\n  in_memory_search_max_tokens: 0\n"
@@ -145,7 +145,7 @@ def test_a_cold_index_over_the_limit_writes_the_text_units_once_in_the_corpus_ru
     """The document runs skip LanceDB (no table yet); publishing the build writes every text unit in one go."""
     import lancedb
 
-    from graphrag_assets_tests.conftest import make_project
+    from graphrag_assets_testkit.projects import make_project
 
     root = make_project(tmp_path / "project")
     (root / "graphrag.yaml").write_text(OVER_THE_LIMIT, encoding="utf-8")

@@ -29,9 +29,9 @@ from graphrag_assets.llm.fitting import parse_overflow, shrink_messages
 from graphrag_assets.llm.retry import MalformedResponse
 from graphrag_assets.llm.types import ChatOptions, JsonSchema
 from graphrag_assets.llm.usage import UsageMeter
-from graphrag_assets_tests.openai_server import embedding_vector
+from graphrag_assets_testkit.openai_server import embedding_vector
+from graphrag_assets_testkit.server_profiles import ProfileSpec
 from graphrag_assets_tests.profile_servers import AZURE_KEY, OPENAI_KEY, RESPONDER, VLLM_KEY
-from graphrag_assets_tests.server_profiles import ProfileSpec
 
 SCHEMA = JsonSchema("ready", {"type": "object", "properties": {"ready": {"type": "boolean"}}, "required": ["ready"]})
 

@@ -28,7 +28,7 @@ from graphrag_assets.llm.embeddings import plan_batches
 from graphrag_assets.llm.factory import build_chat_model, build_embedding_model
 from graphrag_assets.llm.types import ChatOptions
 from graphrag_assets.llm.usage import UsageMeter
-from graphrag_assets_tests.openai_server import embedding_vector
+from graphrag_assets_testkit.openai_server import embedding_vector
 
 API_KEY = "sk-test-DoNotLeak-7f3a9c2e41b8"
 REPO_ROOT = Path(__file__).resolve().parents[1]

@@ -21,8 +21,8 @@ from graphrag_assets.pipeline.runtime.instance import open_instance
 from graphrag_assets.project.querying import answer_question
 from graphrag_assets.query.request import QueryOptions
 from graphrag_assets.storage.database import let_go
-from graphrag_assets_tests.conftest import make_project
-from graphrag_assets_tests.openai_fixtures import ScriptedOpenAIServer
+from graphrag_assets_testkit.projects import make_project
+from graphrag_assets_testkit.scripted_openai import ScriptedOpenAIServer
 from graphrag_assets_tests.profile_servers import VLLM_WINDOW, configure, environment
 
 DOCUMENTS = {

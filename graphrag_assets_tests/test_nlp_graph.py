@@ -19,7 +19,7 @@ from graphrag_assets.core.ids import entity_id, relationship_id
 from graphrag_assets.core.schemas import ENTITIES, RELATIONSHIPS
 from graphrag_assets.core.settings import PruneSettings
 from graphrag_assets.index.nlp_graph import build_noun_graph, prune_graph
-from graphrag_assets_tests.shared_data import CHRISTMAS_CAROL, require
+from graphrag_assets_testkit.shared_data import CHRISTMAS_CAROL, require
 
 # Prune settings that change nothing, so each test can switch on one rule.
 NO_PRUNING = PruneSettings(

@@ -19,7 +19,7 @@ from graphrag_assets.index.communities import build_communities
 from graphrag_assets.index.extractive_reports import extractive_reports
 from graphrag_assets.index.nlp_graph import code_noun_graph, materialize, prune_codes
 from graphrag_assets.index.noun_phrases import PROPER_NAME_TYPE, noun_phrase_records
-from graphrag_assets_tests.shared_data import CHRISTMAS_CAROL, require
+from graphrag_assets_testkit.shared_data import CHRISTMAS_CAROL, require
 
 SAMPLE_INPUT = Path(__file__).resolve().parents[1] / "data" / "input"
 

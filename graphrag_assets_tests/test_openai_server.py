@@ -17,7 +17,7 @@ import openai
 import pytest
 
 from graphrag_assets.core.tokens import count_tokens
-from graphrag_assets_tests.openai_server import echo_responder, embedding_vector
+from graphrag_assets_testkit.openai_server import echo_responder, embedding_vector
 
 
 def _client(server: Any, **kwargs: Any) -> openai.AsyncOpenAI:
@@ -203,7 +203,7 @@ def test_stats_report_max_in_flight_and_reset_clears_everything(openai_server):
 
 
 def test_factory_starts_a_server_with_a_custom_responder_and_latency(openai_server_factory):
-    server = openai_server_factory(responder="graphrag_assets_tests.openai_server:shouting_responder", latency_ms=300)
+    server = openai_server_factory(responder="graphrag_assets_testkit.openai_server:shouting_responder", latency_ms=300)
     started = time.monotonic()
     assert _chat(server, "hello").choices[0].message.content == "SHOUT HELLO"
     assert time.monotonic() - started >= 0.3

@@ -8,7 +8,8 @@ from dagster import AssetKey
 
 from graphrag_assets.core.settings import load_settings
 from graphrag_assets.pipeline.indexing import IndexOptions, index_project
-from graphrag_assets_tests.conftest import make_llm_project, query_db
+from graphrag_assets_testkit.projects import query_db
+from graphrag_assets_tests.conftest import make_llm_project
 
 REPORT_PROMPT = "You are writing a briefing about one community"
 EXTRACT_PROMPT = "You are helping to build a knowledge graph"
@@ -143,9 +144,9 @@ def test_adding_a_document_pays_only_for_what_changed(copy_of_index: Path, graph
 
 def test_failed_extraction_is_isolated(graphrag_server, tmp_path: Path) -> None:
     """A document whose model calls keep failing is left out; the others and the corpus proceed."""
-    from graphrag_assets_tests.openai_fixtures import ScriptedOpenAIServer
+    from graphrag_assets_testkit.scripted_openai import ScriptedOpenAIServer
 
-    server = ScriptedOpenAIServer.start(responder="graphrag_assets_tests.graphrag_responder:respond")
+    server = ScriptedOpenAIServer.start(responder="graphrag_assets_testkit.graphrag_responder:respond")
     try:
         root = make_llm_project(tmp_path / "project", server.base_url, with_sample=False)
         inputs = root / "data" / "input"
@@ -172,9 +173,9 @@ def test_failed_extraction_is_isolated(graphrag_server, tmp_path: Path) -> None:
 
 
 def test_a_document_run_that_failed_part_way_is_redone_next_time(tmp_path: Path) -> None:
-    from graphrag_assets_tests.openai_fixtures import ScriptedOpenAIServer
+    from graphrag_assets_testkit.scripted_openai import ScriptedOpenAIServer
 
-    server = ScriptedOpenAIServer.start(responder="graphrag_assets_tests.graphrag_responder:respond")
+    server = ScriptedOpenAIServer.start(responder="graphrag_assets_testkit.graphrag_responder:respond")
     try:
         root = make_llm_project(tmp_path / "project", server.base_url, with_sample=False)
         inputs = root / "data" / "input"

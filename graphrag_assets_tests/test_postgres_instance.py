@@ -1,8 +1,9 @@
 """The Postgres-backed Dagster instance (``init --instance postgres``) against a real PostgreSQL
-server the tests start themselves (:mod:`graphrag_assets_tests.postgres_server`)."""
+server the tests start themselves (:mod:`graphrag_assets_testkit.postgres_server`)."""
 
 from pathlib import Path
 
+import pytest
 import yaml
 from click.testing import CliRunner
 
@@ -12,14 +13,21 @@ from graphrag_assets.core.settings import load_settings
 from graphrag_assets.pipeline.indexing import index_project
 from graphrag_assets.pipeline.partitions import DOCUMENTS_JOB, PARTITIONS_NAME
 from graphrag_assets.pipeline.runtime.instance import open_instance
-from graphrag_assets_tests.conftest import query_db
-from graphrag_assets_tests.postgres_server import postgres  # noqa: F401  (the session's server)
+from graphrag_assets_testkit.postgres_server import start_postgres
+from graphrag_assets_testkit.projects import query_db
 
 DOCUMENTS = {
     "coop.txt": "Marta Quell chairs the Vellmouth Fishing Cooperative. Rafael Duarte fishes for the cooperative.",
     "light.txt": "Søren Holm keeps the Kestrel Point Lighthouse. Mira Santos visits the lighthouse keeper.",
     "port.txt": "Lucien Marchetti runs Auberon Freight Lines. Helga Brandt inspects the freight ships.",
 }
+
+
+@pytest.fixture(scope="session")
+def postgres():
+    server = start_postgres()
+    yield server
+    server.stop()
 
 
 def cli(*args: str) -> tuple[int, str]:

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from graphrag_assets.cli.process_exit import exit_now
-from graphrag_assets_tests.conftest import make_llm_project, make_project
+from graphrag_assets_testkit.projects import make_project
+from graphrag_assets_tests.conftest import make_llm_project
 
 CONSOLE_SCRIPT = Path(sys.executable).parent / "graphrag-assets"
 MARKER_HOOK = """\

@@ -8,11 +8,8 @@ build.
 
 from __future__ import annotations
 
-import os
 import shutil
 import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import polars as pl
@@ -21,20 +18,16 @@ from polars.testing import assert_frame_equal
 
 from graphrag_assets.storage import corpus
 from graphrag_assets.storage.corpus import publish_corpus, staged_tables, write_staged
-from graphrag_assets.storage.database import connect, frame_of
+from graphrag_assets.storage.database import connect
 from graphrag_assets.storage.tables import read_table
-from graphrag_assets_tests.conftest import make_project
-from graphrag_assets_tests.publish_fault import IN_THE_PUBLISH, PublishFault, faulty_connect
-from graphrag_assets_tests.test_rebuild_equivalence import IGNORED_COLUMNS, TABLE_ORDER
+from graphrag_assets_testkit.builds import NEW_DOCUMENT, published_tables, run_index
+from graphrag_assets_testkit.projects import make_project
+from graphrag_assets_testkit.publish_fault import IN_THE_PUBLISH, PublishFault, faulty_connect
 
 OLD = {"entities": pl.DataFrame({"id": ["e1"]}), "relationships": pl.DataFrame({"id": ["r1"], "weight": [1.0]})}
 NEW = {"entities": pl.DataFrame({"id": ["e1", "e2"]}), "relationships": pl.DataFrame({"id": ["r2"], "weight": [2.0]})}
 COMMUNITIES = pl.DataFrame({"id": ["c1"]})
 NLP_SETTINGS = "method: nlp\nllm:\n  embeddings: local\n"
-NEW_DOCUMENT = (
-    "Captain Ilse Marrow sailed the schooner Wren to Port Auberon. "
-    "Ilse Marrow met Helga Brandt at the Port Auberon harbour office.\n"
-)
 
 
 def _build(path: Path) -> list[tuple]:
@@ -76,36 +69,6 @@ def test_a_publish_that_fails_after_its_first_rename_leaves_the_previous_build_w
         assert_frame_equal(read_table(path, table), frame)
 
 
-def published_tables(root: Path) -> dict[str, pl.DataFrame]:
-    """Every table the tests of rebuilds compare that this index has, sorted, run dates left out."""
-    out = {}
-    with connect(root / "data" / "graphrag.duckdb", read_only=True) as conn:
-        present = {row[0] for row in conn.execute("select table_name from information_schema.tables").fetchall()}
-        for table, order in TABLE_ORDER.items():
-            if table in present:
-                frame = frame_of(conn.sql(f"select * from {table}"))
-                out[table] = frame.drop([c for c in frame.columns if c in IGNORED_COLUMNS]).sort(order)
-    return out
-
-
-def _env() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "GRAPHRAG_ROOT")}
-
-
-def _index(root: Path, *fault: object) -> subprocess.CompletedProcess:
-    """`index` in a new process; with ``fault`` (kind, statement, occurrence: see publish_fault) it fails there."""
-    command = (
-        ["-m", "graphrag_assets_tests.publish_fault", *map(str, fault)] if fault else ["-m", "graphrag_assets.cli.main"]
-    )
-    return subprocess.run(
-        [sys.executable, *command, "index", "--root", str(root)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=_env(),
-    )
-
-
 @pytest.fixture
 def edited_nlp_project(nlp_index: Path, tmp_path: Path) -> Path:
     """A copy of the offline sample index with one document added since its build."""
@@ -133,7 +96,7 @@ def test_an_index_killed_inside_the_publish_leaves_the_previous_build_and_the_ne
     before = published_tables(root)
     build_before = _build(database)
 
-    killed = _index(root, "kill", *IN_THE_PUBLISH)
+    killed = run_index(root, "kill", *IN_THE_PUBLISH)
     assert killed.returncode == -signal.SIGKILL, killed.stderr
 
     after = published_tables(root)
@@ -142,14 +105,14 @@ def test_an_index_killed_inside_the_publish_leaves_the_previous_build_and_the_ne
     assert _build(database) == build_before
     assert "entities" in staged_tables(database, read_only=True)
 
-    finished = _index(root)
+    finished = run_index(root)
     assert finished.returncode == 0, finished.stderr
     assert staged_tables(database, read_only=True) == []
 
     clean = make_project(tmp_path / "clean")
     (clean / "graphrag.yaml").write_text(NLP_SETTINGS, encoding="utf-8")
     (clean / "data" / "input" / "marrow_log.txt").write_text(NEW_DOCUMENT, encoding="utf-8")
-    assert _index(clean).returncode == 0
+    assert run_index(clean).returncode == 0
     expected, ours = published_tables(clean), published_tables(root)
     assert sorted(ours) == sorted(expected)
     for table, frame in expected.items():

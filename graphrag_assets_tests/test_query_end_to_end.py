@@ -10,7 +10,7 @@ from graphrag_assets.cli.main import main
 from graphrag_assets.core.settings import load_settings
 from graphrag_assets.pipeline.definitions import build_definitions
 from graphrag_assets.pipeline.runtime.instance import open_instance
-from graphrag_assets_tests.conftest import query_db
+from graphrag_assets_testkit.projects import query_db
 
 QUESTION = "Who is Søren Holm and what happened during Storm Odile?"
 

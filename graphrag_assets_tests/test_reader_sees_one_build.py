@@ -19,10 +19,10 @@ from pathlib import Path
 import pytest
 from polars.testing import assert_frame_equal
 
-from graphrag_assets_tests.conftest import make_project
-from graphrag_assets_tests.crash_fuzz import BUILD_TABLES, SETTINGS, assert_one_whole_build, edit, kill_at_random
-from graphrag_assets_tests.publish_fault import IN_THE_PUBLISH
-from graphrag_assets_tests.test_publish_atomicity import _index, published_tables
+from graphrag_assets_testkit.builds import published_tables, run_index
+from graphrag_assets_testkit.crash_fuzz import BUILD_TABLES, SETTINGS, assert_one_whole_build, edit, kill_at_random
+from graphrag_assets_testkit.projects import make_project
+from graphrag_assets_testkit.publish_fault import IN_THE_PUBLISH
 
 # (statement, occurrence) just before which the process is killed; document_steps is written once a
 # step's rows are: ingest (documents, text units), extraction (records, status), text-unit vectors.
@@ -44,7 +44,7 @@ def previous_build(nlp_index: Path, tmp_path_factory: pytest.TempPathFactory) ->
     root = tmp_path_factory.mktemp("previous") / "project"
     shutil.copytree(nlp_index, root)
     (root / "graphrag.yaml").write_text(SETTINGS, encoding="utf-8")
-    built = _index(root)
+    built = run_index(root)
     assert built.returncode == 0, built.stderr
     return root
 
@@ -55,7 +55,7 @@ def clean_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = make_project(tmp_path_factory.mktemp("clean") / "project")
     (root / "graphrag.yaml").write_text(SETTINGS, encoding="utf-8")
     edit(root)
-    built = _index(root)
+    built = run_index(root)
     assert built.returncode == 0, built.stderr
     return root
 
@@ -69,7 +69,7 @@ def test_a_killed_update_leaves_the_previous_build_whole_and_the_next_index_fini
     before = published_tables(root)
     edit(root)
 
-    killed = _index(root, "kill", *KILL_POINTS[point])
+    killed = run_index(root, "kill", *KILL_POINTS[point])
     assert killed.returncode == -signal.SIGKILL, killed.stderr
 
     assert_one_whole_build(root)
@@ -77,7 +77,7 @@ def test_a_killed_update_leaves_the_previous_build_whole_and_the_next_index_fini
     for table in BUILD_TABLES:
         assert_frame_equal(after[table], before[table])
 
-    finished = _index(root)
+    finished = run_index(root)
     assert finished.returncode == 0, finished.stderr
     assert_one_whole_build(root)
     expected, ours = published_tables(clean_build), published_tables(root)
@@ -94,7 +94,7 @@ def test_an_update_killed_at_a_random_moment_leaves_one_build_and_the_next_index
     shutil.copytree(previous_build, root)
     edit(root)
     started = time.monotonic()
-    assert _index(root).returncode == 0
+    assert run_index(root).returncode == 0
     longest = time.monotonic() - started
     for trial in range(RANDOM_KILLS):
         kill_at_random(previous_build, clean_build, tmp_path / f"trial{trial}", rng, longest)

@@ -12,6 +12,7 @@ import pytest
 from graphrag_assets.core.settings import load_settings
 from graphrag_assets.pipeline.indexing import index_project
 from graphrag_assets.storage.vectors import ENTITY_TABLE, REPORT_TABLE, TEXT_UNIT_TABLE
+from graphrag_assets_testkit.builds import IGNORED_COLUMNS, TABLE_ORDER
 from graphrag_assets_tests.conftest import make_llm_project
 
 SENTENCES = [
@@ -34,22 +35,6 @@ SENTENCES = [
 ]
 RESOLUTION = "resolution:\n  enabled: true\n"
 LANCEDB_ALWAYS = "storage:\n  lancedb_tables: always\n"  # the LanceDB tables are compared too
-TABLE_ORDER = {
-    "entities": ["title"],
-    "relationships": ["source", "target"],
-    "communities": ["level", "community"],
-    "community_reports": ["level", "community"],
-    "text_units": ["id"],
-    "documents": ["id"],
-    "covariates": ["id"],
-    "graph_extractions": ["text_unit_id", "record_index"],
-    "text_unit_embeddings": ["id"],
-    "entity_embeddings": ["id"],
-    "community_report_embeddings": ["id"],
-    "corpus_manifest": ["document_key"],
-    "entity_aliases": ["alias"],
-}
-IGNORED_COLUMNS = {"period", "creation_date"}  # the run date and file modification times
 
 
 def write_doc(inputs: Path, name: str, rng: random.Random) -> None:

@@ -16,7 +16,7 @@ from graphrag_assets.core.settings import load_settings
 from graphrag_assets.pipeline.indexing import index_project
 from graphrag_assets.project.dry_run import estimate_next_run
 from graphrag_assets.project.fingerprints import corpus_fingerprint
-from graphrag_assets_tests.conftest import make_project, query_db
+from graphrag_assets_testkit.projects import make_project, query_db
 
 
 def enable_resolution(root: Path, extra: str = "") -> None:

@@ -23,7 +23,7 @@ from starlette.testclient import TestClient
 from graphrag_assets.core.ids import short_id
 from graphrag_assets.serve.app import create_app
 from graphrag_assets.serve.config import build_config
-from graphrag_assets_tests.conftest import make_project, query_db
+from graphrag_assets_testkit.projects import make_project, query_db
 
 KEY = "serve-test-key-7f3a"
 AUTH = {"Authorization": f"Bearer {KEY}"}

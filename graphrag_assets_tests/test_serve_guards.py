@@ -20,7 +20,7 @@ from starlette.testclient import TestClient
 from graphrag_assets.core.errors import UserError
 from graphrag_assets.serve.app import create_app
 from graphrag_assets.serve.config import build_config, is_loopback
-from graphrag_assets_tests.conftest import make_project
+from graphrag_assets_testkit.projects import make_project
 from graphrag_assets_tests.serve_process import ServeProcess
 
 KEY = "guard-test-key-51c8"

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from graphrag_assets_tests.conftest import query_db
+from graphrag_assets_testkit.projects import query_db
 from graphrag_assets_tests.serve_process import ServeProcess, serving_two_projects
 
 KEY = "page-test-key-90d2"

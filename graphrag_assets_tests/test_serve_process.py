@@ -23,7 +23,7 @@ import pytest
 
 from graphrag_assets.core.errors import UserError
 from graphrag_assets.serve.config import build_config
-from graphrag_assets_tests.conftest import make_project, query_db
+from graphrag_assets_testkit.projects import make_project, query_db
 from graphrag_assets_tests.graph_fixtures import stop_process
 from graphrag_assets_tests.serve_process import ServeProcess, serving_two_projects
 

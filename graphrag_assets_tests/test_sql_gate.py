@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from graphrag_assets.cli.main import main
-from graphrag_assets_tests.conftest import query_db
+from graphrag_assets_testkit.projects import query_db
 
 OUTSIDE = "{outside}"  # where a statement would write a file; replaced by a fresh folder per test
 TEMP = "{temp}"  # the database's temporary folder, which DuckDB lets queries write to

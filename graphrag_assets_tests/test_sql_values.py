@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from graphrag_assets.cli.main import main
-from graphrag_assets_tests.conftest import make_project
+from graphrag_assets_testkit.projects import make_project
 
 
 @pytest.fixture(scope="module")

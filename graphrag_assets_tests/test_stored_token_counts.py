@@ -112,7 +112,7 @@ def test_sources_rows_are_sized_from_text_unit_n_tokens() -> None:
 
 
 def test_an_offline_index_stores_report_token_counts(nlp_index) -> None:
-    from graphrag_assets_tests.conftest import query_db
+    from graphrag_assets_testkit.projects import query_db
 
     rows = query_db(nlp_index, f"select full_content, {TOKENS_COLUMN} from community_reports")
     encoding = get_tokenizer("cl100k_base")

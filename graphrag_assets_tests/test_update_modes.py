@@ -17,8 +17,9 @@ from click.testing import CliRunner
 from graphrag_assets.cli.main import main
 from graphrag_assets.core.settings import load_settings
 from graphrag_assets.pipeline.indexing import index_project
+from graphrag_assets_testkit.builds import TABLE_ORDER
 from graphrag_assets_tests.conftest import make_llm_project
-from graphrag_assets_tests.test_rebuild_equivalence import TABLE_ORDER, tables
+from graphrag_assets_tests.test_rebuild_equivalence import tables
 
 # Two groups of people that never meet: two connected components. The "A" group sorts first, so
 # the entity and relationship numbers of its rows do not move when the "Z" group grows.

@@ -307,7 +307,7 @@ def test_a_cli_command_ends_with_the_file_let_go_of(tmp_path: Path, long_idle: N
     from click.testing import CliRunner
 
     from graphrag_assets.cli.main import main
-    from graphrag_assets_tests.conftest import make_project
+    from graphrag_assets_testkit.projects import make_project
 
     root = make_project(tmp_path / "project", with_sample=False)
     with connect(root / "data" / "graphrag.duckdb") as conn:  # a read-write instance, warm for a minute

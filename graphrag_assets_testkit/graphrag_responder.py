@@ -7,7 +7,7 @@ tables, JSON map points, answers citing the context. Deterministic: the same req
 the same answer, so cached and uncached runs can be compared exactly.
 
 Used by the end-to-end tests and by the benchmarks (``--responder
-graphrag_assets_tests.graphrag_responder:respond``). Never by the product itself.
+graphrag_assets_testkit.graphrag_responder:respond``). Never by the product itself.
 """
 
 from __future__ import annotations

@@ -27,9 +27,14 @@ from graphrag_assets.core.settings import load_settings
 from graphrag_assets.project.query_data import load_query_data
 from graphrag_assets.storage.corpus import vector_versions
 from graphrag_assets.storage.vectors import TEXT_UNIT_TABLE, lancedb_module
-from graphrag_assets_tests.conftest import query_db
-from graphrag_assets_tests.test_publish_atomicity import NEW_DOCUMENT, _env, _index, published_tables
-from graphrag_assets_tests.test_rebuild_equivalence import TABLE_ORDER
+from graphrag_assets_testkit.builds import (
+    NEW_DOCUMENT,
+    TABLE_ORDER,
+    env_without_endpoint,
+    published_tables,
+    run_index,
+)
+from graphrag_assets_testkit.projects import query_db
 
 # LanceDB tables kept, and queries searching them (not DuckDB's vectors in memory)
 SETTINGS = (
@@ -87,7 +92,7 @@ def kill_at_random(previous: Path, clean: Path, root: Path, rng: random.Random, 
     delay = rng.uniform(0.0, longest)
     process = subprocess.Popen(
         [sys.executable, "-m", "graphrag_assets.cli.main", "index", "--root", str(root)],
-        env=_env(),
+        env=env_without_endpoint(),
         start_new_session=True,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -106,7 +111,7 @@ def kill_at_random(previous: Path, clean: Path, root: Path, rng: random.Random, 
     after, expected = published_tables(root), published_tables(clean)
     seen = "previous" if same_tables(after, before, BUILD_TABLES) else "new"
     assert seen == "previous" or same_tables(after, expected, BUILD_TABLES), "a reader saw a mix of two builds"
-    finished = _index(root)
+    finished = run_index(root)
     assert finished.returncode == 0, finished.stderr
     assert_one_whole_build(root)
     ours = published_tables(root)

@@ -3,7 +3,7 @@
 It runs as a separate process so that the real ``openai`` client (its HTTP stack, error mapping and
 response parsing) is exercised over loopback::
 
-    python -m graphrag_assets_tests.openai_server --port 0 --port-file /tmp/port [--latency-ms 50]
+    python -m graphrag_assets_testkit.openai_server --port 0 --port-file /tmp/port [--latency-ms 50]
         [--responder pkg.module:function] [--embedding-dim 64]
         [--profile openai|reasoning|azure|ollama|vllm|no-dimensions|base64|float-only] [--api-key KEY]
         [--load-seconds 1.5] [--profile-option name=value]
@@ -74,7 +74,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
-from graphrag_assets_tests.server_profiles import Profile, Reply, Route, make_profile
+from graphrag_assets_testkit.server_profiles import Profile, Reply, Route, make_profile
 
 Responder = Callable[[dict[str, Any]], str]
 
@@ -91,7 +91,7 @@ def echo_responder(body: dict[str, Any]) -> str:
 
 
 def shouting_responder(body: dict[str, Any]) -> str:
-    """An example custom responder (``--responder graphrag_assets_tests.openai_server:shouting_responder``)."""
+    """An example custom responder (``--responder graphrag_assets_testkit.openai_server:shouting_responder``)."""
     users = [m for m in body.get("messages") or [] if m.get("role") == "user"]
     return "SHOUT " + (message_text(users[-1]).upper() if users else "")
 

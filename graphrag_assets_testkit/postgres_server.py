@@ -1,4 +1,4 @@
-"""A real PostgreSQL server for the tests of the Postgres-backed Dagster instance.
+"""A real PostgreSQL server for the tests of the Postgres-backed Dagster instance (and bench_scale).
 
 Debian's ``postgresql`` package (``.ci/run`` installs it when missing) provides the binaries under
 ``/usr/lib/postgresql/<version>/bin``. PostgreSQL refuses to run as root, so when the tests run as
@@ -143,10 +143,3 @@ def start_postgres() -> PostgresServer:
                 server.stop()
                 pytest.fail(f"PostgreSQL did not start: {text[-2000:]}")
             time.sleep(0.2)
-
-
-@pytest.fixture(scope="session")
-def postgres():
-    server = start_postgres()
-    yield server
-    server.stop()

@@ -1,6 +1,6 @@
 """Run the ``graphrag-assets`` command line with a fault at a chosen database statement.
 
-``python -m graphrag_assets_tests.publish_fault <fault> <pattern> <n> <cli arguments...>`` runs the
+``python -m graphrag_assets_testkit.publish_fault <fault> <pattern> <n> <cli arguments...>`` runs the
 command with every DuckDB connection of the product wrapped: just before the ``n``-th statement
 (counted over the whole process) that starts with ``pattern`` it raises (``raise``) or kills its own
 process with SIGKILL (``kill``: a power cut or an OOM kill at that point). ``alter table`` 2 is
