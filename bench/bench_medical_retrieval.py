@@ -57,7 +57,7 @@ from common import (  # noqa: E402
     markdown_table,
     write_results,
 )
-from graphrag_assets_tests.shared_data import SHARED_DATA  # noqa: E402
+from graphrag_assets_testkit.shared_data import SHARED_DATA  # noqa: E402
 
 from graphrag_assets.core.settings import load_settings  # noqa: E402
 from graphrag_assets.core.words import function_words  # noqa: E402
