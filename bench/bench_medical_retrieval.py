@@ -57,7 +57,6 @@ from common import (  # noqa: E402
     markdown_table,
     write_results,
 )
-from graphrag_assets_testkit.shared_data import SHARED_DATA  # noqa: E402
 
 from graphrag_assets.core.settings import load_settings  # noqa: E402
 from graphrag_assets.core.words import function_words  # noqa: E402
@@ -65,6 +64,7 @@ from graphrag_assets.llm.factory import build_embedding_model  # noqa: E402
 from graphrag_assets.llm.local_embedder import words_of  # noqa: E402
 from graphrag_assets.llm.usage import UsageMeter  # noqa: E402
 from graphrag_assets.project.query_data import load_query_data  # noqa: E402
+from graphrag_assets_testkit.shared_data import SHARED_DATA  # noqa: E402
 
 MEDICAL_DIR = SHARED_DATA / "GraphRAG-Benchmark" / "Datas"
 CORPUS = MEDICAL_DIR / "Corpus" / "medical.json"
