@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from graphrag_assets.core.sentences import mention_key
 from graphrag_assets.core.words import function_words
 
+PART_SHARE = 0.6  # a sentence naming "Bob" for "Bob Cratchit"
 PERSON, TIME, QUANTITY, PLACE, DEFINITION, OTHER = "person", "time", "quantity", "place", "definition", "other"
 
 _MONTHS = "january|february|march|april|may|june|july|august|september|october|november|december"
@@ -120,13 +121,18 @@ def _subjects(question: str, defined: str | None) -> tuple[str, ...]:
     return tuple(dict.fromkeys(mention_key(n).strip() for n in names if mention_key(n).strip()))
 
 
-def mentions(key: str, subject: str) -> bool:
-    """Whether a sentence (by its mention key) names the subject, or the subject's last word
-    (a surname: "Holm" for "Søren Holm", "Marley" for "Jacob Marley")."""
+def mentions(key: str, subject: str) -> float:
+    """How surely a sentence (by its mention key) names the subject: 1 for the whole name or its
+    last word (a surname: "Holm" for "Søren Holm"), ``PART_SHARE`` for another word of it ("Bob"
+    for "Bob Cratchit"), else 0. Function words and words of two letters never count alone."""
     if f" {subject} " in key:
-        return True
-    last = subject.rsplit(" ", 1)[-1]
-    return len(last) > 2 and last.lower() not in function_words() and f" {last} " in key
+        return 1.0
+    words = [w for w in subject.split(" ") if len(w) > 2 and w.lower() not in function_words()]
+    if not words:
+        return 0.0
+    if words[-1] == subject.rsplit(" ", 1)[-1] and f" {words[-1]} " in key:
+        return 1.0
+    return PART_SHARE if any(f" {w} " in key for w in words[:-1]) else 0.0
 
 
 def narrative(sentence: str) -> str:
@@ -142,20 +148,21 @@ def is_dialogue_tag(sentence: str) -> bool:
     return len(re.findall(r"[\w'-]+", told)) <= 6
 
 
-def offers(focus: Focus, sentence: str, subject_words: frozenset[str]) -> bool:
-    """Whether the sentence holds a thing of the kind the question wants, beyond the question's words."""
+def offers(focus: Focus, sentence: str, subject_words: frozenset[str]) -> float:
+    """How surely (0 to 1) the sentence holds a thing of the kind the question wants, beyond the
+    question's words."""
     told = narrative(sentence)
     if focus.wants == TIME:
-        return any(m.group().lower() not in focus.question_words for m in _TIME.finditer(told))
+        return float(any(m.group().lower() not in focus.question_words for m in _TIME.finditer(told)))
     if focus.wants == QUANTITY:
-        return _counts_something_asked(focus, told, subject_words)
+        return float(_counts_something_asked(focus, told, subject_words))
     if focus.wants == PLACE:
-        return any(m.group().split()[-1].lower() not in focus.question_words for m in _PLACE.finditer(told))
+        return float(any(m.group().split()[-1].lower() not in focus.question_words for m in _PLACE.finditer(told)))
     if focus.wants == PERSON:
-        return any(_is_new_name(m, told, focus, subject_words) for m in _CAPITALISED.finditer(told))
+        return float(any(_is_new_name(m, told, focus, subject_words) for m in _CAPITALISED.finditer(told)))
     if focus.wants == DEFINITION:
         return _defines(sentence, focus)
-    return False
+    return 0.0
 
 
 def _counts_something_asked(focus: Focus, told: str, subject_words: frozenset[str]) -> bool:
@@ -188,17 +195,26 @@ def _is_new_name(m: re.Match[str], text: str, focus: Focus, subject_words: froze
     return bool(before) and before[-1] not in ".!?:\"'("  # not the capital that starts a sentence
 
 
-_APPOSITION = (
-    r"(?:,|\s+(?:is|was|are|were|became|has been|had been)|\s*\()\s*"
-    r"(?:(?:a|an|the|one|his|her|their|its)\s+|[A-Z][\w-]*'s\s+)?[a-z]"
+_DETERMINER = r"(?:a|an|the|one|his|her|their|its)\s+"
+# "X, a bachelor" / "X, Scrooge's nephew" / "X, clerk to ..." / "X is a ..." / "X (the ...)"; the
+# word after the comma must be a content word ("Topper, who could growl" describes nothing).
+_APPOSITION = re.compile(
+    rf"(?:'s)?(?:,\s*(?:{_DETERMINER}|[A-Z][\w-]*'s\s+)?(?P<word>[a-z][\w-]*)"
+    rf"|\s+(?:is|was|are|were|became|has been|had been)\s+{_DETERMINER}|\s*\(\s*{_DETERMINER})"
 )
 
 
-def _defines(sentence: str, focus: Focus) -> bool:
-    """ "X, a ...", "X is the ...", "X (the ...)" for one of the question's subjects."""
+def _defines(sentence: str, focus: Focus) -> float:
+    """1 when the sentence opens by defining one of the question's subjects ("Mr. Topper, a
+    bachelor."), 0.6 when it defines it further on, else 0."""
+    best = 0.0
     for subject in focus.subjects:
         for form in (subject, subject.rsplit(" ", 1)[-1]):
             name = r"\W+".join(re.escape(w) for w in form.split())
-            if re.search(rf"\b(?i:{name})(?:'s)?{_APPOSITION}", sentence):
-                return True
-    return False
+            for m in re.finditer(rf"\b(?i:{name})", sentence):
+                found = _APPOSITION.match(sentence, m.end())
+                if not found or (found.group("word") or "x").lower() in function_words():
+                    continue
+                opening = re.fullmatch(r"(?:(?:Mr|Mrs|Ms|Dr|Old|Young|Little)\.?\s+)?\W*", sentence[: m.start()])
+                best = max(best, 1.0 if opening else 0.6)
+    return best

@@ -18,10 +18,13 @@ Score of a sentence (the cues come from :mod:`graphrag_assets.query.answer_focus
   the question is "who/what is X?";
 - graph: + ``GRAPH_WEIGHT`` when it names the subject together with an entity the graph links to it;
 - form: − ``DIALOGUE_PENALTY`` for a line of speech whose narration is only "... said X", and
-  − ``QUESTION_PENALTY`` for a sentence that is itself a question: both repeat words, neither answers.
+  − ``QUESTION_PENALTY`` for a sentence that is itself a question: both repeat words, neither answers;
+  − ``SHORT_PENALTY`` below ``MIN_WORDS`` words; − ``REPORT_PENALTY`` for a report's sentence (a
+  summary of what the sources say first-hand).
 
 Sources are the context's text units, then its entities' description sentences (the graph's own
-summary of each entity), then its reports. A sentence with no keyword or subject hit and a cosine
+summary of each entity), then the other text units of a rarely mentioned entity the question names
+(:func:`subject_sources`), then the reports. A sentence with no keyword or subject hit and a cosine
 below ``MIN_COSINE`` is not shown. Ties keep source order, then sentence order; identical sentences
 are shown once (with the first citation). Deterministic.
 """
@@ -35,7 +38,8 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from graphrag_assets.core.sentences import mention_key, split_sentences
+from graphrag_assets.core.ids import short_id
+from graphrag_assets.core.sentences import mention_key, sentences_with_keys, split_sentences
 from graphrag_assets.core.words import function_words
 from graphrag_assets.llm.local_embedder import LocalEmbedder, words_of
 from graphrag_assets.query.answer_focus import DEFINITION, Focus, is_dialogue_tag, mentions, offers, question_focus
@@ -53,7 +57,11 @@ DEFINITION_WEIGHT = 0.8
 GRAPH_WEIGHT = 0.15
 DIALOGUE_PENALTY = 0.5
 QUESTION_PENALTY = 0.4
+SHORT_PENALTY = 0.4
+MIN_WORDS = 3  # "Scrooge." or "Christmas Day." answer nothing
+REPORT_PENALTY = 0.3  # a report sums up sentences the sources state first-hand
 MIN_COSINE = 0.1
+MAX_SUBJECT_UNITS = 40
 PRONOUN_SHARE = 0.8  # "She was refloated ..." right after a sentence naming the Meridian Crest
 _PRONOUN_START = frozenset({"he", "she", "it", "they", "his", "her", "its", "their", "this", "these"})
 _SUFFIXES = ("ing", "es", "ed", "s")
@@ -150,22 +158,29 @@ def _cue_scores(focus: Focus, candidates: Sequence[_Candidate], overlap: np.ndar
     subject = np.zeros(len(candidates))
     bonus = np.zeros(len(candidates))
     for i, (candidate, key) in enumerate(zip(candidates, keys, strict=True)):
-        named = [s for s in focus.subjects if mentions(key, s)]
+        shares = [mentions(key, s) for s in focus.subjects]
+        named = [s for s, share in zip(focus.subjects, shares, strict=True) if share == 1.0]
         if focus.subjects:
-            subject[i] = len(named) / len(focus.subjects)
+            subject[i] = sum(shares) / len(focus.subjects)
             first_word = key.split(" ", 2)[1].lower() if key.strip() else ""
             follows = i > 0 and candidates[i - 1].label == candidate.label and subject[i - 1] > 0
-            if not named and follows and first_word in _PRONOUN_START:
+            if not subject[i] and follows and first_word in _PRONOUN_START:
                 subject[i] = PRONOUN_SHARE
         near = subject[i] > 0 or (not focus.subjects and overlap[i] > 0)
-        if near and offers(focus, candidate.text, subject_words):
-            bonus[i] += DEFINITION_WEIGHT if focus.wants == DEFINITION else KIND_WEIGHT
+        if near:
+            bonus[i] += (DEFINITION_WEIGHT if focus.wants == DEFINITION else KIND_WEIGHT) * offers(
+                focus, candidate.text, subject_words
+            )
         if named and any(n and n not in focus.subjects and f" {n} " in key for n in neighbours):
             bonus[i] += GRAPH_WEIGHT
         if is_dialogue_tag(candidate.text):
             bonus[i] -= DIALOGUE_PENALTY
         if candidate.text.rstrip("\"')]").endswith("?"):
             bonus[i] -= QUESTION_PENALTY
+        if len(key.split()) < MIN_WORDS:
+            bonus[i] -= SHORT_PENALTY
+        if candidate.label.startswith("Reports"):
+            bonus[i] -= REPORT_PENALTY
     return _Cues(subject, bonus + SUBJECT_WEIGHT * subject)
 
 
@@ -186,6 +201,40 @@ def extractive_sources(data: QueryData, records: ContextRecords) -> list[tuple[s
     return pairs
 
 
+def subject_sources(question: str, data: QueryData, records: ContextRecords) -> list[tuple[str, str]]:
+    """Sentences naming the question's subjects from the text units the context left out.
+
+    A character ("Who is Topper?") is often defined once, in a passage that ranks below the
+    passages where it merely appears; the graph knows every text unit an entity occurs in, so the
+    sentences of those units (and of the units the full-text index finds for the name; the first
+    ``MAX_SUBJECT_UNITS`` in reading order) that name a subject of the question become candidates too.
+    """
+    subjects = question_focus(question).subjects
+    if not subjects or data.entities.is_empty():
+        return []
+    unit_ids: list[str] = []
+    for title, units in data.entities.select("title", "text_unit_ids").iter_rows():
+        key = mention_key(title or "").strip()
+        if key and units and any(f" {s} " in f" {key} " or f" {key} " in f" {s} " for s in subjects):
+            unit_ids.extend(units)
+    if data.text_unit_lexical is not None:  # names the noun-phrase graph missed (a cast list's "Fred,")
+        for subject in subjects:
+            unit_ids.extend(u for u, _ in data.text_unit_lexical.search(subject.lower(), MAX_SUBJECT_UNITS))
+    known = set(records.ids("sources"))
+    wanted = [u for u in dict.fromkeys(unit_ids) if u not in known]
+    if not wanted:
+        return []
+    units = data.text_units.filter(pl.col("id").is_in(wanted)).sort("document_id", "chunk_index")
+    pairs = []
+    for unit_id, text in units.head(MAX_SUBJECT_UNITS).select("id", "text").iter_rows():
+        sentences = sentences_with_keys(prose(text or ""))
+        for i, (sentence, key) in enumerate(sentences):
+            # a sentence naming a subject, or right after one ("The chain he drew ..." after "Marley ...")
+            if any(mentions(k, s) for k in (key, sentences[i - 1][1] if i else "") for s in subjects):
+                pairs.append((f"Sources ({short_id(unit_id)})", sentence))
+    return pairs
+
+
 def related_names(records: ContextRecords) -> list[str]:
     """Names of the context's entities and of both ends of its relationships ("A -> B")."""
     names = [r.title for r in records.entities]
@@ -202,9 +251,12 @@ def no_llm_answer(question: str, data: QueryData, records: ContextRecords, calls
     no calls to an embedding server.
     """
     embedder = calls.embedder if isinstance(calls.embedder, LocalEmbedder) else LocalEmbedder()
+    sources = extractive_sources(data, records)
+    reports = [pair for pair in sources if pair[0].startswith("Reports")]
+    sources = [pair for pair in sources if not pair[0].startswith("Reports")]
     return extractive_answer(
         question,
-        extractive_sources(data, records),
+        sources + subject_sources(question, data, records) + reports,
         embedder,
         max_sentences=EXTRACTIVE_SENTENCES,
         related=related_names(records),
