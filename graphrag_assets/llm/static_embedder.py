@@ -47,7 +47,10 @@ if TYPE_CHECKING:
     from tokenizers import Tokenizer
 
 TABLE_NAME = "embedding.weight"
-TEXTS_PER_CHUNK = 32  # texts pooled at once: the count matrix (texts x distinct tokens) stays small
+# texts pooled at once: up to TEXTS_PER_CHUNK of them or TOKENS_PER_CHUNK tokens, so the count
+# matrix (texts x distinct tokens, float32) stays under ~16 MB
+TEXTS_PER_CHUNK = 512
+TOKENS_PER_CHUNK = 8192
 MAX_CACHED_WORDS = 200_000  # distinct words whose token ids one call keeps (a few tens of MB at most)
 _SAFETENSORS_DTYPES = {"F16": np.float16, "F32": np.float32}
 
@@ -113,11 +116,17 @@ class StaticEmbedder:
             return out
         model = self._loaded()
         pieces: dict[str, tuple[int, ...]] = {}  # word -> token ids, for this call (see _token_ids)
-        for start in range(0, len(texts), TEXTS_PER_CHUNK):
-            chunk = [_token_ids(model.tokenizer, text or "", pieces) for text in texts[start : start + TEXTS_PER_CHUNK]]
-            _pool(model.table, chunk, out[start : start + len(chunk)])
-            if len(pieces) > MAX_CACHED_WORDS:
-                pieces.clear()
+        chunk: list[np.ndarray] = []
+        start = tokens = 0
+        for row, text in enumerate(texts):
+            ids = _token_ids(model.tokenizer, text or "", pieces)
+            chunk.append(ids)
+            tokens += ids.size
+            if tokens >= TOKENS_PER_CHUNK or len(chunk) >= TEXTS_PER_CHUNK or row == len(texts) - 1:
+                _pool(model.table, chunk, out[start : row + 1])
+                chunk, start, tokens = [], row + 1, 0
+                if len(pieces) > MAX_CACHED_WORDS:
+                    pieces.clear()
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         np.divide(out, norms, out=out, where=norms > 0)
         return out
