@@ -85,7 +85,7 @@ from graphrag_assets.query.query_data import QueryData  # noqa: E402
 from graphrag_assets.query.request import QueryOptions, SearchRequest  # noqa: E402
 
 TOP = 10
-EMBEDDERS = ("wordllama", "hashing")  # embeddings.local_model; the first is the product's default
+EMBEDDERS = ("wordllama", "hashing", "combined")  # embeddings.local_model; the first is the product's default
 CUTOFFS = (1, 5, 10)
 # variant -> (query method, query settings that differ from the defaults)
 VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {

@@ -154,3 +154,15 @@ def test_a_missing_package_is_one_sentence(missing: str, monkeypatch: pytest.Mon
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == missing else real(name, *a))
     with pytest.raises(UserError, match="embeddings.local_model: hashing"):
         StaticEmbedder().embed_sync(["x"])
+
+
+def test_combined_vectors_weigh_both_cosines() -> None:
+    from graphrag_assets.llm.static_embedder import CombinedEmbedder
+
+    combined = CombinedEmbedder(128)
+    vectors = combined.embed_sync(TEXTS)
+    assert vectors.shape == (4, 256 + 128) and not vectors[3].any()
+    static, hashed = StaticEmbedder().embed_sync(TEXTS[:2]), LocalEmbedder(128).embed_sync(TEXTS[:2])
+    expected = 0.5 * float(static[0] @ static[1]) + 0.5 * float(hashed[0] @ hashed[1])
+    assert abs(float(vectors[0] @ vectors[1]) - expected) < 1e-5
+    assert combined.model == f"{StaticEmbedder().model}+local-hash-v1-128-s0.5"

@@ -96,8 +96,10 @@ def build_embedding_model(
             from graphrag_assets.llm.local_embedder import LocalEmbedder  # numpy (module docstring)
 
             return LocalEmbedder(dimension=embedding_settings.local_dimension)
-        from graphrag_assets.llm.static_embedder import StaticEmbedder  # numpy; model files load on first use
+        from graphrag_assets.llm.static_embedder import CombinedEmbedder, StaticEmbedder  # model files: on first use
 
+        if embedding_settings.local_model == "combined":
+            return CombinedEmbedder(embedding_settings.local_dimension)
         return StaticEmbedder()
     has_endpoint = settings.endpoint_configured or settings.embedding_base_url or settings.embedding_api_key
     if not has_endpoint and not dry_run:

@@ -166,3 +166,33 @@ def _pool(table: np.ndarray, ids: list[np.ndarray], out: np.ndarray) -> None:
     sums = counts @ table[distinct].astype(np.float32)
     present = lengths > 0
     out[present] = sums[present] / lengths[present, None]
+
+
+class CombinedEmbedder:
+    """The static model's vector and the hashing vector side by side, weighted so that a dot
+    product is ``STATIC_SHARE`` × the static cosine + the rest × the hashing cosine.
+
+    Static vectors know meaning but blur names (every rare name is a few word pieces); hashing
+    vectors match names and numbers exactly but know no synonyms. One vector holding both lets
+    every vector index and ranking use both without a second table.
+    """
+
+    STATIC_SHARE = 0.5
+
+    def __init__(self, hashing_dimension: int) -> None:
+        from graphrag_assets.llm.local_embedder import LocalEmbedder
+
+        self._static = StaticEmbedder()
+        self._hashing = LocalEmbedder(hashing_dimension)
+        self.dimension = DIMENSION + hashing_dimension
+        self.model = f"{self._static.model}+{self._hashing.model}-s{self.STATIC_SHARE}"
+
+    async def embed(self, texts: Sequence[str], *, purpose: str) -> list[list[float]]:
+        """One vector per text, in order (``purpose`` is accepted for the protocol and unused)."""
+        return self.embed_sync(texts).tolist()
+
+    def embed_sync(self, texts: Sequence[str]) -> np.ndarray:
+        """``float32`` array ``(len(texts), 256 + hashing dimension)``; rows of unit length (or zero)."""
+        static = self._static.embed_sync(texts) * np.float32(np.sqrt(self.STATIC_SHARE))
+        hashed = self._hashing.embed_sync(texts) * np.float32(np.sqrt(1.0 - self.STATIC_SHARE))
+        return np.hstack([static, hashed])

@@ -51,4 +51,18 @@ def local_embedder_name(embedding_settings: EmbeddingSettings) -> str:
     model existed are not made stale; the static model's name carries the wheel's version, so a
     project re-embeds once when it switches embedders or the wheel changes.
     """
-    return "local" if embedding_settings.local_model == "hashing" else model_name()
+    if embedding_settings.local_model == "hashing":
+        return "local"
+    if embedding_settings.local_model == "combined":
+        return f"{model_name()}+local-hash-{embedding_settings.local_dimension}"
+    return model_name()
+
+
+def offline_embedder_label(embedding_settings: EmbeddingSettings) -> str:
+    """One phrase for the CLI saying which offline embedder the index uses, and how to switch."""
+    hashing = f"local-hash-v1-{embedding_settings.local_dimension}"
+    if embedding_settings.local_model == "hashing":
+        return f"{hashing} (feature hashing, embeddings.local_model: hashing)"
+    if embedding_settings.local_model == "combined":
+        return f"{model_name()} + {hashing} (static model from the installed wheel plus feature hashing)"
+    return f"{model_name()} (static model from the installed wordllama wheel, no download)"
