@@ -109,8 +109,8 @@ def _subjects(question: str, defined: str | None) -> tuple[str, ...]:
         if m.start() == 0 and _QUESTION_WORD.match(word) or word.lower() in stop and m.start() == 0:
             continue
         gap = question[previous_end : m.start()]
-        if runs and gap.strip() in ("", ".") and previous_end >= 0:
-            runs[-1].append(word)
+        if runs and gap.strip() in ("", ".", "of", "of the") and previous_end >= 0:
+            runs[-1].extend([*gap.replace(".", " ").split(), word])  # "Ghost of Christmas Present" is one name
         else:
             runs.append([word])
         previous_end = m.end()
@@ -122,16 +122,17 @@ def _subjects(question: str, defined: str | None) -> tuple[str, ...]:
 
 
 def mentions(key: str, subject: str) -> float:
-    """How surely a sentence (by its mention key) names the subject: 1 for the whole name or its
-    last word (a surname: "Holm" for "Søren Holm"), ``PART_SHARE`` for another word of it ("Bob"
-    for "Bob Cratchit"), else 0. Function words and words of two letters never count alone."""
+    """How surely a sentence (by its mention key) names the subject: 1 for the whole name or the
+    last word of a two-word name (a surname: "Holm" for "Søren Holm"), ``PART_SHARE`` for another
+    word of it ("Bob" for "Bob Cratchit"), else 0. Function words and words of two letters never
+    count alone."""
     if f" {subject} " in key:
         return 1.0
     words = [w for w in subject.split(" ") if len(w) > 2 and w.lower() not in function_words()]
     if not words:
         return 0.0
-    if words[-1] == subject.rsplit(" ", 1)[-1] and f" {words[-1]} " in key:
-        return 1.0
+    if subject.count(" ") == 1 and words[-1] == subject.rsplit(" ", 1)[-1] and f" {words[-1]} " in key:
+        return 1.0  # a two-word name by its last word
     return PART_SHARE if any(f" {w} " in key for w in words[:-1]) else 0.0
 
 

@@ -9,15 +9,18 @@ was used. Nothing is paraphrased, so nothing can be invented.
 Score of a sentence (the cues come from :mod:`graphrag_assets.query.answer_focus`):
 
 - relevance: cosine similarity of the hashing embeddings of sentence and question
-  + ``KEYWORD_WEIGHT`` × the share of the question's content words (crudely stemmed) it contains;
-- subject: + ``SUBJECT_WEIGHT`` × the share of the question's names it mentions (a surname counts;
+  + ``KEYWORD_WEIGHT`` × the share of the question's content words (crudely stemmed, weighted by
+  rarity among the candidate sentences) it contains;
+- subject: + ``SUBJECT_WEIGHT`` × the share of the question's names it mentions, each weighted by
+  its rarity among the candidates (at least ``MIN_RARITY``; a surname counts;
   a sentence right after one that names the subject and starting with a pronoun counts ``PRONOUN_SHARE``);
 - answer kind: + ``KIND_WEIGHT`` when, next to the subject (or a keyword), it holds what the
   question asks for and the question lacks: a name for "who", a time for "when", a quantity for
   "how many/much", a place for "where"; ``DEFINITION_WEIGHT`` for "X, a ..." / "X is the ..." when
   the question is "who/what is X?";
 - graph: + ``GRAPH_WEIGHT`` when it names the subject together with an entity the graph links to it;
-- form: − ``DIALOGUE_PENALTY`` for a line of speech whose narration is only "... said X", and
+- form: − ``DIALOGUE_PENALTY`` × (1 − keyword share) for a line of speech whose narration is only
+  "... said X" (the speech may hold the answer, but a line that merely names the subject does not), and
   − ``QUESTION_PENALTY`` for a sentence that is itself a question: both repeat words, neither answers;
   − ``SHORT_PENALTY`` below ``MIN_WORDS`` words; − ``REPORT_PENALTY`` for a report's sentence (a
   summary of what the sources say first-hand).
@@ -61,6 +64,7 @@ SHORT_PENALTY = 0.4
 MIN_WORDS = 3  # "Scrooge." or "Christmas Day." answer nothing
 REPORT_PENALTY = 0.3  # a report sums up sentences the sources state first-hand
 MIN_COSINE = 0.1
+MIN_RARITY = 0.3  # the least weight a subject's mention keeps, however common the subject
 MAX_SUBJECT_UNITS = 40
 PRONOUN_SHARE = 0.8  # "She was refloated ..." right after a sentence naming the Meridian Crest
 _PRONOUN_START = frozenset({"he", "she", "it", "they", "his", "her", "its", "their", "this", "these"})
@@ -131,10 +135,7 @@ def extractive_answer(
     wanted = keywords(question)
     # Names are scored as subjects; the keywords then say what is asked about them.
     wanted = (wanted - keywords(" ".join(focus.subjects).lower())) or wanted
-    overlap = np.array(
-        [len(wanted & keywords(c.text)) / len(wanted) if wanted else 0.0 for c in candidates],
-        dtype=np.float64,
-    )
+    overlap = _keyword_overlap(wanted, [keywords(c.text) for c in candidates])
     cues = _cue_scores(focus, candidates, overlap, related)
     score = cosine.astype(np.float64) + KEYWORD_WEIGHT * overlap + cues.bonus
     eligible = [i for i in range(len(candidates)) if overlap[i] > 0 or cues.subject[i] > 0 or cosine[i] >= MIN_COSINE]
@@ -143,6 +144,17 @@ def extractive_answer(
         return f"{HEADER}\n\n{NO_MATCH}"
     lines = [f"{candidates[i].text} [Data: {candidates[i].label}]" for i in ranked]
     return HEADER + "\n\n" + "\n\n".join(lines)
+
+
+def _keyword_overlap(wanted: set[str], found: list[set[str]]) -> np.ndarray:
+    """Per sentence, the share of the question's keywords it holds, each keyword weighted by its
+    rarity among the candidate sentences (``log(1 + n / sentences holding it)``): in a novel about
+    Scrooge, "Scrooge" tells the sentences apart less than "chain" does."""
+    if not wanted or not found:
+        return np.zeros(len(found))
+    weight = {w: np.log1p(len(found) / max(1, sum(w in f for f in found))) for w in wanted}
+    total = sum(weight.values())
+    return np.array([sum(weight[w] for w in wanted & f) / total for f in found], dtype=np.float64)
 
 
 @dataclass(frozen=True)
@@ -157,15 +169,18 @@ def _cue_scores(focus: Focus, candidates: Sequence[_Candidate], overlap: np.ndar
     neighbours = [mention_key(name).strip() for name in related]
     subject = np.zeros(len(candidates))
     bonus = np.zeros(len(candidates))
+    # A subject named by most candidates (the hero of a novel) tells them apart little.
+    named_by = [sum(mentions(key, s) == 1.0 for key in keys) / max(1, len(keys)) for s in focus.subjects]
+    rarity = [max(MIN_RARITY, 1.0 - share) for share in named_by]
     for i, (candidate, key) in enumerate(zip(candidates, keys, strict=True)):
         shares = [mentions(key, s) for s in focus.subjects]
         named = [s for s, share in zip(focus.subjects, shares, strict=True) if share == 1.0]
         if focus.subjects:
-            subject[i] = sum(shares) / len(focus.subjects)
+            subject[i] = sum(share * rarity[j] for j, share in enumerate(shares)) / len(focus.subjects)
             first_word = key.split(" ", 2)[1].lower() if key.strip() else ""
             follows = i > 0 and candidates[i - 1].label == candidate.label and subject[i - 1] > 0
             if not subject[i] and follows and first_word in _PRONOUN_START:
-                subject[i] = PRONOUN_SHARE
+                subject[i] = PRONOUN_SHARE * subject[i - 1]
         near = subject[i] > 0 or (not focus.subjects and overlap[i] > 0)
         if near:
             bonus[i] += (DEFINITION_WEIGHT if focus.wants == DEFINITION else KIND_WEIGHT) * offers(
@@ -173,8 +188,8 @@ def _cue_scores(focus: Focus, candidates: Sequence[_Candidate], overlap: np.ndar
             )
         if named and any(n and n not in focus.subjects and f" {n} " in key for n in neighbours):
             bonus[i] += GRAPH_WEIGHT
-        if is_dialogue_tag(candidate.text):
-            bonus[i] -= DIALOGUE_PENALTY
+        if is_dialogue_tag(candidate.text):  # a line of speech holding none of the asked words says nothing
+            bonus[i] -= DIALOGUE_PENALTY * (1.0 - overlap[i])
         if candidate.text.rstrip("\"')]").endswith("?"):
             bonus[i] -= QUESTION_PENALTY
         if len(key.split()) < MIN_WORDS:
