@@ -1,6 +1,6 @@
 """Retrieval quality of local and basic search on LiHua-World (nlp index, no LLM).
 
-    python bench/bench_lihua_retrieval.py [--project /tmp/graphrag-bench/lihua] [--variants ...]
+    python bench/bench_lihua_retrieval.py [--embedder wordllama|hashing] [--project DIR] [--variants ...]
 
 Variants (``--variants``, all by default): ``basic-vector`` and ``basic-hybrid`` (``query.basic.mode``),
 ``local-msgraphrag`` and ``local-graph`` (``query.local.ranking``); every other setting is the default.
@@ -17,7 +17,8 @@ information") and any whose evidence names no file (one has the evidence ``What`
 The index is the nlp-method project of ``bench/bench_nlp.py`` (built here when missing). It is
 loaded once (:func:`graphrag_assets.project.query_data.load_query_data`, LanceDB vector and
 full-text indexes) and every question goes through :func:`graphrag_assets.query.engine.run_query`
-with ``chat_model=None`` and the project's embedder (the local hashing embedder), exactly what
+with ``chat_model=None`` and the project's offline embedder (``--embedder``: the bundled static model,
+the default, or feature hashing; each in its own project), exactly what
 ``graphrag-assets query --method local|basic`` does per question, minus the process start-up.
 The variants take turns on every question, so load from other processes spreads evenly over them.
 
@@ -31,7 +32,8 @@ context (question embedding, retrieval and ranking, the context tables: ``build_
 extractive answer included). The first question, which opens LanceDB and builds the ranking
 graph, is reported apart.
 
-Results: printed as markdown and written to ``bench/results/lihua_retrieval.json``.
+Results: printed as markdown and written to ``bench/results/lihua_retrieval.json`` (hashing:
+``lihua_retrieval_hashing.json``).
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ import argparse
 import asyncio
 import json
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -50,8 +53,25 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_nlp import DEFAULT_WORKDIR, LIHUA_QA, LIHUA_ZIP, index_corpus, offline_env, percentile  # noqa: E402
-from common import REPO_ROOT, header_block, invocation, load_average, machine_info, markdown_table, write_results  # noqa: E402
+from bench_nlp import (  # noqa: E402
+    DEFAULT_WORKDIR,
+    LIHUA_QA,
+    LIHUA_ZIP,
+    corpus_files,
+    offline_env,
+    percentile,
+    prepare_project,
+)
+from common import (  # noqa: E402
+    REPO_ROOT,
+    cli_command,
+    header_block,
+    invocation,
+    load_average,
+    machine_info,
+    markdown_table,
+    write_results,
+)
 
 from graphrag_assets.core.settings import QuerySettings, load_settings  # noqa: E402
 from graphrag_assets.core.tokens import token_counter  # noqa: E402
@@ -65,6 +85,7 @@ from graphrag_assets.query.query_data import QueryData  # noqa: E402
 from graphrag_assets.query.request import QueryOptions, SearchRequest  # noqa: E402
 
 TOP = 10
+EMBEDDERS = ("wordllama", "hashing", "combined")  # embeddings.local_model; the first is the product's default
 CUTOFFS = (1, 5, 10)
 # variant -> (query method, query settings that differ from the defaults)
 VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
@@ -262,12 +283,22 @@ def either(per_method: dict[str, list[dict[str, Any]]], questions: list[dict[str
     ]
 
 
-def ensure_project(project: Path) -> None:
+def write_embedder_choice(project: Path, embedder: str) -> None:
+    """Pin the offline embedder in the project's graphrag.yaml (the default needs no line)."""
+    if embedder != EMBEDDERS[0]:
+        (project / "graphrag.yaml").write_text(f"embeddings:\n  local_model: {embedder}\n", encoding="utf-8")
+
+
+def ensure_project(project: Path, embedder: str) -> None:
     if (project / "data" / "graphrag.duckdb").exists():
         return
-    print(f"no index at {project}; building it with the nlp method (bench_nlp) ...", file=sys.stderr, flush=True)
+    print(f"no index at {project}; building it (nlp method, {embedder} embedder) ...", file=sys.stderr, flush=True)
     with tempfile.TemporaryDirectory(prefix="bench-lihua-") as scratch:
-        index_corpus("lihua", project, Path(scratch))
+        found = corpus_files("lihua", Path(scratch))
+        assert found is not None
+        prepare_project(project, *found)
+        write_embedder_choice(project, embedder)
+        subprocess.run(cli_command("index", "--root", str(project)), env=offline_env(), check=True)
 
 
 def percent(value: float | None) -> str:
@@ -284,7 +315,7 @@ def print_report(r: dict[str, Any]) -> None:
     print()
     listed = "; ".join(f"{e['id']} ({e['type']}): {e['reason']}" for e in r["excluded"] if "N/A" not in e["reason"])
     print(
-        f"index: `{r['project']}` — {index['documents']} documents, {index['text_units']} text units, "
+        f"index: `{r['project']}` (embedder {r.get('embedder', '?')}) — {index['documents']} documents, {index['text_units']} text units, "
         f"{index['entities']} entities; loaded in {index['load_seconds']:.2f} s. Questions scored: {questions['scored']} "
         f"({', '.join(f'{k} {v}' for k, v in questions['by_type'].items())}); excluded: {len(r['excluded'])} — "
         f"{questions['without_evidence']} without evidence (N/A); {listed}.\n"
@@ -344,7 +375,10 @@ def print_report(r: dict[str, Any]) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--project", type=Path, default=DEFAULT_WORKDIR / "lihua", help="nlp-indexed LiHua project")
+    parser.add_argument("--project", type=Path, default=None, help="nlp-indexed LiHua project (default: per embedder)")
+    parser.add_argument(
+        "--embedder", default=EMBEDDERS[0], choices=EMBEDDERS, help="offline embedder of a project built here"
+    )
     parser.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
     parser.add_argument("--limit", type=int, default=None, help="first N scored questions only (for a quick try)")
     args = parser.parse_args()
@@ -353,7 +387,8 @@ def main() -> None:
         print(f"LiHua-World data not available ({LIHUA_ZIP.parent.parent}); skipped.")
         return
     info, command, load_start = machine_info(), invocation(), load_average()
-    ensure_project(args.project)
+    args.project = args.project or DEFAULT_WORKDIR / f"lihua-{args.embedder}"
+    ensure_project(args.project, args.embedder)
 
     settings = load_settings(args.project, environ=offline_env())
     qa = json.loads(LIHUA_QA.read_text(encoding="utf-8"))
@@ -385,6 +420,7 @@ def main() -> None:
         "load_average_start": load_start,
         "load_average_end": load_average(),
         "project": str(args.project),
+        "embedder": embedder.model,
         "index": {
             "documents": data.documents.height,
             "text_units": data.text_units.height,
@@ -412,7 +448,8 @@ def main() -> None:
         },
     }
     print_report(results)
-    path = write_results("lihua_retrieval.json", results)
+    suffix = "" if args.embedder == EMBEDDERS[0] else f"_{args.embedder}"
+    path = write_results(f"lihua_retrieval{suffix}.json", results)
     print(f"\nwritten to {path.relative_to(REPO_ROOT)}")
 
 

@@ -1,6 +1,6 @@
 """Retrieval of basic and local search on GraphRAG-Bench's medical corpus (nlp index, no LLM), by a proxy.
 
-    python bench/bench_medical_retrieval.py [--project /tmp/graphrag-bench/medical] [--limit N]
+    python bench/bench_medical_retrieval.py [--embedder wordllama|hashing] [--project DIR] [--limit N]
 
 Data: ``GraphRAG-Benchmark/Datas/Corpus/medical.json`` (one text of ~1 MB: NCCN-style guidance
 on cancers and treatments) and ``Datas/Questions/medical_questions.json`` (2,062 questions with a
@@ -23,11 +23,12 @@ Sources table (half of a 12,000-token context) holds about five 1,200-token text
 search's about ten, so at k = 10 basic search has twice the room.
 
 The project (``--project``, built here when missing) holds the corpus as one file and is indexed
-with ``graphrag-assets index`` offline (nlp method, local hashing embedder). The variants are those
+with ``graphrag-assets index`` offline (nlp method; ``--embedder``: the bundled static model or hashing). The variants are those
 of ``bench/bench_lihua_retrieval.py``; each builds the context for every question (the variants
 taking turns per question) and its build time is recorded.
 
-Results: printed as markdown and written to ``bench/results/medical_retrieval.json``.
+Results: printed as markdown and written to ``bench/results/medical_retrieval.json`` (hashing:
+``medical_retrieval_hashing.json``).
 """
 
 from __future__ import annotations
@@ -45,7 +46,14 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_lihua_retrieval import VARIANTS, context_sources, percent, variant_settings  # noqa: E402
+from bench_lihua_retrieval import (  # noqa: E402
+    EMBEDDERS,
+    VARIANTS,
+    context_sources,
+    percent,
+    variant_settings,
+    write_embedder_choice,
+)
 from bench_nlp import DEFAULT_WORKDIR, offline_env, percentile  # noqa: E402
 from common import (  # noqa: E402
     REPO_ROOT,
@@ -78,7 +86,7 @@ def content_words(text: str) -> set[str]:
     return {w for w in words_of(text) if w not in stop and not w.isdigit()}
 
 
-def ensure_project(project: Path) -> None:
+def ensure_project(project: Path, embedder: str) -> None:
     """A project holding the medical corpus as one text file, indexed offline (built when missing)."""
     if (project / "data" / "graphrag.duckdb").exists():
         return
@@ -87,6 +95,7 @@ def ensure_project(project: Path) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     (corpus,) = json.loads(CORPUS.read_text(encoding="utf-8"))
     target.write_text(corpus["context"], encoding="utf-8")
+    write_embedder_choice(project, embedder)
     subprocess.run(cli_command("index", "--root", str(project)), env=offline_env(), check=True)
 
 
@@ -223,7 +232,12 @@ def print_report(r: dict[str, Any]) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--project", type=Path, default=DEFAULT_WORKDIR / "medical", help="nlp-indexed medical project")
+    parser.add_argument(
+        "--project", type=Path, default=None, help="nlp-indexed medical project (default: per embedder)"
+    )
+    parser.add_argument(
+        "--embedder", default=EMBEDDERS[0], choices=EMBEDDERS, help="offline embedder of a project built here"
+    )
     parser.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
     parser.add_argument("--limit", type=int, default=None, help="first N questions only (for a quick try)")
     args = parser.parse_args()
@@ -231,7 +245,8 @@ def main() -> None:
         print(f"GraphRAG-Bench medical data not available ({MEDICAL_DIR}); skipped.")
         return
     info, command, load_start = machine_info(), invocation(), load_average()
-    ensure_project(args.project)
+    args.project = args.project or DEFAULT_WORKDIR / f"medical-{args.embedder}"
+    ensure_project(args.project, args.embedder)
     settings = load_settings(args.project, environ=offline_env())
     questions = json.loads(QUESTIONS.read_text(encoding="utf-8"))[: args.limit]
     data = load_query_data(settings)
@@ -253,6 +268,7 @@ def main() -> None:
         "load_average_start": load_start,
         "load_average_end": load_average(),
         "project": str(args.project),
+        "embedder": embedder.model,
         "questions": len(questions),
         "index": {
             "text_units": data.text_units.height,
@@ -263,7 +279,8 @@ def main() -> None:
         "summary": summary,
     }
     print_report(results)
-    path = write_results("medical_retrieval.json", results)
+    suffix = "" if args.embedder == EMBEDDERS[0] else f"_{args.embedder}"
+    path = write_results(f"medical_retrieval{suffix}.json", results)
     print(f"\nwritten to {path.relative_to(REPO_ROOT)}")
 
 

@@ -139,7 +139,8 @@ def imported(tmp_path_factory: pytest.TempPathFactory):
     require(MS_VERBS_DATA)
     root = tmp_path_factory.mktemp("import") / "project"
     root.mkdir()
-    settings = load_settings(root, environ={})
+    # the hashing fallback pinned: the test checks its model name and dimension
+    settings = load_settings(root, environ={}, overrides={"embeddings": {"local_model": "hashing"}})
     result = import_index(settings, "msgraphrag", MS_VERBS_DATA)
     let_go()  # the tests read the file with DuckDB directly, which cannot share the warm read-write instance
     return settings, result

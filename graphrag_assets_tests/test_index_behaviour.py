@@ -73,7 +73,10 @@ def test_changing_the_embedder_re_embeds_everything_and_queries_say_when_they_do
     from graphrag_assets.cli.main import main
 
     with (project / "graphrag.yaml").open("a", encoding="utf-8") as handle:
-        handle.write("embeddings:\n  local_dimension: 256\nstorage:\n  lancedb_tables: always\n")
+        # the hashing fallback pinned: its dimension is the setting this test changes
+        handle.write(
+            "embeddings:\n  local_model: hashing\n  local_dimension: 256\nstorage:\n  lancedb_tables: always\n"
+        )
     report = index_project(load_settings(project))
     assert report.success and len([r for r in report.runs if r["job"] == "document_job"]) == 1
     for table in ("text_unit_embeddings", "entity_embeddings", "community_report_embeddings"):

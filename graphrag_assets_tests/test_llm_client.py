@@ -696,7 +696,8 @@ def test_embedding_failure_is_a_clear_error_naming_the_embedding_settings(openai
 
 def test_local_embedder_is_built_when_no_endpoint_is_configured(db):
     local_embedder = pytest.importorskip("graphrag_assets.llm.local_embedder")
-    model = build_embedding_model(LLMSettings(), EmbeddingSettings(local_dimension=32), db, UsageMeter())
+    hashing = EmbeddingSettings(local_model="hashing", local_dimension=32)  # the fallback pinned
+    model = build_embedding_model(LLMSettings(), hashing, db, UsageMeter())
     assert isinstance(model, local_embedder.LocalEmbedder)
 
 

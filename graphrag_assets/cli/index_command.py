@@ -13,6 +13,7 @@ from graphrag_assets.cli.output import render_index_report
 from graphrag_assets.cli.process_exit import exit_now
 from graphrag_assets.cli.progress import live_progress
 from graphrag_assets.core.processes import seconds_since_start
+from graphrag_assets.llm.static_model_files import offline_embedder_label
 from graphrag_assets.pipeline.idle_check import plan_index
 from graphrag_assets.project.index_run import IndexOptions
 
@@ -65,6 +66,8 @@ def index(
         click.echo(
             f"method: {settings.resolved_method} {why.get(settings.resolved_method, '') if settings.method == 'auto' else '(from the settings)'}".rstrip()
         )
+        if settings.llm.use_local_embedder:
+            click.echo(f"embeddings: {offline_embedder_label(settings.embeddings)}")
     if dry_run:
         from graphrag_assets.project.dry_run import (
             estimate_next_run,  # the extraction steps and model client: only for --dry-run

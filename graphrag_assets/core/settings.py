@@ -220,7 +220,11 @@ class ReportSettings(_Section):
 class EmbeddingSettings(_Section):
     batch_size: int = Field(16, ge=1, le=2048)
     batch_max_tokens: int = Field(8191, ge=16)
-    local_dimension: int = Field(512, ge=16, le=8192)
+    # offline embedder (llm.embeddings resolves to local): wordllama, the static embedding model
+    # shipped in the wordllama wheel (256 dimensions); hashing, feature hashing (local_dimension);
+    # combined, both vectors side by side (256 + local_dimension)
+    local_model: Literal["wordllama", "hashing", "combined"] = "wordllama"
+    local_dimension: int = Field(512, ge=16, le=8192)  # hashing only
 
 
 class LocalSearchSettings(_Section):

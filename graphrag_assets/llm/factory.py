@@ -7,7 +7,7 @@ one unit of work (a Dagster step, a query, a dry run).
 
 The endpoint models' modules (HTTP client, retries, rate limits, JSON repair) are imported when an
 endpoint model is built: an offline query uses only the local embedder and skips them. The local
-embedder's module (numpy) is imported when it is built: an index with an endpoint never loads numpy.
+embedders' modules (numpy) are imported when one is built: an index with an endpoint never loads numpy.
 """
 
 from __future__ import annotations
@@ -86,11 +86,21 @@ def build_embedding_model(
     meter: UsageMeter,
     dry_run: bool = False,
 ) -> EmbeddingModel:
-    """The local embedder when ``llm.embeddings`` resolves to local, else the endpoint's model."""
-    if settings.use_local_embedder:
-        from graphrag_assets.llm.local_embedder import LocalEmbedder  # numpy (module docstring)
+    """The local embedder when ``llm.embeddings`` resolves to local, else the endpoint's model.
 
-        return LocalEmbedder(dimension=embedding_settings.local_dimension)
+    Offline, ``embeddings.local_model`` picks the bundled static model (the default: it knows
+    meaning) or feature hashing (the fallback: no model files at all).
+    """
+    if settings.use_local_embedder:
+        if embedding_settings.local_model == "hashing":
+            from graphrag_assets.llm.local_embedder import LocalEmbedder  # numpy (module docstring)
+
+            return LocalEmbedder(dimension=embedding_settings.local_dimension)
+        from graphrag_assets.llm.static_embedder import CombinedEmbedder, StaticEmbedder  # model files: on first use
+
+        if embedding_settings.local_model == "combined":
+            return CombinedEmbedder(embedding_settings.local_dimension)
+        return StaticEmbedder()
     has_endpoint = settings.endpoint_configured or settings.embedding_base_url or settings.embedding_api_key
     if not has_endpoint and not dry_run:
         raise UserError(

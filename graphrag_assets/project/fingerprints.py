@@ -13,6 +13,7 @@ from graphrag_assets.core.ids import stable_hash
 from graphrag_assets.core.settings import Settings
 from graphrag_assets.index.methods import method_steps
 from graphrag_assets.index.noun_phrases import NOUN_PHRASE_RULES_VERSION
+from graphrag_assets.llm.static_model_files import local_embedder_name
 from graphrag_assets.prompts.templates import load_prompt
 
 # Bumped when a release changes how documents are read or chunked (e.g. line endings, cut
@@ -37,7 +38,9 @@ def document_fingerprint(settings: Settings) -> str:
         "input": settings.input.model_dump(exclude={"dir"}),
         "chunking": settings.chunking.model_dump(),
         "method": method,
-        "embeddings": "local" if settings.llm.use_local_embedder else settings.llm.embedding_model,
+        "embeddings": local_embedder_name(settings.embeddings)
+        if settings.llm.use_local_embedder
+        else settings.llm.embedding_model,
         "local_dimension": settings.embeddings.local_dimension if settings.llm.use_local_embedder else None,
     }
     if steps.extraction == "model":
@@ -71,7 +74,9 @@ def corpus_fingerprint(settings: Settings) -> str:
         "method": method,
         # How updates cluster is not part of it: switching modes must not rebuild anything.
         "communities": settings.communities.model_dump(exclude=set(UPDATE_POLICY_SETTINGS)),
-        "embeddings": "local" if settings.llm.use_local_embedder else settings.llm.embedding_model,
+        "embeddings": local_embedder_name(settings.embeddings)
+        if settings.llm.use_local_embedder
+        else settings.llm.embedding_model,
         "local_dimension": settings.embeddings.local_dimension if settings.llm.use_local_embedder else None,
     }
     if steps.graph == "summarized":

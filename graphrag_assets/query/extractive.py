@@ -1,17 +1,35 @@
-"""Answers without a language model: the most relevant sentences of the retrieved context.
+"""Answers without a language model: the sentences of the retrieved context that answer the question.
 
-When no chat model is configured, a query engine still builds its context (text units,
-reports, ...) and hands the labelled sources here. Every sentence is scored against the
-question and the best ones are returned verbatim, each with its citation in Microsoft's
-``[Data: Sources (3f9a2c1b)]`` form, under a first line that says plainly that no model was
-used. Nothing is paraphrased, so nothing can be invented.
+When no chat model is configured, a query engine still builds its context (text units, the
+question's entities, reports, ...) and hands the labelled sources here. Every sentence is scored
+against the question and the best ones are returned verbatim, each with its citation in
+Microsoft's ``[Data: Sources (3f9a2c1b)]`` form, under a first line that says plainly that no model
+was used. Nothing is paraphrased, so nothing can be invented.
 
-Score of a sentence = cosine similarity of the local embeddings of sentence and question
-+ ``KEYWORD_WEIGHT`` × the share of the question's content words (function words removed,
-crudely stemmed) that the sentence contains. Embeddings reward shared word pieces and pairs;
-the keyword share rewards exact hits on names and rare words. A sentence with no keyword hit
-and a cosine below ``MIN_COSINE`` is not shown. Ties keep source order, then sentence order;
-identical sentences are shown once (with the first citation). Deterministic.
+Score of a sentence (the cues come from :mod:`graphrag_assets.query.answer_focus`):
+
+- relevance: cosine similarity of the hashing embeddings of sentence and question
+  + ``KEYWORD_WEIGHT`` × the share of the question's content words (crudely stemmed, weighted by
+  rarity among the candidate sentences) it contains;
+- subject: + ``SUBJECT_WEIGHT`` × the share of the question's names it mentions, each weighted by
+  its rarity among the candidates (at least ``MIN_RARITY``; a surname counts;
+  a sentence right after one that names the subject and starting with a pronoun counts ``PRONOUN_SHARE``);
+- answer kind: + ``KIND_WEIGHT`` when, next to the subject (or a keyword), it holds what the
+  question asks for and the question lacks: a name for "who", a time for "when", a quantity for
+  "how many/much", a place for "where"; ``DEFINITION_WEIGHT`` for "X, a ..." / "X is the ..." when
+  the question is "who/what is X?";
+- graph: + ``GRAPH_WEIGHT`` when it names the subject together with an entity the graph links to it;
+- form: − ``DIALOGUE_PENALTY`` × (1 − keyword share) for a line of speech whose narration is only
+  "... said X" (the speech may hold the answer, but a line that merely names the subject does not), and
+  − ``QUESTION_PENALTY`` for a sentence that is itself a question: both repeat words, neither answers;
+  − ``SHORT_PENALTY`` below ``MIN_WORDS`` words; − ``REPORT_PENALTY`` for a report's sentence (a
+  summary of what the sources say first-hand).
+
+Sources are the context's text units, then its entities' description sentences (the graph's own
+summary of each entity), then the other text units of a rarely mentioned entity the question names
+(:func:`subject_sources`), then the reports. A sentence with no keyword or subject hit and a cosine
+below ``MIN_COSINE`` is not shown. Ties keep source order, then sentence order; identical sentences
+are shown once (with the first citation). Deterministic.
 """
 
 from __future__ import annotations
@@ -23,9 +41,11 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from graphrag_assets.core.sentences import split_sentences
+from graphrag_assets.core.ids import short_id
+from graphrag_assets.core.sentences import mention_key, sentences_with_keys, split_sentences
 from graphrag_assets.core.words import function_words
 from graphrag_assets.llm.local_embedder import LocalEmbedder, words_of
+from graphrag_assets.query.answer_focus import DEFINITION, Focus, is_dialogue_tag, mentions, offers, question_focus
 from graphrag_assets.query.model_calls import ModelCalls
 from graphrag_assets.query.query_data import QueryData
 from graphrag_assets.query.results import ContextRecords
@@ -34,7 +54,20 @@ HEADER = "(Extractive answer: no language model was used; these are the most rel
 NO_MATCH = "No passage in the retrieved context matches the question."
 EXTRACTIVE_SENTENCES = 5
 KEYWORD_WEIGHT = 0.5
+SUBJECT_WEIGHT = 0.6
+KIND_WEIGHT = 0.5
+DEFINITION_WEIGHT = 0.8
+GRAPH_WEIGHT = 0.15
+DIALOGUE_PENALTY = 0.5
+QUESTION_PENALTY = 0.4
+SHORT_PENALTY = 0.4
+MIN_WORDS = 3  # "Scrooge." or "Christmas Day." answer nothing
+REPORT_PENALTY = 0.3  # a report sums up sentences the sources state first-hand
 MIN_COSINE = 0.1
+MIN_RARITY = 0.3  # the least weight a subject's mention keeps, however common the subject
+MAX_SUBJECT_UNITS = 40
+PRONOUN_SHARE = 0.8  # "She was refloated ..." right after a sentence naming the Meridian Crest
+_PRONOUN_START = frozenset({"he", "she", "it", "they", "his", "her", "its", "their", "this", "these"})
 _SUFFIXES = ("ing", "es", "ed", "s")
 
 
@@ -78,11 +111,13 @@ def extractive_answer(
     embedder: LocalEmbedder,
     *,
     max_sentences: int = 5,
+    related: Sequence[str] = (),
 ) -> str:
-    """The most relevant sentences of ``sources`` (``(citation label, text)`` pairs), cited.
+    """The sentences of ``sources`` (``(citation label, text)`` pairs) that best answer ``question``, cited.
 
     A label such as ``"Sources (3f9a2c1b)"`` or ``"Reports (12)"`` becomes
-    ``[Data: Sources (3f9a2c1b)]`` after each sentence.
+    ``[Data: Sources (3f9a2c1b)]`` after each sentence. ``related`` are the names of entities the
+    graph links to the question's entities (the graph bonus of the module docstring).
     """
     candidates: list[_Candidate] = []
     seen: set[str] = set()
@@ -96,18 +131,72 @@ def extractive_answer(
 
     vectors = embedder.embed_sync([question] + [c.text for c in candidates])
     cosine = vectors[1:] @ vectors[0]
+    focus = question_focus(question)
     wanted = keywords(question)
-    overlap = np.array(
-        [len(wanted & keywords(c.text)) / len(wanted) if wanted else 0.0 for c in candidates],
-        dtype=np.float64,
-    )
-    score = cosine.astype(np.float64) + KEYWORD_WEIGHT * overlap
-    eligible = [i for i in range(len(candidates)) if overlap[i] > 0 or cosine[i] >= MIN_COSINE]
+    # Names are scored as subjects; the keywords then say what is asked about them.
+    wanted = (wanted - keywords(" ".join(focus.subjects).lower())) or wanted
+    overlap = _keyword_overlap(wanted, [keywords(c.text) for c in candidates])
+    cues = _cue_scores(focus, candidates, overlap, related)
+    score = cosine.astype(np.float64) + KEYWORD_WEIGHT * overlap + cues.bonus
+    eligible = [i for i in range(len(candidates)) if overlap[i] > 0 or cues.subject[i] > 0 or cosine[i] >= MIN_COSINE]
     ranked = sorted(eligible, key=lambda i: (-round(float(score[i]), 9), i))[:max_sentences]
     if not ranked:
         return f"{HEADER}\n\n{NO_MATCH}"
     lines = [f"{candidates[i].text} [Data: {candidates[i].label}]" for i in ranked]
     return HEADER + "\n\n" + "\n\n".join(lines)
+
+
+def _keyword_overlap(wanted: set[str], found: list[set[str]]) -> np.ndarray:
+    """Per sentence, the share of the question's keywords it holds, each keyword weighted by its
+    rarity among the candidate sentences (``log(1 + n / sentences holding it)``): in a novel about
+    Scrooge, "Scrooge" tells the sentences apart less than "chain" does."""
+    if not wanted or not found:
+        return np.zeros(len(found))
+    weight = {w: np.log1p(len(found) / max(1, sum(w in f for f in found))) for w in wanted}
+    total = sum(weight.values())
+    return np.array([sum(weight[w] for w in wanted & f) / total for f in found], dtype=np.float64)
+
+
+@dataclass(frozen=True)
+class _Cues:
+    subject: np.ndarray  # share of the question's subjects each sentence names (0.5: by a pronoun)
+    bonus: np.ndarray  # everything but relevance: subject, answer kind, graph, form
+
+
+def _cue_scores(focus: Focus, candidates: Sequence[_Candidate], overlap: np.ndarray, related: Sequence[str]) -> _Cues:
+    keys = [mention_key(c.text) for c in candidates]
+    subject_words = frozenset(w.lower() for s in focus.subjects for w in s.split())
+    neighbours = [mention_key(name).strip() for name in related]
+    subject = np.zeros(len(candidates))
+    bonus = np.zeros(len(candidates))
+    # A subject named by most candidates (the hero of a novel) tells them apart little.
+    named_by = [sum(mentions(key, s) == 1.0 for key in keys) / max(1, len(keys)) for s in focus.subjects]
+    rarity = [max(MIN_RARITY, 1.0 - share) for share in named_by]
+    for i, (candidate, key) in enumerate(zip(candidates, keys, strict=True)):
+        shares = [mentions(key, s) for s in focus.subjects]
+        named = [s for s, share in zip(focus.subjects, shares, strict=True) if share == 1.0]
+        if focus.subjects:
+            subject[i] = sum(share * rarity[j] for j, share in enumerate(shares)) / len(focus.subjects)
+            first_word = key.split(" ", 2)[1].lower() if key.strip() else ""
+            follows = i > 0 and candidates[i - 1].label == candidate.label and subject[i - 1] > 0
+            if not subject[i] and follows and first_word in _PRONOUN_START:
+                subject[i] = PRONOUN_SHARE * subject[i - 1]
+        near = subject[i] > 0 or (not focus.subjects and overlap[i] > 0)
+        if near:
+            bonus[i] += (DEFINITION_WEIGHT if focus.wants == DEFINITION else KIND_WEIGHT) * offers(
+                focus, candidate.text, subject_words
+            )
+        if named and any(n and n not in focus.subjects and f" {n} " in key for n in neighbours):
+            bonus[i] += GRAPH_WEIGHT
+        if is_dialogue_tag(candidate.text):  # a line of speech holding none of the asked words says nothing
+            bonus[i] -= DIALOGUE_PENALTY * (1.0 - overlap[i])
+        if candidate.text.rstrip("\"')]").endswith("?"):
+            bonus[i] -= QUESTION_PENALTY
+        if len(key.split()) < MIN_WORDS:
+            bonus[i] -= SHORT_PENALTY
+        if candidate.label.startswith("Reports"):
+            bonus[i] -= REPORT_PENALTY
+    return _Cues(subject, bonus + SUBJECT_WEIGHT * subject)
 
 
 def extractive_sources(data: QueryData, records: ContextRecords) -> list[tuple[str, str]]:
@@ -118,9 +207,55 @@ def extractive_sources(data: QueryData, records: ContextRecords) -> list[tuple[s
         .select("id", "full_content")
         .iter_rows()
     )
+    descriptions = dict(
+        data.entities.filter(pl.col("id").is_in(records.ids("entities"))).select("id", "description").iter_rows()
+    )
     pairs = [(f"Sources ({r.citation})", texts[r.id]) for r in records.sources if texts.get(r.id)]
+    pairs += [(f"Entities ({r.citation})", descriptions[r.id]) for r in records.entities if descriptions.get(r.id)]
     pairs += [(f"Reports ({r.citation})", reports[r.id]) for r in records.reports if reports.get(r.id)]
     return pairs
+
+
+def subject_sources(question: str, data: QueryData, records: ContextRecords) -> list[tuple[str, str]]:
+    """Sentences naming the question's subjects from the text units the context left out.
+
+    A character ("Who is Topper?") is often defined once, in a passage that ranks below the
+    passages where it merely appears; the graph knows every text unit an entity occurs in, so the
+    sentences of those units (and of the units the full-text index finds for the name; the first
+    ``MAX_SUBJECT_UNITS`` in reading order) that name a subject of the question become candidates too.
+    """
+    subjects = question_focus(question).subjects
+    if not subjects or data.entities.is_empty():
+        return []
+    unit_ids: list[str] = []
+    for title, units in data.entities.select("title", "text_unit_ids").iter_rows():
+        key = mention_key(title or "").strip()
+        if key and units and any(f" {s} " in f" {key} " or f" {key} " in f" {s} " for s in subjects):
+            unit_ids.extend(units)
+    if data.text_unit_lexical is not None:  # names the noun-phrase graph missed (a cast list's "Fred,")
+        for subject in subjects:
+            unit_ids.extend(u for u, _ in data.text_unit_lexical.search(subject.lower(), MAX_SUBJECT_UNITS))
+    known = set(records.ids("sources"))
+    wanted = [u for u in dict.fromkeys(unit_ids) if u not in known]
+    if not wanted:
+        return []
+    units = data.text_units.filter(pl.col("id").is_in(wanted)).sort("document_id", "chunk_index")
+    pairs = []
+    for unit_id, text in units.head(MAX_SUBJECT_UNITS).select("id", "text").iter_rows():
+        sentences = sentences_with_keys(prose(text or ""))
+        for i, (sentence, key) in enumerate(sentences):
+            # a sentence naming a subject, or right after one ("The chain he drew ..." after "Marley ...")
+            if any(mentions(k, s) for k in (key, sentences[i - 1][1] if i else "") for s in subjects):
+                pairs.append((f"Sources ({short_id(unit_id)})", sentence))
+    return pairs
+
+
+def related_names(records: ContextRecords) -> list[str]:
+    """Names of the context's entities and of both ends of its relationships ("A -> B")."""
+    names = [r.title for r in records.entities]
+    for r in records.relationships:
+        names.extend(part.strip() for part in r.title.split("->"))
+    return list(dict.fromkeys(n for n in names if n))
 
 
 def no_llm_answer(question: str, data: QueryData, records: ContextRecords, calls: ModelCalls) -> str:
@@ -131,4 +266,13 @@ def no_llm_answer(question: str, data: QueryData, records: ContextRecords, calls
     no calls to an embedding server.
     """
     embedder = calls.embedder if isinstance(calls.embedder, LocalEmbedder) else LocalEmbedder()
-    return extractive_answer(question, extractive_sources(data, records), embedder, max_sentences=EXTRACTIVE_SENTENCES)
+    sources = extractive_sources(data, records)
+    reports = [pair for pair in sources if pair[0].startswith("Reports")]
+    sources = [pair for pair in sources if not pair[0].startswith("Reports")]
+    return extractive_answer(
+        question,
+        sources + subject_sources(question, data, records) + reports,
+        embedder,
+        max_sentences=EXTRACTIVE_SENTENCES,
+        related=related_names(records),
+    )

@@ -1,0 +1,198 @@
+"""The offline default embedder: WordLlama's static token embeddings, read from the installed wheel.
+
+Feature hashing (:mod:`.local_embedder`) only matches shared words; a static embedding model knows
+that "storm" and "gale" are close. The PyPI package ``wordllama`` (MIT) ships one inside its wheel:
+``weights/l2_supercat_256.safetensors`` (a 32,000 x 256 float16 table, one row per token of the
+Llama-2 tokenizer, 16 MB) and ``tokenizers/l2_supercat_tokenizer_config.json``. A text's vector is
+the mean of its tokens' rows, L2-normalised — the model's own recipe (average pooling, no special
+tokens), so the vectors are the ones it was trained to produce.
+
+Why not ``wordllama.WordLlama.load()``: it looks for the tokenizer in a folder the wheel does not
+have and then downloads it, and importing the package pulls in ``requests`` and its clustering
+extensions. Here the package is only *located* (``importlib.util.find_spec``, which runs none of
+its code); the tokenizer is read with the ``tokenizers`` library from the wheel's own file, and the
+weights are memory-mapped straight out of the safetensors file (an 8-byte header length, a JSON
+header, then the raw table), so nothing is downloaded and only the pages of tokens in use are read.
+
+Both are loaded lazily, on the first :meth:`StaticEmbedder.embed_sync`: building the embedder (a
+query that never embeds, ``status``) costs nothing. The model name
+``wordllama-l2_supercat-256-<wheel version>`` is stored with every vector and is part of the index
+fingerprint, so a project that switches between this and the hashing fallback re-embeds once.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import struct
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from graphrag_assets.core.errors import UserError
+from graphrag_assets.llm.static_model_files import (
+    DIMENSION,
+    FALLBACK_HINT,
+    TOKENIZER_FILE,
+    WEIGHTS_FILE,
+    model_name,
+    package_dir,
+)
+
+if TYPE_CHECKING:
+    from tokenizers import Tokenizer
+
+TABLE_NAME = "embedding.weight"
+# texts pooled at once: up to TEXTS_PER_CHUNK of them or TOKENS_PER_CHUNK tokens, so the count
+# matrix (texts x distinct tokens, float32) stays under ~16 MB
+TEXTS_PER_CHUNK = 512
+TOKENS_PER_CHUNK = 8192
+MAX_CACHED_WORDS = 200_000  # distinct words whose token ids one call keeps (a few tens of MB at most)
+_SAFETENSORS_DTYPES = {"F16": np.float16, "F32": np.float32}
+
+
+def map_safetensors(path: Path, name: str) -> np.ndarray:
+    """The tensor ``name`` of a safetensors file as a read-only memory map (no copy, no parsing library)."""
+    with path.open("rb") as handle:
+        (header_length,) = struct.unpack("<Q", handle.read(8))
+        header = json.loads(handle.read(header_length))
+    entry = header[name]
+    begin, _ = entry["data_offsets"]
+    dtype = _SAFETENSORS_DTYPES[entry["dtype"]]
+    return np.memmap(path, dtype=dtype, mode="r", offset=8 + header_length + begin, shape=tuple(entry["shape"]))
+
+
+@dataclass(frozen=True)
+class _Model:
+    tokenizer: Tokenizer
+    table: np.ndarray  # (vocabulary, dimension), memory-mapped float16
+
+
+def _load() -> _Model:
+    from tokenizers import Tokenizer  # the Rust tokenizer: only when a vector is needed
+
+    folder = package_dir()
+    weights, tokenizer_file = folder / WEIGHTS_FILE, folder / TOKENIZER_FILE
+    missing = [str(p) for p in (weights, tokenizer_file) if not p.is_file()]
+    if missing:
+        raise UserError(
+            f"the installed 'wordllama' package lacks {', '.join(missing)}; reinstall it "
+            f"(pip install --force-reinstall wordllama), {FALLBACK_HINT}."
+        )
+    tokenizer = Tokenizer.from_file(str(tokenizer_file))
+    tokenizer.no_padding()
+    tokenizer.no_truncation()
+    return _Model(tokenizer, map_safetensors(weights, TABLE_NAME))
+
+
+class StaticEmbedder:
+    """The :class:`~graphrag_assets.llm.types.EmbeddingModel` used offline by default (module doc)."""
+
+    dimension = DIMENSION
+
+    def __init__(self) -> None:
+        self.model = model_name()
+        self._model: _Model | None = None
+        self._lock = threading.Lock()
+
+    def _loaded(self) -> _Model:
+        with self._lock:
+            if self._model is None:
+                self._model = _load()
+            return self._model
+
+    async def embed(self, texts: Sequence[str], *, purpose: str) -> list[list[float]]:
+        """One vector per text, in order (``purpose`` is accepted for the protocol and unused)."""
+        return self.embed_sync(texts).tolist()
+
+    def embed_sync(self, texts: Sequence[str]) -> np.ndarray:
+        """``float32`` array of shape ``(len(texts), 256)``, rows L2-normalised (an empty text: zeros)."""
+        out = np.zeros((len(texts), DIMENSION), dtype=np.float32)
+        if not texts:
+            return out
+        model = self._loaded()
+        pieces: dict[str, tuple[int, ...]] = {}  # word -> token ids, for this call (see _token_ids)
+        chunk: list[np.ndarray] = []
+        start = tokens = 0
+        for row, text in enumerate(texts):
+            ids = _token_ids(model.tokenizer, text or "", pieces)
+            chunk.append(ids)
+            tokens += ids.size
+            if tokens >= TOKENS_PER_CHUNK or len(chunk) >= TEXTS_PER_CHUNK or row == len(texts) - 1:
+                _pool(model.table, chunk, out[start : row + 1])
+                chunk, start, tokens = [], row + 1, 0
+                if len(pieces) > MAX_CACHED_WORDS:
+                    pieces.clear()
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        np.divide(out, norms, out=out, where=norms > 0)
+        return out
+
+
+def _token_ids(tokenizer: Tokenizer, text: str, pieces: dict[str, tuple[int, ...]]) -> np.ndarray:
+    """The token ids of ``text`` with its whitespace collapsed, tokenised word by word.
+
+    The Llama tokenizer marks each word's start with "▁" and none of its pieces crosses a word
+    boundary, so tokenising each distinct word once gives exactly the ids of the whole text (checked
+    on *A Christmas Carol*) at a fraction of the cost: a corpus repeats its words. Newlines and runs
+    of spaces, which would add whitespace tokens, are collapsed first: they carry no meaning.
+    """
+    words = text.split()
+    new = list({w for w in words if w not in pieces})
+    if new:
+        for word, encoding in zip(new, tokenizer.encode_batch(new, add_special_tokens=False), strict=True):
+            pieces[word] = tuple(encoding.ids)
+    return np.fromiter(itertools.chain.from_iterable(pieces[w] for w in words), dtype=np.int64)
+
+
+def _pool(table: np.ndarray, ids: list[np.ndarray], out: np.ndarray) -> None:
+    """Mean of each text's token rows, written into ``out`` (a text with no token stays zero).
+
+    Computed as (token counts per text) @ (rows of the distinct tokens): each distinct token's row
+    is read and widened once per chunk instead of once per occurrence, and the sum is one matrix
+    product rather than a per-token loop.
+    """
+    lengths = np.fromiter((a.size for a in ids), dtype=np.int64, count=len(ids))
+    if not lengths.sum():
+        return
+    flat = np.clip(np.concatenate(ids), 0, table.shape[0] - 1)
+    distinct, column = np.unique(flat, return_inverse=True)
+    row = np.repeat(np.arange(len(ids), dtype=np.int64), lengths)
+    counts = np.bincount(row * distinct.size + column, minlength=len(ids) * distinct.size)
+    counts = counts.reshape(len(ids), distinct.size).astype(np.float32)
+    sums = counts @ table[distinct].astype(np.float32)
+    present = lengths > 0
+    out[present] = sums[present] / lengths[present, None]
+
+
+class CombinedEmbedder:
+    """The static model's vector and the hashing vector side by side, weighted so that a dot
+    product is ``STATIC_SHARE`` × the static cosine + the rest × the hashing cosine.
+
+    Static vectors know meaning but blur names (every rare name is a few word pieces); hashing
+    vectors match names and numbers exactly but know no synonyms. One vector holding both lets
+    every vector index and ranking use both without a second table.
+    """
+
+    STATIC_SHARE = 0.5
+
+    def __init__(self, hashing_dimension: int) -> None:
+        from graphrag_assets.llm.local_embedder import LocalEmbedder
+
+        self._static = StaticEmbedder()
+        self._hashing = LocalEmbedder(hashing_dimension)
+        self.dimension = DIMENSION + hashing_dimension
+        self.model = f"{self._static.model}+{self._hashing.model}-s{self.STATIC_SHARE}"
+
+    async def embed(self, texts: Sequence[str], *, purpose: str) -> list[list[float]]:
+        """One vector per text, in order (``purpose`` is accepted for the protocol and unused)."""
+        return self.embed_sync(texts).tolist()
+
+    def embed_sync(self, texts: Sequence[str]) -> np.ndarray:
+        """``float32`` array ``(len(texts), 256 + hashing dimension)``; rows of unit length (or zero)."""
+        static = self._static.embed_sync(texts) * np.float32(np.sqrt(self.STATIC_SHARE))
+        hashed = self._hashing.embed_sync(texts) * np.float32(np.sqrt(1.0 - self.STATIC_SHARE))
+        return np.hstack([static, hashed])

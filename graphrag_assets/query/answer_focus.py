@@ -1,0 +1,221 @@
+"""What a question asks for, and whether a sentence offers it: the cues of the offline answers.
+
+A factoid question names a subject ("Søren Holm", "the Lantern Festival") and asks for one kind of
+thing about it: a person ("who ..."), a time ("when ..."), a quantity ("how many ..."), a place
+("where ...") or a definition ("who is X?", "what is X?"). A sentence answers it when it mentions
+the subject *and* holds a thing of that kind that the question does not already contain; a
+sentence that only repeats the question's words ("'Who is Fred?' said Scrooge") does not.
+
+Everything here is a regular expression or a word list over one sentence: no model, deterministic,
+microseconds per sentence, English only (other languages simply get no type bonus).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from graphrag_assets.core.sentences import mention_key
+from graphrag_assets.core.words import function_words
+
+PART_SHARE = 0.6  # a sentence naming "Bob" for "Bob Cratchit"
+PERSON, TIME, QUANTITY, PLACE, DEFINITION, OTHER = "person", "time", "quantity", "place", "definition", "other"
+
+_MONTHS = "january|february|march|april|may|june|july|august|september|october|november|december"
+_DAYS = "monday|tuesday|wednesday|thursday|friday|saturday|sunday"
+_TIME = re.compile(
+    rf"\b(?:1[0-9]{{3}}|20[0-9]{{2}})\b|\b\d{{1,2}}[:.]\d{{2}}\b|\b(?:{_MONTHS}|{_DAYS})\b"
+    r"|\bo'clock\b|\b(?:midnight|noon|dawn|dusk|morning|evening|night|yesterday|to-?morrow|to-?night|"
+    r"christmas(?:[- ](?:eve|day))?|spring|summer|autumn|winter|century|centuries|ago|since|until|"
+    r"bells? (?:tolls?|struck|rang)|(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve) o)\b",
+    re.IGNORECASE,
+)
+_NUMBER_WORDS = (
+    "one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|sixteen|"
+    "seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety|hundred|hundreds|"
+    "thousand|thousands|million|millions|billion|dozen|dozens|score|half|quarter|double|twice|once|"
+    "several|many|few|much"
+)
+_QUANTITY = re.compile(rf"\d|\b(?:{_NUMBER_WORDS})(?:-(?:{_NUMBER_WORDS}))?\b|\bper cent\b|%|€|\$|£", re.IGNORECASE)
+_PLACE = re.compile(r"\b(?:in|at|on|near|from|to|into|inside|outside|beside|behind|across)\s+(?:the\s+)?[A-Z]\w+")
+_SPEECH = re.compile(
+    r"\b(?:said|says|cried|exclaimed|replied|returned|asked|observed|rejoined|repeated|answered|added|"
+    r"continued|whispered|shouted|muttered|demanded|inquired|enquired|urged|pursued|thought)\b",
+    re.IGNORECASE,
+)
+_QUOTED = re.compile(r"[\"\u201c][^\"\u201d]*[\"\u201d]|(?:^|(?<=[\s(]))'.*?'(?=[\s,.;:!?)-]|$)")
+_CAPITALISED = re.compile(r"(?<![\w'])[A-Z][\w'-]*")
+_QUESTION_WORD = re.compile(
+    r"^\s*(?P<w>who|whom|whose|when|where|how\s+(?:many|much|long|old|far|deep|big|often|tall|wide|high)|"
+    r"what\s+(?:year|time|date|day|month|age)|which\s+(?:year|day|date|month)|what|which)\b",
+    re.IGNORECASE,
+)
+_DEFINITION_QUESTION = re.compile(
+    r"^\s*(?:who|what)\s+(?:is|was|are|were)\s+(?P<subject>(?:(?:a|an|the|mr|mrs|ms|dr|old|young|little)\.?\s+)*"
+    r"[^?,]{1,60}?)\s*\??\s*$",
+    re.IGNORECASE,
+)
+_DEFINITION_VERBS = re.compile(r"\b(?:of|does|do|did|made|called|named|name|happened|happen)\b", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Focus:
+    """What the question asks for (``wants``) and what it is about (``subjects``: mention keys)."""
+
+    wants: str
+    subjects: tuple[str, ...]  # upper-case phrases, as :func:`mention_key` spells them
+    question_words: frozenset[str]  # lower-case words of the question (an answer must add something)
+
+
+def question_focus(question: str) -> Focus:
+    """The :class:`Focus` of a question: its wh-word's kind and its capitalised names (the subjects)."""
+    words = frozenset(w.lower() for w in re.findall(r"[\w'-]+", question))
+    definition = _DEFINITION_QUESTION.match(question)
+    defined = definition.group("subject") if definition else ""
+    if definition and not _DEFINITION_VERBS.search(defined) and not _is_role(question, defined):
+        wants = DEFINITION
+    else:
+        found = _QUESTION_WORD.match(question)
+        word = " ".join(found.group("w").lower().split()) if found else ""
+        if word in ("who", "whom", "whose"):
+            wants = PERSON
+        elif word == "when" or word.startswith(("what ", "which ")):
+            wants = TIME
+        elif word.startswith("how "):
+            wants = QUANTITY if word != "how often" else TIME
+        elif word == "where":
+            wants = PLACE
+        else:
+            wants = OTHER
+    return Focus(wants, _subjects(question, defined or None), words)
+
+
+def _is_role(question: str, defined: str) -> bool:
+    """ "Who is Scrooge's partner?" or "who is the mayor?" asks for a person, "who is Fred?" for a description."""
+    if not question.lstrip().lower().startswith("who"):
+        return False
+    core = re.sub(r"^(?:(?:the|a|an|mr|mrs|ms|dr)\.?\s+)+", "", defined.strip(), flags=re.IGNORECASE)
+    return "'s " in defined or not core[:1].isupper()
+
+
+def _subjects(question: str, defined: str | None) -> tuple[str, ...]:
+    """Runs of capitalised words (the first word only when it is not a question word), else the
+    defined phrase of a "what is X?" question without its articles."""
+    stop = function_words()
+    runs: list[list[str]] = []
+    previous_end = -2
+    for m in _CAPITALISED.finditer(question):
+        word = m.group().removesuffix("'s").rstrip("'")
+        if m.start() == 0 and _QUESTION_WORD.match(word) or word.lower() in stop and m.start() == 0:
+            continue
+        gap = question[previous_end : m.start()]
+        if runs and gap.strip() in ("", ".", "of", "of the") and previous_end >= 0:
+            runs[-1].extend([*gap.replace(".", " ").split(), word])  # "Ghost of Christmas Present" is one name
+        else:
+            runs.append([word])
+        previous_end = m.end()
+    names = [" ".join(run) for run in runs if not all(w.lower() in stop for w in run)]
+    if not names and defined:
+        content = [w for w in re.findall(r"[\w'-]+", defined) if w.lower() not in stop]
+        names = [" ".join(content)] if content else []
+    return tuple(dict.fromkeys(mention_key(n).strip() for n in names if mention_key(n).strip()))
+
+
+def mentions(key: str, subject: str) -> float:
+    """How surely a sentence (by its mention key) names the subject: 1 for the whole name or the
+    last word of a two-word name (a surname: "Holm" for "Søren Holm"), ``PART_SHARE`` for another
+    word of it ("Bob" for "Bob Cratchit"), else 0. Function words and words of two letters never
+    count alone."""
+    if f" {subject} " in key:
+        return 1.0
+    words = [w for w in subject.split(" ") if len(w) > 2 and w.lower() not in function_words()]
+    if not words:
+        return 0.0
+    if subject.count(" ") == 1 and words[-1] == subject.rsplit(" ", 1)[-1] and f" {words[-1]} " in key:
+        return 1.0  # a two-word name by its last word
+    return PART_SHARE if any(f" {w} " in key for w in words[:-1]) else 0.0
+
+
+def narrative(sentence: str) -> str:
+    """The sentence without its quoted speech."""
+    return _QUOTED.sub(" ", sentence)
+
+
+def is_dialogue_tag(sentence: str) -> bool:
+    """A line of speech whose narration is only "... said X": it repeats words, it states nothing."""
+    told = narrative(sentence)
+    if told == sentence or not _SPEECH.search(told):
+        return False
+    return len(re.findall(r"[\w'-]+", told)) <= 6
+
+
+def offers(focus: Focus, sentence: str, subject_words: frozenset[str]) -> float:
+    """How surely (0 to 1) the sentence holds a thing of the kind the question wants, beyond the
+    question's words."""
+    told = narrative(sentence)
+    if focus.wants == TIME:
+        return float(any(m.group().lower() not in focus.question_words for m in _TIME.finditer(told)))
+    if focus.wants == QUANTITY:
+        return float(_counts_something_asked(focus, told, subject_words))
+    if focus.wants == PLACE:
+        return float(any(m.group().split()[-1].lower() not in focus.question_words for m in _PLACE.finditer(told)))
+    if focus.wants == PERSON:
+        return float(any(_is_new_name(m, told, focus, subject_words) for m in _CAPITALISED.finditer(told)))
+    if focus.wants == DEFINITION:
+        return _defines(sentence, focus)
+    return 0.0
+
+
+def _counts_something_asked(focus: Focus, told: str, subject_words: frozenset[str]) -> bool:
+    """A number (not a clock time or a date) within three words of a word the question counts
+    ("forty-one member boats" for "how many member boats"); any number when the question names
+    nothing to count."""
+    clock = {m.span() for m in _TIME.finditer(told)}
+    words = [(m.group().lower(), m.span()) for m in re.finditer(r"[\w'.,%€$£-]*\w[%]?|[%€$£]", told)]
+    asked = {w[:4] for w in focus.question_words - function_words() - subject_words if len(w) > 2} - {
+        "how",
+        "many",
+        "much",
+    }
+    for i, (word, span) in enumerate(words):
+        if not _QUANTITY.fullmatch(word) and not (_QUANTITY.match(word) and word[:1].isdigit()):
+            continue
+        if word in focus.question_words or any(a <= span[0] < b for a, b in clock):
+            continue
+        nearby = words[max(0, i - 3) : i + 4]
+        if not asked or any(w[:4] in asked for w, _ in nearby):
+            return True
+    return False
+
+
+def _is_new_name(m: re.Match[str], text: str, focus: Focus, subject_words: frozenset[str]) -> bool:
+    word = m.group().removesuffix("'s").lower()
+    if word in focus.question_words or word in subject_words or word in function_words():
+        return False
+    before = text[: m.start()].rstrip()
+    return bool(before) and before[-1] not in ".!?:\"'("  # not the capital that starts a sentence
+
+
+_DETERMINER = r"(?:a|an|the|one|his|her|their|its)\s+"
+# "X, a bachelor" / "X, Scrooge's nephew" / "X, clerk to ..." / "X is a ..." / "X (the ...)"; the
+# word after the comma must be a content word ("Topper, who could growl" describes nothing).
+_APPOSITION = re.compile(
+    rf"(?:'s)?(?:,\s*(?:{_DETERMINER}|[A-Z][\w-]*'s\s+)?(?P<word>[a-z][\w-]*)"
+    rf"|\s+(?:is|was|are|were|became|has been|had been)\s+{_DETERMINER}|\s*\(\s*{_DETERMINER})"
+)
+
+
+def _defines(sentence: str, focus: Focus) -> float:
+    """1 when the sentence opens by defining one of the question's subjects ("Mr. Topper, a
+    bachelor."), 0.6 when it defines it further on, else 0."""
+    best = 0.0
+    for subject in focus.subjects:
+        for form in (subject, subject.rsplit(" ", 1)[-1]):
+            name = r"\W+".join(re.escape(w) for w in form.split())
+            for m in re.finditer(rf"\b(?i:{name})", sentence):
+                found = _APPOSITION.match(sentence, m.end())
+                if not found or (found.group("word") or "x").lower() in function_words():
+                    continue
+                opening = re.fullmatch(r"(?:(?:Mr|Mrs|Ms|Dr|Old|Young|Little)\.?\s+)?\W*", sentence[: m.start()])
+                best = max(best, 1.0 if opening else 0.6)
+    return best

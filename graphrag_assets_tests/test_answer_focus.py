@@ -1,0 +1,65 @@
+"""Offline answers look for what the question asks, next to what it is about, and skip dialogue tags."""
+
+from __future__ import annotations
+
+from graphrag_assets.llm.local_embedder import LocalEmbedder
+from graphrag_assets.query.answer_focus import (
+    DEFINITION,
+    PERSON,
+    QUANTITY,
+    TIME,
+    is_dialogue_tag,
+    offers,
+    question_focus,
+)
+from graphrag_assets.query.extractive import extractive_answer
+
+
+def first_sentence(question: str, text: str) -> str:
+    answer = extractive_answer(question, [("Sources (aa)", text)], LocalEmbedder(), max_sentences=1)
+    return answer.split("\n\n")[1].removesuffix(" [Data: Sources (aa)]")
+
+
+def test_question_kinds_and_subjects() -> None:
+    assert question_focus("Who is Mr. Topper?").wants == DEFINITION
+    assert question_focus("Who is Mr. Topper?").subjects == ("MR TOPPER",)
+    assert question_focus("Who was Scrooge's business partner?").wants == PERSON
+    assert question_focus("Who is the mayor of Vellmouth?").wants == PERSON
+    assert question_focus("When was the Kestrel Point Lighthouse built?").wants == TIME
+    assert question_focus("When was the Kestrel Point Lighthouse built?").subjects == ("KESTREL POINT LIGHTHOUSE",)
+    assert question_focus("How many boats does the cooperative own?").wants == QUANTITY
+
+
+def test_dialogue_tags_are_recognised() -> None:
+    assert is_dialogue_tag("'Who is Fred?' said Scrooge.")
+    assert is_dialogue_tag('"You are quite a woman, little Fan!" exclaimed the boy.')
+    assert not is_dialogue_tag("Scrooge said nothing to the man in the street that night.")
+    assert not is_dialogue_tag("Fan, the sister of Scrooge, came home for Christmas.")
+
+
+def test_a_definition_beats_the_lines_that_repeat_the_name() -> None:
+    text = (
+        "'What do you say, Topper?' said the niece. 'Topper!' cried Fred. "
+        "Topper, a bachelor, had his eye on the plump sister. Topper was there again, and Topper laughed."
+    )
+    assert first_sentence("Who is Topper?", text) == "Topper, a bachelor, had his eye on the plump sister."
+    focus = question_focus("Who is Topper?")
+    assert offers(focus, "Mr. Topper, a bachelor.", frozenset({"topper"})) == 1.0
+    assert offers(focus, "Especially Topper, who could growl away in the bass.", frozenset({"topper"})) == 0.0
+
+
+def test_the_asked_kind_next_to_the_subject_wins() -> None:
+    text = (
+        "The Kestrel Point Lighthouse guards the bay. Keepers of the Kestrel Point Lighthouse log every ship. "
+        "The Kestrel Point Lighthouse was built in 1887 on the headland."
+    )
+    assert first_sentence("When was the Kestrel Point Lighthouse built?", text).endswith(
+        "built in 1887 on the headland."
+    )
+    boats = (
+        "At 23:30 a member of the Vellmouth Fishing Cooperative called the lighthouse. "
+        "The Vellmouth Fishing Cooperative owns the fish market. It negotiates prices for its forty-one member boats."
+    )
+    assert first_sentence("How many member boats does the Vellmouth Fishing Cooperative have?", boats) == (
+        "It negotiates prices for its forty-one member boats."
+    )
