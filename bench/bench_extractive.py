@@ -38,7 +38,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_nlp import offline_env  # noqa: E402
 from common import REPO_ROOT, cli_command, invocation, machine_info, markdown_table, write_results  # noqa: E402
-from graphrag_assets_tests.shared_data import CHRISTMAS_CAROL  # noqa: E402
 
 import graphrag_assets  # noqa: E402
 from graphrag_assets.core.settings import load_settings  # noqa: E402
@@ -48,6 +47,7 @@ from graphrag_assets.llm.usage import UsageMeter  # noqa: E402
 from graphrag_assets.project.query_data import load_query_data  # noqa: E402
 from graphrag_assets.query.engine import run_query  # noqa: E402
 from graphrag_assets.query.request import QueryOptions, SearchRequest  # noqa: E402
+from graphrag_assets_testkit.shared_data import CHRISTMAS_CAROL  # noqa: E402
 
 QUESTIONS = Path(__file__).resolve().parent / "questions"
 CORPORA: dict[str, tuple[Path, Path]] = {  # corpus -> (input file or folder, question set)
