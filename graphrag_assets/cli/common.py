@@ -24,9 +24,19 @@ ROOT_OPTION = click.option(
 JSON_OPTION = click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
 
 
+INTERRUPTED = "interrupted; completed model calls are cached, so re-running continues where it stopped."
+INTERRUPTED_EXIT = 130  # 128 + SIGINT: what a shell reports for a command stopped by Ctrl-C
+
+
 def fail(message: str) -> None:
     click.secho(f"error: {message}", fg="red", err=True)
     sys.exit(1)
+
+
+def interrupted(message: str) -> None:
+    """Ctrl-C is the user's choice, not an error: one plain line, and the conventional exit code."""
+    click.echo(message, err=True)
+    sys.exit(INTERRUPTED_EXIT)
 
 
 def guard(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -37,12 +47,28 @@ def guard(fn: Callable[..., Any]) -> Callable[..., Any]:
             return fn(*args, **kwargs)
         except UserError as exc:
             fail(str(exc))
-        except KeyboardInterrupt:
-            fail("interrupted; completed model calls are cached, so re-running continues where it stopped.")
+        except KeyboardInterrupt as exc:
+            interrupted(str(exc) or INTERRUPTED)
         except Exception as exc:  # a bug, not a user mistake: keep the detail available
             if kwargs.get("verbose") or verbose_env():
                 traceback.print_exc()
             fail(f"{type(exc).__name__}: {exc} (re-run with GRAPHRAG_DEBUG=1 for the traceback)")
+
+    wrapper.__name__ = fn.__name__
+    wrapper.__doc__ = fn.__doc__
+    return wrapper
+
+
+def until_stopped(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """For commands that run until Ctrl-C (``serve``, ``dev``): that is how they are stopped, so it
+    ends them quietly with exit 0 instead of the interrupted-work message."""
+
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except KeyboardInterrupt:
+            click.echo("stopped", err=True)
+            return None
 
     wrapper.__name__ = fn.__name__
     wrapper.__doc__ = fn.__doc__

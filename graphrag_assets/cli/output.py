@@ -120,35 +120,15 @@ def render_status(report: dict[str, Any]) -> str:
         )
     interrupted = report.get("interrupted_update")
     if interrupted:
+        command = interrupted.get("command", "index")
         lines.append(
-            f"last update: the 'graphrag-assets index' started at {interrupted.get('started_at')} (pid {interrupted.get('pid')}) "
-            "was stopped before it finished; run it again to finish (model calls already made are not repeated)"
+            f"last update: the 'graphrag-assets {command}' started at {interrupted.get('started_at')} (pid {interrupted.get('pid')}) "
+            "was stopped before it finished; run it again to finish"
+            + (" (model calls already made are not repeated)" if command == "index" else "")
         )
     corpus = report["corpus"]
-    if corpus.get("unfinished"):
-        lines.append(
-            "corpus graph: an update is running (its tables are published when it finishes)"
-            if corpus.get("update_running")
-            else "corpus graph: the last update stopped before it was published; queries use the previous build, "
-            "and 'graphrag-assets index' finishes it (model calls already made are not repeated)"
-        )
-    if not corpus.get("built"):
-        lines.append("corpus graph: not built yet")
-    else:
-        since = corpus["documents_since_build"]
-        pending = docs["new"] or docs["changed"] or docs["deleted"]
-        if corpus["stale"]:
-            settings_note = "; corpus settings changed" if corpus.get("settings_changed") else ""
-            lines.append(
-                f"corpus graph: stale ({len(since['added'])} added, {len(since['changed'])} changed, "
-                f"{len(since['removed'])} removed since it was built{settings_note})"
-            )
-        elif pending:
-            lines.append(
-                "corpus graph: up to date with the indexed documents; 'graphrag-assets index' adds the input changes above"
-            )
-        else:
-            lines.append("corpus graph: up to date")
+    lines.append(_corpus_state(corpus, bool(docs["new"] or docs["changed"] or docs["deleted"])))
+    if corpus.get("built"):
         if corpus.get("lancedb_missing"):
             lines.append(
                 "  the index has outgrown in-memory search and has no LanceDB tables yet; 'graphrag-assets index' builds them"
@@ -169,6 +149,31 @@ def render_status(report: dict[str, Any]) -> str:
     for table, rows in report["tables"].items():
         lines.append(f"  {table:<30} {rows:>10,} rows")
     return "\n".join(lines)
+
+
+def _corpus_state(corpus: dict[str, Any], pending: bool) -> str:
+    """The one "corpus graph:" line: an unfinished update says more than stale or up to date."""
+    finishing = "'graphrag-assets index' finishes it (model calls already made are not repeated)"
+    if corpus.get("unfinished") and corpus.get("update_running"):
+        return "corpus graph: an update is running (its tables are published when it finishes)"
+    if corpus.get("unfinished"):
+        if not corpus.get("built"):
+            return f"corpus graph: not built yet; the first build stopped before it was published, and {finishing}"
+        return f"corpus graph: the last update stopped before it was published; queries use the previous build, and {finishing}"
+    if not corpus.get("built"):
+        return "corpus graph: not built yet"
+    if corpus["stale"]:
+        since = corpus["documents_since_build"]
+        settings_note = "; corpus settings changed" if corpus.get("settings_changed") else ""
+        return (
+            f"corpus graph: stale ({len(since['added'])} added, {len(since['changed'])} changed, "
+            f"{len(since['removed'])} removed since it was built{settings_note})"
+        )
+    if pending:
+        return (
+            "corpus graph: up to date with the indexed documents; 'graphrag-assets index' adds the input changes above"
+        )
+    return "corpus graph: up to date"
 
 
 SHOWN_RELATIONSHIPS = 20

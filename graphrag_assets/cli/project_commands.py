@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import click
 
-from graphrag_assets.cli.common import ROOT_OPTION, guard, project_settings
+from graphrag_assets.cli.common import ROOT_OPTION, guard, project_settings, until_stopped
 from graphrag_assets.core.errors import UserError
 from graphrag_assets.project.init_files import write_project_files
 
@@ -48,6 +49,7 @@ def init(root: Path | None, force: bool, instance: str, postgres_url: str | None
 @ROOT_OPTION
 @click.option("--port", type=int, default=3000, show_default=True)
 @guard
+@until_stopped
 def dev(root: Path | None, port: int) -> None:
     """Start the Dagster UI (dagster dev) for the project."""
     settings = project_settings(root)
@@ -67,4 +69,13 @@ def dev(root: Path | None, port: int) -> None:
     # their jobs (a project without one loads the module, whose location is named after it).
     location = ["-w", "workspace.yaml"] if (settings.root / "workspace.yaml").exists() else ["-m", DEFINITIONS_MODULE]
     cmd = [sys.executable, "-m", "dagster", "dev", *location, "-p", str(port)]
-    sys.exit(subprocess.call(cmd, cwd=settings.root, env=env))
+    process = subprocess.Popen(cmd, cwd=settings.root, env=env)
+    try:
+        code = process.wait()
+    except KeyboardInterrupt:
+        # Ctrl-C in a terminal reaches `dagster dev` too; a signal sent to this process alone is
+        # passed on. Either way it stops its webserver and daemon itself: wait for that.
+        process.send_signal(signal.SIGINT)
+        process.wait()
+        raise
+    sys.exit(code)

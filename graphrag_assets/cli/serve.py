@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from graphrag_assets.cli.common import guard
+from graphrag_assets.cli.common import guard, until_stopped
 
 
 @click.command(short_help="Serve the index over HTTP: OpenAI-compatible chat, a native API and a web page.")
@@ -43,6 +43,7 @@ from graphrag_assets.cli.common import guard
     "also serve.allowed_hosts. Other Host headers get 421 (a guard against DNS rebinding).",
 )
 @guard
+@until_stopped
 def serve(
     roots: tuple[Path, ...],
     projects_dir: Path | None,

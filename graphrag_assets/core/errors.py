@@ -28,6 +28,11 @@ class LLMError(UserError):
         self.kind = kind
 
 
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C stopped a command; ``str(error)`` is the sentence shown, when the command knows better
+    than the generic one what was kept and how to go on (``index`` says nothing was published)."""
+
+
 def dimension_mismatch(name: str, stored: int, given: int) -> str:
     """The one sentence for a question embedded differently from the index (another model or size)."""
     return (

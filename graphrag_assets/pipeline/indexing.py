@@ -18,6 +18,7 @@ from typing import Any
 from dagster import DagsterInstance, Definitions
 
 from graphrag_assets.core.buckets import bucket_of, is_bucket_key
+from graphrag_assets.core.errors import Interrupted
 from graphrag_assets.core.progress import warn
 from graphrag_assets.core.settings import Settings
 from graphrag_assets.index.changes import ChangeSet
@@ -43,6 +44,10 @@ from graphrag_assets.storage.database import let_go
 from graphrag_assets.storage.documents import delete_documents, refresh_file_stats
 
 Announce = Callable[[str], None]
+NOTHING_PUBLISHED = (
+    "interrupted; nothing was published, the previous build is still served; "
+    "run 'graphrag-assets index' again to continue (completed model calls are cached)."
+)
 
 
 def index_project(
@@ -66,14 +71,15 @@ def index_project(
     instance = open_instance(settings)
     with index_lock(settings) as interrupted:
         if interrupted:
-            announce(
-                f"the update started at {interrupted.get('started_at')} (pid {interrupted.get('pid')}) was stopped before it finished; finishing it"
-            )
+            announce(_interrupted_holder(interrupted))
         dead = refuse_while_runs_are_active(instance)
         if dead:
             announce(f"marked {len(dead)} run(s) failed whose process is gone: {', '.join(run[:8] for run in dead)}")
         defs = build_definitions(settings.root, overrides=options.overrides)
-        report = _index(settings, plan, instance, defs, announce, options)
+        try:
+            report = _index(settings, plan, instance, defs, announce, options)
+        except KeyboardInterrupt:
+            raise Interrupted(NOTHING_PUBLISHED) from None  # the corpus job publishes last, all at once
         report.seconds = time.monotonic() - started
         if settings.database_path.exists():
             create_model_tables(settings.database_path)
@@ -84,6 +90,15 @@ def index_project(
             report.graph = graph_sizes(settings.database_path)
         let_go(settings.database_path)  # checkpointed and closed before the index lock is released
         return report
+
+
+def _interrupted_holder(holder: dict[str, Any]) -> str:
+    """What the killed holder of the index lock was doing, and what this run does about it."""
+    command = holder.get("command", "index")
+    started = f"the '{command}' started at {holder.get('started_at')} (pid {holder.get('pid')}) was stopped before it finished"
+    if command == "index":
+        return f"{started}; finishing it"
+    return f"{started}; run 'graphrag-assets {command}' again to finish it"
 
 
 def _index(

@@ -29,11 +29,13 @@ def lock_path(settings: Settings) -> Path:
 
 
 @contextlib.contextmanager
-def index_lock(settings: Settings) -> Iterator[dict[str, Any] | None]:
+def index_lock(settings: Settings, command: str = "index") -> Iterator[dict[str, Any] | None]:
     """An exclusive lock on the project's index for the whole of an update.
 
     Yields what the lock file said about an earlier holder that died without finishing (None
-    when the last update finished).
+    when the last update finished). ``command`` (``index``, ``vacuum``) is written for the
+    messages about a holder that died: they name what was killed. Ctrl-C ends the holder in
+    order (it says so itself), so it empties the file as a finish does.
     """
     path = lock_path(settings)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -48,8 +50,12 @@ def index_lock(settings: Settings) -> Iterator[dict[str, Any] | None]:
             handle.seek(0)
             previous = _holder(handle.read())
             me = ProcessId.current()
-            _rewrite(handle, json.dumps({"host": me.host, "pid": me.pid, "started_at": _now()}))
-            yield previous
+            _rewrite(handle, json.dumps({"command": command, "host": me.host, "pid": me.pid, "started_at": _now()}))
+            try:
+                yield previous
+            except KeyboardInterrupt:
+                _rewrite(handle, "")
+                raise
             _rewrite(handle, "")
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)

@@ -50,7 +50,7 @@ def vacuum_index(settings: Settings, *, drop_cache: bool = False) -> VacuumRepor
     """Compact LanceDB and DuckDB (and empty the response cache with ``drop_cache``)."""
     if not settings.database_path.exists():
         raise UserError(f"no index database at {settings.database_path}; there is nothing to vacuum.")
-    with index_lock(settings):
+    with index_lock(settings, command="vacuum"):
         if staged_tables(settings.database_path) or has_pending(settings.database_path, read_only=False):
             raise UserError(
                 "the last update stopped before it was published; run 'graphrag-assets index' to finish it, then vacuum."

@@ -7,8 +7,12 @@ a time.
 
 from __future__ import annotations
 
+import contextlib
 import logging
-from collections.abc import Sequence
+import os
+import signal
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from dagster import DagsterInstance, Definitions
@@ -105,7 +109,37 @@ def _run_job(defs, instance, job_name, partition_keys, tags, console_log_level) 
         run_tags[ASSET_PARTITION_RANGE_START_TAG] = keys[0]
         run_tags[ASSET_PARTITION_RANGE_END_TAG] = keys[-1]
     run_config = {"loggers": {"console": {"config": {"log_level": console_log_level}}}}
-    result = execute_without_capture(
-        job, run_config=run_config, instance=instance, partition_key=partition_key, tags=run_tags
-    )
+    with ctrl_c_watch() as ctrl_c_seen:
+        result = execute_without_capture(
+            job, run_config=run_config, instance=instance, partition_key=partition_key, tags=run_tags
+        )
+    if ctrl_c_seen():
+        raise KeyboardInterrupt  # Dagster turned it into a failed (or, between steps, an ignored) run
     return RunOutcome(job_name, result.run_id, result.success, keys, None if result.success else _first_error(result))
+
+
+@contextlib.contextmanager
+def ctrl_c_watch() -> Iterator[Callable[[], bool]]:
+    """Tell whether SIGINT arrived while Dagster ran a job.
+
+    Dagster catches Ctrl-C during a run: inside a step it fails the step with its own error, between
+    steps it notes it and may even finish the run. Either way the caller must stop instead of going
+    on with the next job, so the signal is also noted here: Python writes the number of every
+    signal it handles to the wakeup descriptor, whichever handler Dagster has installed.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield lambda: False  # signals are only delivered to the main thread
+        return
+    reader, writer = os.pipe()
+    os.set_blocking(reader, False)
+    os.set_blocking(writer, False)
+    previous = signal.set_wakeup_fd(writer, warn_on_full_buffer=False)
+    seen: list[bool] = []
+    try:
+        yield lambda: bool(seen)
+    finally:
+        signal.set_wakeup_fd(previous)
+        with contextlib.suppress(BlockingIOError):
+            seen.extend(True for number in os.read(reader, 512) if number == signal.SIGINT)
+        os.close(reader)
+        os.close(writer)
