@@ -13,6 +13,7 @@ import pytest
 from graphrag_assets.core.settings import CommunitySettings
 from graphrag_assets.index.communities import (
     DEFAULT_SEED,
+    NATIVE_FROM_NODES,
     LeidenOptions,
     _graph_from_edges,
     _largest_component,
@@ -22,6 +23,7 @@ from graphrag_assets.index.communities import (
     leiden_options,
     normalize_edges,
     partition_modularity,
+    resolve_backend,
 )
 
 
@@ -54,9 +56,12 @@ def fast(graph: pl.DataFrame) -> pl.DataFrame:
     return hierarchical_leiden(graph, LeidenOptions(backend="graspologic"))
 
 
-def test_graspologic_is_the_default_backend_of_the_settings() -> None:
-    assert CommunitySettings().backend == "graspologic"
-    assert LeidenOptions().backend == "graspologic"
+def test_auto_is_the_default_backend_and_picks_graspologic_for_large_graphs() -> None:
+    assert CommunitySettings().backend == "auto"
+    assert LeidenOptions().backend == "auto"
+    assert resolve_backend("auto", NATIVE_FROM_NODES) == "graspologic"
+    assert resolve_backend("auto", NATIVE_FROM_NODES - 1) == "igraph"
+    assert resolve_backend("leidenalg", 10**6) == "leidenalg"
     assert leiden_options(CommunitySettings()).polished
 
 

@@ -123,7 +123,7 @@ def test_the_native_api_offers_and_answers_a_registered_method(echo: QueryMethod
     from graphrag_assets.serve.config import build_config
 
     config = build_config([nlp_index], None, "127.0.0.1", 0, None)
-    with TestClient(create_app(config), raise_server_exceptions=False) as client:
+    with TestClient(create_app(config), base_url="http://127.0.0.1", raise_server_exceptions=False) as client:
         answered = client.post("/api/query", json={"question": QUESTION, "method": "echo"})
         assert answered.status_code == 200, answered.text
         assert answered.json()["answer"].startswith(f"echo: {QUESTION} (")

@@ -201,7 +201,7 @@ class CommunitySettings(_Section):
     max_cluster_size: int = Field(10, ge=2)
     use_lcc: bool = True
     seed: int = 0xDEADBEEF
-    backend: Literal["graspologic", "igraph", "leidenalg"] = "graspologic"
+    backend: Literal["auto", "graspologic", "igraph", "leidenalg"] = "auto"
     resolution: float = Field(1.0, gt=0)
     # exact: every update clusters from scratch (the index equals a rebuild); stable: start from
     # the previous communities and let only the affected region move (see stable_communities).

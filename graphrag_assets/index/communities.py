@@ -31,8 +31,9 @@ only the largest component is clustered, and this changes nothing). What each of
 buys in reports regenerated per edit is measured by ``bench/bench_incremental.py``; warm-started
 ("stable") clustering is in :mod:`graphrag_assets.index.stable_communities`.
 
-Engine: the default backend is graspologic-native's Rust Leiden (the engine Microsoft GraphRAG
-uses), one Leiden cycle per run, every run then *polished* by leidenalg's node-level local moving
+Engine: the default backend (``auto``) is graspologic-native's Rust Leiden (the engine Microsoft
+GraphRAG uses) from NATIVE_FROM_NODES nodes and igraph's until-stable Leiden below. graspologic
+runs one Leiden cycle per run, every run then *polished* by leidenalg's node-level local moving
 until no single node gains by moving (see :func:`_node_optimal`), and the hierarchy is built level
 by level on integer arrays (:mod:`graphrag_assets.index.native_leiden`). igraph's Leiden run until
 stable, the previous default, did not scale: on a 200,000-node / 1M-edge planted partition each
@@ -83,10 +84,13 @@ import polars as pl
 from graphrag_assets.core.ids import stable_hash, stable_uuid
 from graphrag_assets.core.schemas import COMMUNITIES, conform, empty_frame
 from graphrag_assets.core.settings import CommunitySettings
-from graphrag_assets.index.native_leiden import LEIDEN_ITERATIONS, integer_graph, largest_component, native_hierarchy
 
-Backend = Literal["graspologic", "igraph", "leidenalg"]
-BACKENDS: tuple[str, ...] = ("graspologic", "igraph", "leidenalg")
+Backend = Literal["auto", "graspologic", "igraph", "leidenalg"]
+BACKENDS: tuple[str, ...] = ("auto", "graspologic", "igraph", "leidenalg")
+# ``auto``: graspologic-native from this many nodes, igraph below. igraph's until-stable runs settle
+# quickly on small graphs, and the native path's numpy and scipy would add ~50 MB to a small index.
+NATIVE_FROM_NODES = 20_000
+LEIDEN_ITERATIONS = 1  # graspologic: full Leiden cycles per run, as Microsoft GraphRAG runs it
 
 DEFAULT_SEED = 0xDEADBEEF
 N_ITERATIONS = {
@@ -341,7 +345,7 @@ class LeidenOptions:
     max_cluster_size: int = 10
     seed: int = DEFAULT_SEED
     use_lcc: bool = True
-    backend: Backend = "graspologic"
+    backend: Backend = "auto"
     resolution: float = 1.0
     n_iterations: int | None = None
     node_optimal: bool | None = None
@@ -380,6 +384,7 @@ def hierarchical_leiden(edges: pl.DataFrame, options: LeidenOptions = LeidenOpti
     normalized = normalize_edges(edges)
     if normalized.is_empty():
         return empty_frame(ASSIGNMENTS)
+    backend = resolve_backend(backend, node_count(normalized))
     iterations = N_ITERATIONS[backend] if options.n_iterations is None else options.n_iterations
     if backend == "graspologic":
         return _native_hierarchical_leiden(normalized, options, iterations)
@@ -395,8 +400,22 @@ def hierarchical_leiden(edges: pl.DataFrame, options: LeidenOptions = LeidenOpti
     return assemble_hierarchy(graph, split, max_cluster_size)
 
 
+def node_count(edges: pl.DataFrame) -> int:
+    """Distinct nodes of a normalized edge list."""
+    return pl.concat([edges["source"], edges["target"]]).n_unique()
+
+
+def resolve_backend(backend: str, nodes: int) -> str:
+    """The engine ``backend`` names for a graph of ``nodes`` nodes (``auto``: see NATIVE_FROM_NODES)."""
+    if backend != "auto":
+        return backend
+    return "graspologic" if nodes >= NATIVE_FROM_NODES else "igraph"
+
+
 def _native_hierarchical_leiden(normalized: pl.DataFrame, options: LeidenOptions, iterations: int) -> pl.DataFrame:
     """:func:`hierarchical_leiden` with graspologic-native, on integer arrays (see :mod:`.native_leiden`)."""
+    from graphrag_assets.index.native_leiden import integer_graph, largest_component, native_hierarchy
+
     names, src, dst, weight = integer_graph(normalized)
     titles = names.to_list()  # a list: gathering from the Series costs ~1 ms per Leiden run
     nodes = largest_component(names.len(), src, dst) if options.use_lcc else None

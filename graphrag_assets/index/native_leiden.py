@@ -25,7 +25,6 @@ from scipy.sparse.csgraph import connected_components
 from graphrag_assets.core.schemas import empty_frame
 
 ASSIGNMENTS = {"node": pl.String, "community": pl.Int64, "level": pl.Int64, "parent": pl.Int64}
-LEIDEN_ITERATIONS = 1  # full Leiden cycles per run, as Microsoft GraphRAG runs graspologic-native
 
 
 def integer_graph(normalized: pl.DataFrame) -> tuple[pl.Series, np.ndarray, np.ndarray, np.ndarray]:

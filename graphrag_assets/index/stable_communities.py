@@ -55,6 +55,7 @@ from graphrag_assets.index.communities import (
     leiden_options,
     normalize_edges,
     partition_modularity,
+    resolve_backend,
 )
 
 if TYPE_CHECKING:
@@ -172,6 +173,7 @@ def warm_start_hierarchy(edges: pl.DataFrame, previous: pl.DataFrame, settings: 
     if normalized.is_empty():
         return empty_frame(ASSIGNMENTS)
     graph = _graph_from_edges(normalized)
+    backend = resolve_backend(settings.backend, graph.vcount())  # decided on the whole graph, as a rebuild does
     if settings.use_lcc:
         graph = _largest_component(graph)
     labels: dict[int, dict[str, int]] = {}
@@ -184,12 +186,7 @@ def warm_start_hierarchy(edges: pl.DataFrame, previous: pl.DataFrame, settings: 
         initial = [known.get(name) for name in names]
         if all(label is None for label in initial):
             return _leiden_per_component(
-                subgraph,
-                settings.backend,
-                settings.seed,
-                settings.resolution,
-                N_ITERATIONS[settings.backend],
-                polish=True,
+                subgraph, backend, settings.seed, settings.resolution, N_ITERATIONS[backend], polish=True
             )
         return warm_leiden(subgraph, initial, seed=_run_seed(settings.seed, names), resolution=settings.resolution)
 

@@ -151,21 +151,19 @@ def _token_ids(tokenizer: Tokenizer, text: str, pieces: dict[str, tuple[int, ...
 def _pool(table: np.ndarray, ids: list[np.ndarray], out: np.ndarray) -> None:
     """Mean of each text's token rows, written into ``out`` (a text with no token stays zero).
 
-    Computed as (token counts per text) @ (rows of the distinct tokens): each distinct token's row
-    is read and widened once per chunk instead of once per occurrence, and the sum is one matrix
-    product rather than a per-token loop.
+    Each text is pooled on its own, over its distinct tokens in id order weighted by their counts
+    and summed in float64: a text's vector then depends on the text alone, never on which other
+    texts share its call. A product over a whole chunk was faster but its summation order followed
+    the chunk's distinct tokens, so an incremental run (a few changed texts) and a rebuild (all of
+    them) gave vectors 2e-8 apart, and the index no longer equalled a rebuild.
     """
-    lengths = np.fromiter((a.size for a in ids), dtype=np.int64, count=len(ids))
-    if not lengths.sum():
-        return
-    flat = np.clip(np.concatenate(ids), 0, table.shape[0] - 1)
-    distinct, column = np.unique(flat, return_inverse=True)
-    row = np.repeat(np.arange(len(ids), dtype=np.int64), lengths)
-    counts = np.bincount(row * distinct.size + column, minlength=len(ids) * distinct.size)
-    counts = counts.reshape(len(ids), distinct.size).astype(np.float32)
-    sums = counts @ table[distinct].astype(np.float32)
-    present = lengths > 0
-    out[present] = sums[present] / lengths[present, None]
+    last = table.shape[0] - 1
+    for row, text_ids in enumerate(ids):
+        if not text_ids.size:
+            continue
+        distinct, counts = np.unique(np.clip(text_ids, 0, last), return_counts=True)
+        weighted = table[distinct].astype(np.float64) * counts[:, None]
+        out[row] = weighted.sum(axis=0) / text_ids.size
 
 
 class CombinedEmbedder:
