@@ -51,15 +51,16 @@ def env_without_endpoint() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "GRAPHRAG_ROOT")}
 
 
-def run_index(root: Path, *fault: object) -> subprocess.CompletedProcess:
-    """`index` in a new process; with ``fault`` (kind, statement, occurrence: see publish_fault) it fails there."""
+def run_index(root: Path, *args: str, fault: tuple[object, ...] = ()) -> subprocess.CompletedProcess:
+    """`index` (with CLI ``args``) in a new process; with ``fault`` (kind, statement, occurrence: see
+    publish_fault) it fails there."""
     command = (
         ["-m", "graphrag_assets_testkit.publish_fault", *map(str, fault)]
         if fault
         else ["-m", "graphrag_assets.cli.main"]
     )
     return subprocess.run(
-        [sys.executable, *command, "index", "--root", str(root)],
+        [sys.executable, *command, "index", "--root", str(root), *args],
         capture_output=True,
         text=True,
         timeout=300,

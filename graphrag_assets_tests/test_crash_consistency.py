@@ -26,6 +26,7 @@ from polars.testing import assert_frame_equal
 from graphrag_assets.core.settings import load_settings
 from graphrag_assets.llm.cache import EMBEDDING_TABLE
 from graphrag_assets.project.status import project_status
+from graphrag_assets_testkit.builds import env_without_endpoint, run_index
 from graphrag_assets_testkit.projects import query_db
 from graphrag_assets_testkit.scripted_openai import ScriptedOpenAIServer
 from graphrag_assets_tests.conftest import RESPONDER, llm_settings_yaml
@@ -70,20 +71,6 @@ def _copy_without_corpus_answers(standard_index: Path, root: Path, base_url: str
     return root
 
 
-def _index(root: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "graphrag_assets.cli.main", "index", "--root", str(root), *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=_env(),
-    )
-
-
-def _env() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "GRAPHRAG_ROOT")}
-
-
 @pytest.fixture(scope="module")
 def uninterrupted_calls(standard_index: Path, tmp_path_factory: pytest.TempPathFactory) -> int:
     """Calls an uninterrupted `index --full` makes from the same starting point."""
@@ -92,7 +79,7 @@ def uninterrupted_calls(standard_index: Path, tmp_path_factory: pytest.TempPathF
         root = _copy_without_corpus_answers(
             standard_index, tmp_path_factory.mktemp("clean") / "project", server.base_url
         )
-        done = _index(root, "--full")
+        done = run_index(root, "--full")
         assert done.returncode == 0, done.stderr
         return len(server.calls())
     finally:
@@ -114,7 +101,7 @@ def _interrupt_at(root: Path, server, stage: str, sig: signal.Signals) -> None:
     wanted = 1 if stage == "embeddings" else 2 * CONCURRENCY
     process = subprocess.Popen(
         [sys.executable, "-m", "graphrag_assets.cli.main", "index", "--root", str(root), "--full"],
-        env=_env(),
+        env=env_without_endpoint(),
         start_new_session=True,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -162,14 +149,14 @@ def test_an_interrupted_corpus_run_is_reported_and_finished_by_the_next_index(
         [sys.executable, "-m", "graphrag_assets.cli.main", "status", "--root", str(root)],
         capture_output=True,
         text=True,
-        env=_env(),
+        env=env_without_endpoint(),
     ).stdout
     assert "the last update stopped before it was published" in shown
     assert ("was stopped before it finished" in shown) == killed
 
     # The next plain `index` finishes the work: only what was not answered is asked again.
     server.reset()
-    finish = _index(root)
+    finish = run_index(root)
     assert finish.returncode == 0, finish.stderr
     assert "updating the corpus-wide graph" in finish.stderr
     # A killed process leaves its Dagster run STARTED; it is marked failed instead of blocking.
@@ -178,7 +165,7 @@ def test_an_interrupted_corpus_run_is_reported_and_finished_by_the_next_index(
     calls_after = len(server.calls())
 
     server.reset()
-    full = _index(root, "--full")
+    full = run_index(root, "--full")
     assert full.returncode == 0
     assert len(server.calls()) == 0  # everything the finished index needs is cached now
 
@@ -218,7 +205,7 @@ def test_an_extraction_answer_cut_off_at_the_token_limit_is_retried_by_the_next_
     )
     server.add_fault("truncate", endpoint="chat", match="Quillfeather", keep_chars=60)
 
-    first = _index(root)
+    first = run_index(root)
     assert first.returncode == 0, first.stderr
     assert "were cut short (token limit" in first.stdout
     assert dict(query_db(root, "select document_key, status from extraction_status")) == {
@@ -229,7 +216,7 @@ def test_an_extraction_answer_cut_off_at_the_token_limit_is_retried_by_the_next_
     assert report["documents"]["changed"] == ["quill.txt"]
 
     server.reset()
-    second = _index(root)
+    second = run_index(root)
     assert second.returncode == 0, second.stderr
     extraction_calls = [c for c in server.calls("chat") if "Marta Quell" in _text(c) or "Quillfeather" in _text(c)]
     assert extraction_calls and all("Marta Quell" not in _text(c) for c in extraction_calls)

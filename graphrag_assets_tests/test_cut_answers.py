@@ -25,6 +25,7 @@ from graphrag_assets.index.extraction_parser import ends_mid_record
 from graphrag_assets.llm.cache import LLMCache
 from graphrag_assets.project.status import project_status
 from graphrag_assets.storage.table_names import CHAT_CACHE
+from graphrag_assets_testkit.builds import env_without_endpoint, run_index
 from graphrag_assets_testkit.projects import query_db
 from graphrag_assets_tests.conftest import RESPONDER, llm_settings_yaml
 
@@ -67,20 +68,6 @@ def test_a_commit_puts_the_answers_queued_so_far_on_disk_at_once(tmp_path: Path)
         cache.close()
 
 
-def _index(root: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "graphrag_assets.cli.main", "index", "--root", str(root), *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=_env(),
-    )
-
-
-def _env() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "GRAPHRAG_ROOT")}
-
-
 def _project(root: Path, base_url: str, documents: dict[str, str], extra: str = "") -> Path:
     (root / "data" / "input").mkdir(parents=True)
     (root / "graphrag.yaml").write_text(llm_settings_yaml(base_url, extra), encoding="utf-8")
@@ -109,7 +96,7 @@ def test_an_answer_cut_mid_record_with_finish_reason_stop_is_asked_again_by_the_
     )
     server.add_fault("truncate", endpoint="chat", match="Quillfeather", keep_chars=60, finish_reason="stop")
 
-    first = _index(root)
+    first = run_index(root)
     assert first.returncode == 0, first.stderr
     assert dict(query_db(root, "select document_key, status from extraction_status")) == {
         "other.txt": "ok",
@@ -118,7 +105,7 @@ def test_an_answer_cut_mid_record_with_finish_reason_stop_is_asked_again_by_the_
     assert project_status(load_settings(root))["documents"]["changed"] == ["quill.txt"]
 
     server.reset()
-    second = _index(root)
+    second = run_index(root)
     assert second.returncode == 0, second.stderr
     asked = [c for c in server.calls("chat") if "Quillfeather" in _text(c)]
     assert asked, "the cut answer was served from the cache"
@@ -155,7 +142,7 @@ def test_answers_received_before_a_kill_are_in_the_cache(openai_server_factory, 
     root = _project(tmp_path / "project", server.base_url, DOCUMENTS, "  concurrency: 4\n")
     process = subprocess.Popen(
         [sys.executable, "-m", "graphrag_assets.cli.main", "index", "--root", str(root)],
-        env=_env(),
+        env=env_without_endpoint(),
         start_new_session=True,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

@@ -96,7 +96,7 @@ def test_an_index_killed_inside_the_publish_leaves_the_previous_build_and_the_ne
     before = published_tables(root)
     build_before = _build(database)
 
-    killed = run_index(root, "kill", *IN_THE_PUBLISH)
+    killed = run_index(root, fault=("kill", *IN_THE_PUBLISH))
     assert killed.returncode == -signal.SIGKILL, killed.stderr
 
     after = published_tables(root)

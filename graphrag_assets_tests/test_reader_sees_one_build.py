@@ -69,7 +69,7 @@ def test_a_killed_update_leaves_the_previous_build_whole_and_the_next_index_fini
     before = published_tables(root)
     edit(root)
 
-    killed = run_index(root, "kill", *KILL_POINTS[point])
+    killed = run_index(root, fault=("kill", *KILL_POINTS[point]))
     assert killed.returncode == -signal.SIGKILL, killed.stderr
 
     assert_one_whole_build(root)
