@@ -192,3 +192,20 @@ def chromium() -> Iterator[Chromium]:
         yield browser
     finally:
         browser.stop()
+
+
+def assert_markdown_drawn(page, selector: str, content: str, title: str | None = None) -> None:
+    """The report ``content`` drawn in ``selector``: one heading element per markdown heading, one
+    list item per list line, and none of the markers left as text; with ``title``, a first heading
+    saying it is left out (the page shows it above)."""
+    lines = [line.strip() for line in content.splitlines()]
+    headings = [line for line in lines if line.startswith("#")]
+    if title is not None and headings and lines[0] == headings[0] and headings[0].lstrip("#").strip() == title:
+        headings = headings[1:]  # the title heading is the pane's own heading, not repeated in the text
+    items = [line for line in lines if line[:2] in ("- ", "* ")]
+    shown = page.text_content(selector)
+    assert headings, "the scripted reports are markdown with headings"
+    assert page.locator(f"{selector} :is(h3, h4, h5, h6)").count() == len(headings)
+    assert page.locator(f"{selector} li").count() == len(items)
+    assert page.locator(f"{selector} :is(h3, h4, h5, h6)").first.text_content() == headings[0].lstrip("#").strip()
+    assert "**" not in shown and not any(line.lstrip().startswith("#") for line in shown.splitlines())

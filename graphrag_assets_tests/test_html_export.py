@@ -22,6 +22,7 @@ from graphrag_assets.core import schemas
 from graphrag_assets.interop.graph_view.data import view_data
 from graphrag_assets.interop.graph_view.page import asset_text, render_page
 from graphrag_assets_testkit.projects import query_db
+from graphrag_assets_tests.graph_fixtures import assert_markdown_drawn
 
 
 def frame(schema: dict, rows: list[dict]) -> pl.DataFrame:
@@ -200,6 +201,14 @@ def test_the_page_draws_in_chromium(html_export: Path, standard_index: Path, chr
             assert page.locator("#entity-graph line.relationship").count() == inner > 0
             assert visible_inside(page, "#entity-graph circle.entity", "#entity-graph")
             assert page.locator("#report-title").text_content() == title
+            # entity labels neither cover each other nor run past the drawing
+            boxes = page.evaluate(LABEL_BOXES)
+            assert len(boxes) >= 3
+            assert not [(a, b) for i, a in enumerate(boxes) for b in boxes[i + 1 :] if overlap(a, b)]
+            assert all(-1.05 - 1e-6 <= x and x + w <= 1.05 + 1e-6 for x, _, w, _ in boxes)
+            # the report's markdown is drawn: headings and lists as elements, no raw "#" or "**"
+            (content,) = query_db(root, f"select full_content from community_reports where community = {first}")[0]
+            assert_markdown_drawn(page, "#report-text", content, title)
             page.screenshot(path=str(tmp_path / "graph-view.png"))
 
             # bigger-degree entities are drawn bigger; the wheel zooms the map, a double click resets it
@@ -253,3 +262,12 @@ def test_the_page_draws_in_chromium(html_export: Path, standard_index: Path, chr
     assert not errors
     assert requests and all(url.startswith(("file:", "data:", "about:")) for url in requests), requests
     assert (tmp_path / "graph-view.png").stat().st_size > 10_000
+
+
+LABEL_BOXES = """() => [...document.querySelectorAll('#entity-graph .gv-labels text')].map(t => {
+    const b = t.getBBox(); return [b.x, b.y, b.width, b.height]; })"""
+
+
+def overlap(a: list[float], b: list[float]) -> bool:
+    """Whether two boxes (x, y, width, height) share any area."""
+    return a[0] < b[0] + b[2] and b[0] < a[0] + a[2] and a[1] < b[1] + b[3] and b[1] < a[1] + a[3]

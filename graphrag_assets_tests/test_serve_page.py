@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from graphrag_assets_testkit.projects import query_db
+from graphrag_assets_tests.graph_fixtures import assert_markdown_drawn
 from graphrag_assets_tests.serve_process import ServeProcess, serving_two_projects
 
 KEY = "page-test-key-90d2"
@@ -35,6 +36,10 @@ WATCH_ANSWER = """() => {
         if (!answer.hasAttribute('data-done')) window.answerLengths.push(answer.textContent.length);
     }).observe(answer, {childList: true, subtree: true, characterData: true});
 }"""
+
+REFERENCE_LISTS = """() => [...document.querySelectorAll('#references ul.records')].map(u => [
+    u.dataset.kind, u.children.length, [...u.children].filter(li => !li.hidden).length,
+    u.querySelectorAll('.tag.cited').length])"""
 
 
 def test_ask_cite_browse_and_draw_in_chromium(
@@ -79,6 +84,15 @@ def test_ask_cite_browse_and_draw_in_chromium(
             assert len(set(lengths)) > 10 and lengths[0] < len(answer) / 4 and max(lengths) <= len(answer)
             assert page.locator("#answer .cite").count() >= 2
             assert page.locator("#references .tag.cited").count() >= 2
+            # long reference lists stay short: cited ones first, the rest behind an "all N" button
+            lists = page.evaluate(REFERENCE_LISTS)
+            assert any(total > 8 for _, total, _, _ in lists)
+            for kind, total, shown, cited in lists:
+                assert shown == min(total, max(8, cited))
+                if total > shown:
+                    page.click(f'#references button.more[data-kind="{kind}"]')
+                    assert page.evaluate(REFERENCE_LISTS) != lists
+                    assert [row for row in page.evaluate(REFERENCE_LISTS) if row[0] == kind][0][2] == total
             assert "local search" in page.text_content("#answer-meta")
             page.screenshot(path=str(tmp_path / "1-answer.png"))
 
@@ -90,8 +104,7 @@ def test_ask_cite_browse_and_draw_in_chromium(
                 root, f"select title, full_content from community_reports where community = {community}"
             )[0]
             page.wait_for_function("t => document.getElementById('detail-title').textContent === t", arg=title)
-            shown = page.text_content("#detail-text")
-            assert shown.startswith(content.split("[Data:")[0])  # the report's text, its citations as buttons
+            assert_markdown_drawn(page, "#detail-text", content, title)  # the report's markdown drawn, not shown raw
             cited_ids = [
                 i
                 for group in re.findall(r"\[Data:([^\]]*)\]", content)
@@ -133,7 +146,10 @@ def test_ask_cite_browse_and_draw_in_chromium(
             page.wait_for_selector(f'#community-map circle.community.selected[data-community="{first}"]')
             (communities,) = query_db(root, "select count(*) from communities")[0]
             assert page.locator("#community-map circle.community").count() == communities
-            assert page.text_content("#report-title") == first_title
+            # the community's report is shown once: in the detail pane, not again in the graph view
+            page.wait_for_function("t => document.getElementById('detail-title').textContent === t", arg=first_title)
+            assert page.locator("#report-text").is_hidden() and page.locator("#report-title").is_hidden()
+            assert page.get_by_text(first_title, exact=True).filter(visible=True).count() == 1
             (size,) = query_db(root, f"select size from communities where community = {first}")[0]
             assert page.locator("#entity-graph circle.entity").count() == size
             page.screenshot(path=str(tmp_path / "4-community-map.png"))

@@ -22,7 +22,7 @@ from graphrag_assets.serve.server import server_of
 from graphrag_assets.serve.throttle import client_address
 
 WEB_FILES = {"app.js": "text/javascript", "app.css": "text/css"}
-GRAPH_VIEW_FILES = {"view.js": "text/javascript", "view.css": "text/css"}
+GRAPH_VIEW_FILES = {"markdown.js": "text/javascript", "view.js": "text/javascript", "view.css": "text/css"}
 CONTENT_SECURITY_POLICY = (
     "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
     "connect-src 'self'; font-src 'self'; object-src 'none'; base-uri 'self'; form-action 'self'; frame-ancestors 'none'"

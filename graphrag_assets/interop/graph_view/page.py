@@ -8,7 +8,7 @@ import re
 from importlib import resources
 from typing import Any
 
-ASSETS = ("view.css", "view.js", "page.html")
+ASSETS = ("view.css", "markdown.js", "view.js", "page.html")
 _MARKER = re.compile(r"/\*GRAPH_VIEW_(CSS|JS|DATA|TITLE)\*/")
 
 
@@ -29,7 +29,7 @@ def render_page(data: dict[str, Any]) -> str:
     """The page: ``page.html`` with the stylesheet, the script, the data and the title inlined."""
     parts = {
         "CSS": asset_text("view.css"),
-        "JS": asset_text("view.js"),
+        "JS": asset_text("markdown.js") + "\n" + asset_text("view.js"),
         "DATA": data_json(data),
         "TITLE": html.escape(str(data.get("title", "graph"))),
     }

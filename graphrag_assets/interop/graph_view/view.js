@@ -71,7 +71,8 @@
     return { reset: function () { view = box.slice(); apply(); } };
   }
 
-  function mount(root, data) {
+  function mount(root, data, options) {
+    options = options || {};
     var entities = data.entities, communities = data.communities;
     var byNumber = {};
     communities.forEach(function (c) { byNumber[c.community] = c; });
@@ -105,7 +106,7 @@
     var entityInfo = html("div", { id: "entity-info" }, null, detail);
     var reportTitle = html("h3", { id: "report-title" }, null, detail);
     var reportMeta = html("div", { id: "report-meta" }, null, detail);
-    var reportText = html("pre", { id: "report-text" }, null, detail);
+    var reportText = html("div", { id: "report-text" }, null, detail);
     var graphZoom = zoomable(graph, [-1.05, -1.05, 2.1, 2.1]);
 
     /* --- community map --- */
@@ -143,6 +144,7 @@
       heading.textContent = "Community " + c.community + " · level " + c.level + " · " + c.size + " entities";
       drawEntityGraph(c);
       drawReport(c);
+      if (options.onCommunity) options.onCommunity(c);
       showEntity(entityIndex === undefined ? null : entityIndex);
     }
 
@@ -176,7 +178,7 @@
       var maxDegree = c.members.reduce(function (m, e) { return Math.max(m, entities.degree[e] || 0); }, 1);
       var base = Math.min(0.07, 0.55 / Math.sqrt(Math.max(c.members.length, 1)));
       var byDegree = c.members.slice().sort(function (x, y) { return (entities.degree[y] || 0) - (entities.degree[x] || 0); });
-      var labelled = {};
+      var labelled = {}, spots = {};
       byDegree.slice(0, MAX_ENTITY_LABELS).forEach(function (e) { labelled[e] = true; });
       c.members.forEach(function (e, i) {
         var x = c.layout[2 * i], y = c.layout[2 * i + 1];
@@ -184,19 +186,36 @@
         var node = svg("circle", { "class": "entity", cx: x, cy: y, r: r.toFixed(4), fill: typeColour(entities.type[e]), "data-entity": e }, nodes);
         svg("title", {}, node).textContent = entities.title[e] + (entities.type[e] ? " (" + entities.type[e] + ")" : "");
         node.addEventListener("click", function () { showEntity(e); });
-        if (labelled[e]) {
-          var text = svg("text", { x: x, y: y - r - 0.01, "font-size": Math.max(0.025, Math.min(0.05, base * 0.8)).toFixed(3), "text-anchor": "middle" }, labels);
-          text.textContent = shorten(entities.title[e], 28);
-        }
+        if (labelled[e]) spots[e] = { x: x, y: y - r - 0.01 };
       });
+      placeLabels(labels, byDegree.filter(function (e) { return labelled[e]; }), spots, Math.max(0.025, Math.min(0.05, base * 0.8)));
       graphZoom.reset();
     }
 
+    /* Labels of the best-connected entities first; one that would cover a placed label is left
+       out (its title is on hover), and one that would run past the drawing is moved inside it. */
+    function placeLabels(layer, order, spots, size) {
+      var placed = [], edge = 1.05;
+      order.forEach(function (e) {
+        var spot = spots[e];
+        var text = svg("text", { x: spot.x, y: spot.y, "font-size": size.toFixed(3), "text-anchor": "middle" }, layer);
+        text.textContent = shorten(entities.title[e], 28);
+        var box = text.getBBox();
+        var shift = Math.max(0, -edge - box.x) - Math.max(0, box.x + box.width - edge);
+        if (shift) { text.setAttribute("x", spot.x + shift); box = text.getBBox(); }
+        var clash = placed.some(function (p) {
+          return box.x < p.x + p.width && p.x < box.x + box.width && box.y < p.y + p.height && p.y < box.y + box.height;
+        });
+        if (clash) layer.removeChild(text); else placed.push(box);
+      });
+    }
+
     function drawReport(c) {
+      if (options.onCommunity) return;  // the page shows the report itself (serve: in its detail pane)
       var report = c.report;
       reportTitle.textContent = report ? report.title : "No report for this community";
       reportMeta.textContent = report && report.rank !== null && report.rank !== undefined ? "rank " + report.rank : "";
-      reportText.textContent = report ? (report.full_content || report.summary) : "";
+      GraphMarkdown.render(reportText, report ? GraphMarkdown.withoutTitle(report.full_content || report.summary, report.title) : "");
     }
 
     function showEntity(index) {

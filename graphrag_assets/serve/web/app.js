@@ -9,6 +9,7 @@
 (function () {
   "use strict";
 
+  var REFERENCES_SHOWN = 8;  // references of one kind listed before "all N"
   var KINDS = { Reports: "reports", Entities: "entities", Relationships: "relationships", Claims: "claims", Sources: "sources" };
   var SHORT = { Reports: "report", Entities: "entity", Relationships: "rel.", Claims: "claim", Sources: "source" };
   var KIND_TITLES = { reports: "Reports", entities: "Entities", relationships: "Relationships", claims: "Claims", sources: "Sources" };
@@ -40,6 +41,11 @@
   /* --- citations: text with [Data: Kind (ids)] groups turned into buttons --- */
   function renderCited(container, text) {
     container.textContent = "";
+    renderCitedRun(container, text);
+  }
+
+  /* appends a run of text with its citations (also markdown's inline text) */
+  function renderCitedRun(container, text) {
     var last = 0;
     text.replace(CITATION, function (match, inner, at) {
       container.appendChild(document.createTextNode(text.slice(last, at)));
@@ -163,8 +169,21 @@
       if (!list.length) return;
       el("h3", {}, KIND_TITLES[kind] + " (" + list.length + ")", box);
       var ul = el("ul", { "class": "records", "data-kind": kind }, null, box);
-      list.forEach(function (r) {
+      // cited records first; past REFERENCES_SHOWN the rest wait behind a button (a local search
+      // context can hold 50 relationships, which made the page thousands of pixels long)
+      list = list.filter(function (r) { return r.cited; }).concat(list.filter(function (r) { return !r.cited; }));
+      var shown = Math.max(REFERENCES_SHOWN, list.filter(function (r) { return r.cited; }).length);
+      if (list.length > shown) {
+        var more = el("button", { type: "button", "class": "more", "data-kind": kind },
+          "all " + list.length + " " + KIND_TITLES[kind].toLowerCase(), box);
+        more.addEventListener("click", function () {
+          Array.prototype.forEach.call(ul.children, function (li) { li.hidden = false; });
+          more.remove();
+        });
+      }
+      list.forEach(function (r, i) {
         var li = el("li", {}, null, ul);
+        li.hidden = i >= shown;
         var b = el("button", { type: "button", "class": "reference", "data-kind": kind, "data-ref": r.citation }, null, li);
         el("span", { "class": "num" }, r.citation, b);
         el("span", { "class": "grow" }, r.title, b);
@@ -199,7 +218,8 @@
     var actions = el("div", { "class": "actions" }, null, body);
     var map = el("button", { type: "button", id: "report-on-map" }, "Show on the community map", actions);
     map.addEventListener("click", function () { showMap(r.community); });
-    renderCited(el("pre", { id: "detail-text" }, null, body), r.full_content || r.summary || "");
+    var text = GraphMarkdown.withoutTitle(r.full_content || r.summary || "", r.title);  // the title is the pane's heading
+    GraphMarkdown.render(el("div", { id: "detail-text" }, null, body), text, renderCitedRun);
   }
 
   function showEntity(e) {
@@ -310,8 +330,14 @@
     selectTab("graph", false);
     $("graph-view").classList.toggle("neighbourhood", !!neighbourhood);
     $("graph-caption").textContent = caption;
-    state.view = GraphView.mount($("graph-view"), data);
+    // the selected community's report goes to the detail pane, so it is never shown twice
+    state.view = GraphView.mount($("graph-view"), data, { onCommunity: showCommunityReport });
     return state.view;
+  }
+
+  function showCommunityReport(c) {
+    if (c.report) showRecord("reports", String(c.community));
+    else detail("Community " + c.community, "level " + c.level + " · " + c.size + " entities · no report");
   }
 
   function showMap(community) {
