@@ -309,3 +309,23 @@ def test_vectors_in_lancedb_are_imported_for_an_endpoint_embedder(tmp_path: Path
     again = import_index(offline, "msgraphrag", source, force=True)
     assert set(again.embeddings.values()) == {"computed"}
     assert any("embedded again with the local embedder" in w for w in again.warnings)
+
+
+def test_our_own_export_reimported_offline_keeps_its_vectors(nlp_index: Path, tmp_path: Path) -> None:
+    """An export of an offline index, imported offline again: the vectors are the local embedder's
+    own (the export records its model), so they are kept, with no warning and nothing re-embedded."""
+    exported = tmp_path / "export"
+    export_index(load_settings(nlp_index, environ={}), "msgraphrag", exported)
+    root = tmp_path / "project"
+    root.mkdir()
+    settings = load_settings(root, environ={})
+    result = import_index(settings, "msgraphrag", exported)
+    assert set(result.embeddings.values()) == {"imported"}
+    assert not any("lancedb" in w or "embedded again" in w for w in result.warnings)
+    let_go()
+    query = "select id, vector, model from entity_embeddings order by id"
+    with duckdb.connect(str(settings.database_path), read_only=True) as conn:
+        imported = conn.sql(query).pl()
+    with duckdb.connect(str(nlp_index / "data" / "graphrag.duckdb"), read_only=True) as conn:
+        original = conn.sql(query).pl()
+    assert imported.height > 0 and imported.equals(original)

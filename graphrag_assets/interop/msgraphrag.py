@@ -154,6 +154,8 @@ VECTOR_TABLES = {
     "community_full_content": ("community_report_embeddings", "community_reports"),
 }
 LANCEDB_DIR = "lancedb"
+# the embedding model of an exported vector table, in its schema metadata (MS ignores it)
+EXPORTED_MODEL_KEY = "graphrag_assets.embedding_model"
 _TIMESTAMP_PARTS = (
     ("year", INT),
     ("month", INT),
@@ -343,7 +345,10 @@ def ms_vector_table(embeddings: pl.DataFrame, created: str) -> pa.Table:
         parts = timestamp_parts(iso, prefix)
         for part, arrow_type in _TIMESTAMP_PARTS:
             columns[f"{prefix}_{part}"] = pa.array([parts[f"{prefix}_{part}"]] * n, type=arrow_type)
-    return pa.table(columns)
+    table = pa.table(columns)
+    if "model" in embeddings.columns and embeddings.height:  # lets our own import keep the vectors
+        table = table.replace_schema_metadata({EXPORTED_MODEL_KEY: str(embeddings["model"][0])})
+    return table
 
 
 def write_lancedb(path: Path, tables: dict[str, pa.Table]) -> None:

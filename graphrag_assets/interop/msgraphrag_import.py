@@ -56,6 +56,7 @@ from graphrag_assets.index.embedding_texts import (
 )
 from graphrag_assets.index.report_tokens import with_content_tokens
 from graphrag_assets.interop.common import ImportResult
+from graphrag_assets.interop.msgraphrag import EXPORTED_MODEL_KEY
 from graphrag_assets.llm.factory import build_embedding_model
 from graphrag_assets.llm.usage import UsageMeter
 from graphrag_assets.storage import vectors as lance
@@ -126,7 +127,8 @@ def read_ms_tables(source_dir: Path) -> dict[str, pl.DataFrame]:
 
 
 def read_ms_vectors(source_dir: Path) -> dict[str, pl.DataFrame]:
-    """(id, vector) per our embedding table, from ``source_dir/lancedb`` when it has them."""
+    """(id, vector, model) per our embedding table, from ``source_dir/lancedb`` when it has them;
+    ``model`` is the embedding model our export recorded, null for MS's own tables."""
     path = source_dir / "lancedb"
     if not path.is_dir():
         return {}
@@ -141,7 +143,10 @@ def read_ms_vectors(source_dir: Path) -> dict[str, pl.DataFrame]:
         arrow = db.open_table(name).to_arrow()
         if "id" not in arrow.column_names or "vector" not in arrow.column_names:
             continue
-        frame = pl.from_arrow(arrow.select(["id", "vector"]))
+        model = (arrow.schema.metadata or {}).get(EXPORTED_MODEL_KEY.encode())
+        frame = pl.from_arrow(arrow.select(["id", "vector"])).with_columns(
+            pl.lit(model.decode() if model else None, dtype=pl.String).alias("model")
+        )
         vectors[ours] = frame.filter(pl.col("id") != "__DUMMY__")
     return vectors
 
@@ -318,13 +323,17 @@ def import_msgraphrag(settings: Settings, source_dir: Path, *, force: bool = Fal
     found = read_ms_vectors(source_dir)
     embeddings: dict[str, pl.DataFrame] = {}
     if found and settings.llm.use_local_embedder:
-        result.warnings.append(
-            "the vectors in lancedb/ come from MS's embedding model, which the offline local embedder cannot match; "
-            "every text was embedded again with the local embedder."
-        )
-        found = {}
+        local = build_embedding_model(settings.llm, settings.embeddings, None, UsageMeter()).model  # loads nothing
+        kept = {name: vectors for name, vectors in found.items() if vectors["model"][0] == local}  # our own export
+        if len(kept) < len(found):
+            result.warnings.append(
+                "the vectors in lancedb/ come from another embedding model, which the offline local embedder cannot "
+                "match; those texts were embedded again with the local embedder."
+            )
+        found = kept
     for name, vectors in found.items():
-        frame, without = attach_vectors(texts[name], vectors, settings.llm.embedding_model)
+        model = vectors["model"][0] or settings.llm.embedding_model
+        frame, without = attach_vectors(texts[name], vectors.drop("model"), model)
         embeddings[name] = frame
         result.embeddings[name] = "imported"
         if without:
