@@ -24,6 +24,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "status": ("status_command", "status", "What changed since the last index, what is stale, row counts."),
     "sql": ("sql_command", "sql", "Run a read-only SQL query against the index database."),
     "query": ("query_command", "query", "Answer a question about the indexed documents."),
+    "eval": (
+        "eval_command",
+        "eval_command",
+        "Ask a question set with each query method: retrieval, accuracy, latency, cost.",
+    ),
     "show": ("show", "show", "List or show entities, communities and reports."),
     "export": ("interop_commands", "export_command", "Export the index for other tools."),
     "import": (

@@ -27,6 +27,7 @@ from graphrag_assets.pipeline.assets.ingest import ingest
 from graphrag_assets.pipeline.assets.publish import corpus_manifest
 from graphrag_assets.pipeline.assets.reports import community_reports
 from graphrag_assets.pipeline.automation import build_automation
+from graphrag_assets.pipeline.eval_job import eval_job
 from graphrag_assets.pipeline.io_manager import DuckDBPolarsIOManager
 from graphrag_assets.pipeline.partitions import CORPUS_JOB, DOCUMENT_PARTITIONS, DOCUMENTS_JOB
 from graphrag_assets.pipeline.query_job import query_job
@@ -72,7 +73,7 @@ def build_definitions(root: str | Path, overrides: dict[str, Any] | None = None)
             community_report_embeddings,
             corpus_manifest,
         ],
-        jobs=[document_job, corpus_job, query_job],
+        jobs=[document_job, corpus_job, query_job, eval_job],
         resources={
             "project": GraphRAGProject(root=str(settings.root), overrides_json=json.dumps(overrides or {})),
             "io_manager": DuckDBPolarsIOManager(database=str(settings.database_path)),
