@@ -346,11 +346,37 @@ def resolution_answer(prompt: str) -> str:
     )
 
 
+def lazy_relevant(question: str, passage: str) -> bool:
+    """The scripted relevance test of lazy search: the passage shares two words of five letters or
+    more with the question (tests use the same rule to check what may be cited)."""
+    words = {w.lower() for w in re.findall(r"\w{5,}", question)}
+    return len(words & {w.lower() for w in re.findall(r"\w{5,}", passage)}) >= 2
+
+
+def relevance_answer(prompt: str) -> str:
+    question = _between(prompt, "Question:", "Passages:").strip()
+    passages = re.findall(r"^\[(\d+)\] (.*?)(?=^\[\d+\] |\Z)", _between(prompt, "Passages:", "Reply with"), re.S | re.M)
+    return json.dumps({"relevant": [int(n) for n, text in passages if lazy_relevant(question, text)]})
+
+
+def judge_answer(prompt: str) -> str:
+    """The scripted judge of ``eval``: correct when the answer contains the expected text."""
+    expected = _between(prompt, "Expected answer:", "Answer to grade:").strip().lower()
+    answer = _between(prompt, "Answer to grade:", "Reply with one word").lower()
+    return "CORRECT" if expected and any(e.strip() in answer for e in expected.split("|")) else "INCORRECT"
+
+
 def respond(body: dict[str, Any]) -> str:
     """The answer text for one chat completion request."""
     everything = _messages_text(body)
     user = _last_user(body)
     head = everything.lstrip()[:400]
+    if head.startswith("Decide which of the numbered passages"):  # lazy search's relevance tests
+        return relevance_answer(everything)
+    if head.startswith("Split the question below"):
+        return json.dumps({"subqueries": [_between(everything, "Question:", "Reply with").strip()]})
+    if head.startswith("You grade one answer"):  # eval's judge
+        return judge_answer(everything)
     if head.startswith("Reply with a JSON object"):  # graphrag-assets doctor's probes
         return json.dumps({"ready": True})
     if head.startswith("Reply with the single word"):

@@ -52,6 +52,12 @@ class RegisteredMethods(click.Choice):
     default=None,
     help='Shape of the answer, e.g. "Single Paragraph" (default from settings: "Multiple Paragraphs").',
 )
+@click.option(
+    "--budget",
+    type=int,
+    default=None,
+    help="Lazy search: how many chunks the model may test for relevance (default query.methods.lazy.budget, 100).",
+)
 @click.option("--stream", is_flag=True, help="Print the answer as it is generated.")
 @click.option("--show-context", is_flag=True, help="Also print the context tables the answer was built from.")
 @JSON_OPTION
@@ -63,13 +69,14 @@ def query(
     community_level: int | None,
     dynamic_selection: bool | None,
     response_type: str | None,
+    budget: int | None,
     stream: bool,
     show_context: bool,
     as_json: bool,
 ) -> None:
     """Answer a question about the indexed documents."""
     settings = project_settings(root)
-    options = QueryOptions(method, community_level, dynamic_selection, response_type)
+    options = QueryOptions(method, community_level, dynamic_selection, response_type, budget=budget)
     streamed: list[str] = []
 
     def on_token(text: str) -> None:

@@ -103,6 +103,14 @@ METHODS: tuple[QueryMethod, ...] = (
         search="graphrag_assets.query.basic_search:basic_search",
         context="graphrag_assets.query.basic_search:basic_context",
     ),
+    QueryMethod(
+        name="lazy",
+        help="explores the communities best first and has the model test chunks for relevance, up to a budget "
+        "(no reports needed: suits nlp and fast indexes)",
+        search="graphrag_assets.query.lazy_search:lazy_search",
+        context="graphrag_assets.query.lazy_search:lazy_context",
+        settings="graphrag_assets.query.lazy_search:LazySearchSettings",
+    ),
 )
 
 

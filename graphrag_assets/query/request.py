@@ -33,6 +33,7 @@ class QueryOptions:
       call; see :mod:`.retrieval`).
     - ``system_prompt``: the asker's own instructions, added to the system message of the final
       answer's call only (tone, language, format); intermediate calls are left as they are.
+    - ``budget``: lazy search only: how many chunks its relevance tests may read.
     """
 
     method: str = "global"
@@ -43,12 +44,17 @@ class QueryOptions:
     roll_up: bool = True
     context_only: bool = False
     system_prompt: str | None = None
+    budget: int | None = None  # lazy search: chunks tested (default query.methods.lazy.budget)
 
     def validate(self) -> None:
         """Refuse requests no engine can serve, with one sentence each."""
         method = query_method(self.method)
         if self.community_level is not None and self.community_level < 0:
             raise UserError(f"community level must be 0 or more, not {self.community_level}.")
+        if self.budget is not None and (self.budget < 1 or self.method != "lazy"):
+            raise UserError(
+                f"--budget {self.budget}: a budget is a positive number of chunks, used by --method lazy only."
+            )
         if self.conversation_history and not method.uses_conversation_history:
             users = [m.name for m in METHODS if m.uses_conversation_history]
             searches = " and ".join(f"{name} search" for name in users)
