@@ -40,6 +40,25 @@ class Price(_Section):
     output_per_million: float = Field(0.0, ge=0)
 
 
+class RerankerSettings(_Section):
+    """A cross-encoder behind a ``/rerank`` API (llm/reranker.py has each API's request and reply)."""
+
+    api: Literal["cohere", "jina", "vllm", "infinity", "tei"] = "cohere"
+    base_url: str  # the server, without the /rerank path (e.g. http://127.0.0.1:7997)
+    api_key: str | None = Field(None, repr=False)  # default: $RERANK_API_KEY
+    model: str | None = None  # sent to the APIs that take one (all but tei)
+    top_n: int = Field(10, ge=1)  # candidates kept after reranking
+    candidates: int = Field(30, ge=1)  # best search hits sent to the reranker
+    timeout_seconds: float = Field(10.0, gt=0)
+
+    @field_validator("base_url")
+    @classmethod
+    def _url(cls, value: str) -> str:
+        if not re.match(r"^https?://[^\s/]+", value):
+            raise ValueError("must start with http:// or https://")
+        return value.rstrip("/")
+
+
 class LLMSettings(_Section):
     """The OpenAI-compatible endpoint(s). Chat and embeddings may use different servers."""
 
@@ -63,6 +82,7 @@ class LLMSettings(_Section):
     json_mode: bool = True  # ask for response_format=json_object where JSON is expected
     cache: bool = True
     prices: dict[str, Price] = Field(default_factory=dict)  # keyed by model name
+    reranker: RerankerSettings | None = None  # reorders basic search's hits when set
 
     @field_validator("base_url", "embedding_base_url")
     @classmethod
@@ -479,6 +499,9 @@ def load_settings(
         llm["api_key"] = env["OPENAI_API_KEY"]
     if llm.get("base_url") in (None, "") and env.get("OPENAI_BASE_URL"):
         llm["base_url"] = env["OPENAI_BASE_URL"]
+    reranker = llm.get("reranker")
+    if isinstance(reranker, dict) and reranker.get("api_key") in (None, "") and env.get("RERANK_API_KEY"):
+        llm["reranker"] = {**reranker, "api_key": env["RERANK_API_KEY"]}
     raw = {**raw, "llm": llm, "root": root_path}
     try:
         return Settings.model_validate(raw)

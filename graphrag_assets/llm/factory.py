@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from graphrag_assets.core.errors import UserError
+from graphrag_assets.llm.reranker import Reranker
 from graphrag_assets.llm.types import EmbeddingModel
 from graphrag_assets.llm.usage import UsageMeter
 
@@ -137,6 +138,7 @@ class ModelSet:
         self.dry_run = dry_run
         self._chat: OpenAIChatModel | None = None
         self._embedder: EmbeddingModel | None = None
+        self._reranker: Reranker | None = None
 
     @property
     def chat(self) -> OpenAIChatModel:
@@ -145,6 +147,13 @@ class ModelSet:
                 self.settings.llm, self.settings.database_path, self.meter, dry_run=self.dry_run
             )
         return self._chat
+
+    @property
+    def reranker(self) -> Reranker | None:
+        """The ``llm.reranker`` client, or None when none is configured."""
+        if self._reranker is None and self.settings.llm.reranker is not None:
+            self._reranker = Reranker(self.settings.llm.reranker)
+        return self._reranker
 
     @property
     def embedder(self) -> EmbeddingModel:

@@ -18,6 +18,7 @@ from graphrag_assets.llm.chat import OpenAIChatModel
 from graphrag_assets.llm.embeddings import OpenAIEmbeddingModel
 from graphrag_assets.llm.factory import build_chat_model, build_embedding_model
 from graphrag_assets.llm.probe import ProbeResult, probe_chat, probe_embeddings
+from graphrag_assets.llm.reranker import Reranker, RerankError
 from graphrag_assets.llm.usage import UsageMeter
 from graphrag_assets.project.dry_run import estimate_next_run
 
@@ -34,6 +35,7 @@ class DoctorReport:
     dry_run: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     problem: str | None = None
+    reranker: dict[str, Any] | None = None  # None: no llm.reranker
 
     @property
     def ok(self) -> bool:
@@ -63,6 +65,7 @@ class DoctorReport:
             "prices": self.prices,
             "dry_run": self.dry_run,
             "notes": self.notes,
+            "reranker": self.reranker,
         }
 
 
@@ -84,12 +87,24 @@ def run_doctor(settings: Settings) -> DoctorReport:
     for model in (chat, embedder):
         if model is not None:
             model.close()
+    if settings.llm.reranker is not None:
+        report.reranker = _probe_reranker(Reranker(settings.llm.reranker))
     report.prices = {m: _price(settings, m) for m in (settings.llm.chat_model, settings.llm.embedding_model)}
     report.dry_run = _dry_run(settings)
     report.notes = _notes(settings, report)
     failed = next((r for r in (report.chat, report.embeddings) if r is not None and not r.ok), None)
     report.problem = _problem(failed) if failed is not None else None
     return report
+
+
+def _probe_reranker(reranker: Reranker) -> dict[str, Any]:
+    """One small rerank: whether it works and how long it takes (a failure is not fatal: queries
+    then run without reranking)."""
+    found: dict[str, Any] = {"api": reranker.settings.api, "url": reranker.url}
+    try:
+        return {**found, "ok": True, "seconds": _round(asyncio.run(reranker.probe())), "error": None}
+    except RerankError as exc:
+        return {**found, "ok": False, "seconds": None, "error": str(exc)}
 
 
 async def _probe(
@@ -251,6 +266,10 @@ def render_doctor(report: DoctorReport, settings: Settings) -> str:
                 _support(caps.dimensions, "not asked for") if settings.llm.embedding_dimensions else "not asked for",
             )
         row("price", price(emb.model))
+    if report.reranker is not None:
+        rr = report.reranker
+        lines.append(f"reranker    {rr['api']} API at {rr['url']}")
+        row("answers", f"yes, in {rr['seconds']:.2f} s" if rr["ok"] else f"no: {rr['error']} (queries run without it)")
     dry = report.dry_run
     if "error" in dry:
         lines.append(f"next index  unknown: {dry['error']}")

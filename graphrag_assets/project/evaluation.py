@@ -216,6 +216,7 @@ def evaluate(
                     options=QueryOptions(method),
                     prompts=prompts,
                     count=count,
+                    reranker=models.reranker,
                 )
                 started = time.perf_counter()
                 result = asyncio.run(run_query(request))

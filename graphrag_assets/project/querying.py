@@ -39,5 +39,6 @@ def answer_question(
             prompts=load_query_prompts(settings.query.prompts, settings.root),
             on_token=on_token,
             count=token_counter(settings.chunking.encoding),
+            reranker=models.reranker,
         )
         return asyncio.run(run_query(request))

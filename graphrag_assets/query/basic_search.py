@@ -22,11 +22,12 @@ from graphrag_assets.llm.types import Message
 from graphrag_assets.query.context_records import SOURCE_COLUMNS, source_records, source_rows
 from graphrag_assets.query.context_tables import BudgetedTable, fill_table
 from graphrag_assets.query.extractive import no_llm_answer
-from graphrag_assets.query.hybrid_search import text_unit_hits
+from graphrag_assets.query.hybrid_search import TextUnitHits, text_unit_hits
 from graphrag_assets.query.model_calls import TokenCounter
 from graphrag_assets.query.query_data import QueryData
 from graphrag_assets.query.query_prompts import query_prompt
 from graphrag_assets.query.request import SearchRequest
+from graphrag_assets.query.reranking import reranked
 from graphrag_assets.query.results import ContextRecords, QueryResult
 from graphrag_assets.query.retrieval import context_result
 
@@ -55,10 +56,16 @@ class BasicContext:
 
 
 def build_basic_context(
-    question: str, vector: Sequence[float], data: QueryData, options: BasicSearchSettings, count: TokenCounter
+    question: str,
+    vector: Sequence[float],
+    data: QueryData,
+    options: BasicSearchSettings,
+    count: TokenCounter,
+    found: TextUnitHits | None = None,
 ) -> BasicContext:
-    """The best ``options.k`` text units for the question, as many as fit the budget."""
-    found = text_unit_hits(data, vector, question, options.k, options.mode)
+    """The best ``options.k`` text units for the question (``found`` when the caller reranked
+    them), as many as fit the budget."""
+    found = found or text_unit_hits(data, vector, question, options.k, options.mode)
     units = rank_text_units(found.hits, data.text_units)
     table = fill_table(
         "Sources",
@@ -80,7 +87,9 @@ async def basic_search(request: SearchRequest) -> QueryResult:
     data = request.data
     calls = request.model_calls()
     vector = await calls.embed(request.question, PURPOSE)
-    context = build_basic_context(request.question, vector, data, request.settings.basic, calls.count)
+    options = request.settings.basic
+    found = await reranked(request, calls, text_unit_hits(data, vector, request.question, options.k, options.mode))
+    context = build_basic_context(request.question, vector, data, options, calls.count, found)
     table, records = context.table, context.records
 
     if calls.llm_available:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 
 from graphrag_assets.core.errors import UserError
 from graphrag_assets.core.settings import QuerySettings
+from graphrag_assets.llm.reranker import Reranker
 from graphrag_assets.llm.types import ChatModel, EmbeddingModel
 from graphrag_assets.query.model_calls import ModelCalls, TokenCallback, TokenCounter
 from graphrag_assets.query.query_data import QueryData
@@ -80,6 +81,7 @@ class SearchRequest:
     prompts: PromptOverrides = field(default_factory=dict)
     on_token: TokenCallback | None = None
     count: TokenCounter | None = None
+    reranker: Reranker | None = None  # llm.reranker: reorders basic search's hits
 
     @property
     def response_type(self) -> str:

@@ -85,6 +85,7 @@ def search_request(project: Project, snapshot: Snapshot, question: Question, on_
         prompts=project.prompts,
         on_token=on_token,
         count=project.count,
+        reranker=project.models.reranker,
     )
 
 
