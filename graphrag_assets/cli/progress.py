@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -35,8 +36,13 @@ class ProgressLines:
         self._write = write
         self._clock = clock
         self._stages: dict[str, _Printed] = {}
+        self._lock = threading.Lock()  # steps may report from worker threads
 
     def __call__(self, stage: str, done: int, total: int) -> None:
+        with self._lock:
+            self._report(stage, done, total)
+
+    def _report(self, stage: str, done: int, total: int) -> None:
         now = self._clock()
         last = self._stages.get(stage)
         if last is None or done < last.done:  # a stage starts (again, in the next run)
