@@ -34,14 +34,14 @@ def test_plain_lines_at_the_start_every_tenth_or_interval_and_at_the_end() -> No
     listener = ProgressLines(lines.append, clock)
     for done in range(0, 101):
         listener("extract graph", done, 100)
-    assert lines == [f"extract graph: {n}/100" for n in range(0, 100, 10)] + ["extract graph: 100/100 done"]
+    assert lines == [f"extract graph {n}/100" for n in range(0, 100, 10)] + ["extract graph 100/100 done"]
     lines.clear()
     listener("summarize descriptions", 0, 1000)
     listener("summarize descriptions", 1, 1000)  # too soon, too little
     clock.now += LINE_INTERVAL_SECONDS
     listener("summarize descriptions", 2, 1000)
     listener("extract graph", 0, 3)  # the next run's stage of that name starts again
-    assert lines == ["summarize descriptions: 0/1,000", "summarize descriptions: 2/1,000", "extract graph: 0/3"]
+    assert lines == ["summarize descriptions 0/1,000", "summarize descriptions 2/1,000", "extract graph 0/3"]
 
 
 class OneByOneModel:
@@ -77,10 +77,10 @@ def test_index_without_a_terminal_prints_progress_and_v_prints_dagster_lines(tmp
     shutil.copy(first, root / "data" / "input")
     quiet = run_index(root)  # stderr is a pipe here, as under nohup or in CI
     assert quiet.returncode == 0, quiet.stderr
-    assert "ingest: 0/1\n" in quiet.stderr and "ingest: 1/1 done\n" in quiet.stderr
-    assert "noun phrases: 1/1 done" in quiet.stderr and "STEP_START" not in quiet.stderr
+    assert "ingest 0/1\n" in quiet.stderr and "ingest 1/1 done\n" in quiet.stderr
+    assert "noun phrases 1/1 done" in quiet.stderr and "STEP_START" not in quiet.stderr
     shutil.copy(second, root / "data" / "input")
     verbose = run_index(root, "-v")
     assert verbose.returncode == 0, verbose.stderr
-    assert "ingest: 1/1 done" in verbose.stderr  # still there, as lines
+    assert "ingest 1/1 done" in verbose.stderr  # still there, as lines
     assert "STEP_START" in verbose.stderr and "dagster - DEBUG - document_job" in verbose.stderr

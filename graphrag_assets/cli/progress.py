@@ -3,7 +3,8 @@
 On a terminal each stage gets a live bar (rich). Without one (piped, ``nohup``, CI logs) a bar
 would print nothing readable, so progress comes as plain lines instead: one when a stage starts,
 one every :data:`LINE_INTERVAL_SECONDS` or every :data:`LINE_STEP_FRACTION` of the stage, and one
-when it is done. ``index -v`` uses the plain lines too, between Dagster's own log lines.
+when it is done (``extract graph 40/400``). ``index -v`` uses the plain lines too, between
+Dagster's own log lines.
 """
 
 from __future__ import annotations
@@ -47,16 +48,16 @@ class ProgressLines:
         last = self._stages.get(stage)
         if last is None or done < last.done:  # a stage starts (again, in the next run)
             self._stages[stage] = _Printed(now, done)
-            self._write(f"{stage}: {done:,}/{total:,}" + (" done" if done >= total else ""))
+            self._write(f"{stage} {done:,}/{total:,}" + (" done" if done >= total else ""))
             return
         if done == last.done:
             return
         if done >= total:
             self._stages[stage] = _Printed(now, done)
-            self._write(f"{stage}: {done:,}/{total:,} done")
+            self._write(f"{stage} {done:,}/{total:,} done")
         elif done - last.done >= max(1, total * LINE_STEP_FRACTION) or now - last.at >= LINE_INTERVAL_SECONDS:
             self._stages[stage] = _Printed(now, done)
-            self._write(f"{stage}: {done:,}/{total:,}")
+            self._write(f"{stage} {done:,}/{total:,}")
 
 
 @contextlib.contextmanager
