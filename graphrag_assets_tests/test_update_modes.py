@@ -223,7 +223,8 @@ def test_index_and_status_output_lines() -> None:
     }
     assert (
         render_report_outcomes(reports)
-        == "7 reused, 3 regenerated (2 members changed, 1 context changed), 2 deleted (of 10 reports)"
+        == "10 in all: 7 reused, 3 regenerated (2 new or changed communities, 1 whose entities or relationships changed); "
+        "2 earlier reports deleted (their communities are gone)"
     )
     warm = {
         "update": "stable",

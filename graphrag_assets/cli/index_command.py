@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 import click
@@ -42,7 +43,9 @@ from graphrag_assets.project.index_run import IndexOptions
     is_flag=True,
     help="Cluster communities from scratch (communities.update: stable keeps them otherwise); implies a corpus run.",
 )
-@click.option("--verbose", "-v", is_flag=True, help="Show Dagster's own log lines.")
+@click.option(
+    "--verbose", "-v", is_flag=True, help="Show Dagster's own log lines (and progress as plain lines instead of bars)."
+)
 @JSON_OPTION
 @guard
 def index(
@@ -85,7 +88,10 @@ def index(
 
         freeze_imported()
         tune_allocator()
-        with live_progress(enabled=not as_json and not verbose) as announce:
+        from graphrag_assets.pipeline.runtime.runner import dagster_console_logs
+
+        dagster_lines = dagster_console_logs() if verbose else contextlib.nullcontext()
+        with dagster_lines, live_progress(bars=not as_json and not verbose) as announce:
             report = index_project(settings, options, announce, plan)
     report.seconds = seconds_since_start()
     if as_json:

@@ -2,20 +2,58 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import Any
 
 import polars as pl
 
-from graphrag_assets.index.report_reuse import ReuseSummary
+from graphrag_assets.index.report_reuse import CHILD_REPORT_CHANGED, CONTEXT_CHANGED, MEMBERS_CHANGED
 from graphrag_assets.query.citations import cited_records
 
+CELL_WIDTH = 60  # longer text is cut with "…": the table stays readable; --json and --csv hold it whole
 
-def render_frame(frame: pl.DataFrame, limit: int = 200) -> str:
-    """A plain text table (polars' own formatting, wide enough for real values)."""
-    with pl.Config(
-        tbl_rows=limit, tbl_cols=-1, fmt_str_lengths=80, tbl_width_chars=200, tbl_hide_dataframe_shape=False
-    ):
-        return str(frame.head(limit))
+
+def render_table(frame: pl.DataFrame, total: int | None = None) -> str:
+    """``frame`` as aligned columns under a header, then how many rows these are (of ``total``).
+
+    Numbers are right-aligned and print as numbers (a DuckDB DECIMAL or HUGEINT too), text is cut
+    at :data:`CELL_WIDTH` characters on one line, and a missing value is blank. When ``total`` is
+    more than the rows shown, the last line says so and how to see the rest.
+    """
+    total = frame.height if total is None else total
+    if frame.width == 0:
+        return _row_count(0, total)
+    columns = [[_cell(value) for value in frame.get_column(name).to_list()] for name in frame.columns]
+    numeric = [dtype.is_numeric() for dtype in frame.dtypes]
+    widths = [max([len(name), *(len(v) for v in values)]) for name, values in zip(frame.columns, columns)]
+    lines = [_aligned(frame.columns, widths, numeric), "  ".join("-" * w for w in widths)]
+    lines += [_aligned(cells, widths, numeric) for cells in zip(*columns)]
+    lines.append(_row_count(frame.height, total))
+    return "\n".join(lines)
+
+
+def _aligned(cells: list[str] | tuple[str, ...], widths: list[int], numeric: list[bool]) -> str:
+    return "  ".join(c.rjust(w) if right else c.ljust(w) for c, w, right in zip(cells, widths, numeric)).rstrip()
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, Decimal):
+        return format(value.normalize() if value == value.to_integral_value() else value, "f")
+    if isinstance(value, float):
+        return f"{value:.10g}"
+    text = " ".join(str(value).split())
+    return text if len(text) <= CELL_WIDTH else text[: CELL_WIDTH - 1] + "…"
+
+
+def _row_count(shown: int, total: int) -> str:
+    noun = "row" if total == 1 else "rows"
+    if shown >= total:
+        return f"({total:,} {noun})"
+    return f"({shown:,} of {total:,} {noun}; --all or --limit N for more)"
 
 
 def render_index_report(report) -> str:
@@ -48,6 +86,8 @@ def render_index_report(report) -> str:
         lines.append(
             f"model calls: {calls} made{f' ({failed} failed)' if failed else ''}, {cached} answered from the cache"
         )
+        if calls:
+            lines.append(_run_cost(sum(u.get("cost_usd", 0.0) for u in data["usage"].values())))
         truncated = sum(u.get("truncated", 0) for u in data["usage"].values())
         if truncated:
             lines.append(
@@ -70,10 +110,44 @@ def render_index_report(report) -> str:
     return "\n".join(lines)
 
 
+def _run_cost(dollars: float) -> str:
+    """What the run's model calls cost, as estimated from ``llm.prices`` (and the default table)."""
+    if not dollars:
+        return "cost: not estimated (no price for the model; set llm.prices.<model> to see it)"
+    return f"cost: ~{format_dollars(dollars)} (estimated from token counts and llm.prices)"
+
+
+def format_dollars(dollars: float) -> str:
+    """``$0.0042``, ``$1.37``: cents are not enough for the small runs most indexes are."""
+    return f"${dollars:,.2f}" if dollars >= 1 else f"${dollars:.4f}"
+
+
+REASON_WORDS = {  # each regenerated report's reason, as a reader understands it: (one, several)
+    MEMBERS_CHANGED: ("new or changed community", "new or changed communities"),
+    CHILD_REPORT_CHANGED: ("with a regenerated sub-community report", "with a regenerated sub-community report"),
+    CONTEXT_CHANGED: ("whose entities or relationships changed", "whose entities or relationships changed"),
+}
+
+
 def render_report_outcomes(reports: dict[str, Any]) -> str:
-    """``12 reused, 3 regenerated (2 members changed, 1 context changed), 1 deleted (of 15 reports)``."""
+    """``15 in all: 12 reused, 3 regenerated (2 new or changed communities, …); 1 old report deleted …``.
+
+    A first build (nothing to reuse, nothing deleted) says so instead of counting every report as
+    "members changed".
+    """
+    total, reused, deleted = reports["total"], reports["reused"], reports["deleted"]
     reasons = {reason: n for reason, n in reports.get("reasons", {}).items() if n}
-    return ReuseSummary(reports["total"], reports["reused"], reasons, reports["deleted"]).line()
+    if not reused and not deleted and set(reasons) <= {MEMBERS_CHANGED}:
+        return f"{total:,} written (no earlier reports to reuse)"
+    because = ", ".join(
+        f"{n:,} {REASON_WORDS[reason][n != 1] if reason in REASON_WORDS else reason}" for reason, n in reasons.items()
+    )
+    line = f"{total:,} in all: {reused:,} reused, {sum(reasons.values()):,} regenerated" + (
+        f" ({because})" if because else ""
+    )
+    if deleted:
+        line += f"; {deleted:,} earlier report{'s' if deleted != 1 else ''} deleted (their communities are gone)"
+    return line
 
 
 def render_clustering(communities: dict[str, Any]) -> str:
@@ -181,8 +255,13 @@ SHOWN_RELATIONSHIPS = 20
 
 def render_query_result(result, *, show_answer: bool = True, show_context: bool = False) -> str:
     """The answer, what it cites (by name), then what it was built from and what it cost."""
-    lines: list[str] = []
+    # Warnings first (an off-topic question, say): read before the answer or passages they qualify.
+    lines = [
+        f"warning: {w}" for w in result.warnings if w not in result.answer
+    ]  # DRIFT's "needs an LLM" is in the answer
     if show_answer:
+        if lines:
+            lines.append("")
         lines.append(result.answer.strip())
     records = result.context_records
     cited = cited_records(result.answer, records)
@@ -205,9 +284,6 @@ def render_query_result(result, *, show_answer: bool = True, show_context: bool 
         else "no language model used"
     )
     lines.append(f"{result.method} search: {model}, {usage.seconds:.2f} s")
-    for warning in result.warnings:
-        if warning not in result.answer:  # e.g. DRIFT's "needs an LLM", which the answer already says
-            lines.append(f"warning: {warning}")
     if show_context:
         lines.append("")
         lines.append(result.context_text)

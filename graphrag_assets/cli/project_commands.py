@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import click
 
+from graphrag_assets.cli.child_processes import sigterm_as_interrupt, stop_group
 from graphrag_assets.cli.common import ROOT_OPTION, guard, project_settings, until_stopped
 from graphrag_assets.core.errors import UserError
 from graphrag_assets.project.init_files import write_project_files
@@ -69,13 +69,13 @@ def dev(root: Path | None, port: int) -> None:
     # their jobs (a project without one loads the module, whose location is named after it).
     location = ["-w", "workspace.yaml"] if (settings.root / "workspace.yaml").exists() else ["-m", DEFINITIONS_MODULE]
     cmd = [sys.executable, "-m", "dagster", "dev", *location, "-p", str(port)]
-    process = subprocess.Popen(cmd, cwd=settings.root, env=env)
-    try:
-        code = process.wait()
-    except KeyboardInterrupt:
-        # Ctrl-C in a terminal reaches `dagster dev` too; a signal sent to this process alone is
-        # passed on. Either way it stops its webserver and daemon itself: wait for that.
-        process.send_signal(signal.SIGINT)
-        process.wait()
-        raise
+    # Its own process group: Ctrl-C and SIGTERM reach this process only, which stops the whole
+    # group (webserver, daemon, code servers) and waits until the port is free.
+    with sigterm_as_interrupt():
+        process = subprocess.Popen(cmd, cwd=settings.root, env=env, start_new_session=True)
+        try:
+            code = process.wait()
+        except KeyboardInterrupt:
+            stop_group(process)
+            raise
     sys.exit(code)

@@ -8,7 +8,7 @@ import click
 import polars as pl
 
 from graphrag_assets.cli.common import JSON_OPTION, ROOT_OPTION, guard, print_json, project_settings
-from graphrag_assets.cli.output import render_entity, render_frame, render_report
+from graphrag_assets.cli.output import render_entity, render_report, render_table
 from graphrag_assets.project.inspect import (
     Listing,
     entity_detail,
@@ -22,7 +22,10 @@ LEVEL_OPTION = click.option("--level", type=int, default=None, help="Only this c
 SEARCH_OPTION = click.option(
     "--search", default=None, help="Only rows whose name or title contains this text (any case)."
 )
-LIMIT_OPTION = click.option("--limit", type=int, default=50, show_default=True, help="At most this many rows.")
+LIMIT_OPTION = click.option(
+    "--limit", type=click.IntRange(min=0), default=50, show_default=True, help="At most this many rows."
+)
+ALL_OPTION = click.option("--all", "show_all", is_flag=True, help="Every row (no --limit).")
 
 
 @click.group(short_help="List or show entities, communities and reports.")
@@ -31,21 +34,25 @@ def show() -> None:
 
 
 def _listing(as_json: bool, rows: pl.DataFrame) -> None:
+    """The rows as JSON or as a table that says how many of the matching rows it shows."""
+    total = int(rows.get_column("total_rows")[0]) if rows.height else 0
+    rows = rows.drop("total_rows")
     if as_json:
         print_json(rows.to_dicts())
     else:
-        click.echo(render_frame(rows, limit=rows.height))
+        click.echo(render_table(rows, total=total))
 
 
 @show.command(name="entities")
 @ROOT_OPTION
 @SEARCH_OPTION
 @LIMIT_OPTION
+@ALL_OPTION
 @JSON_OPTION
 @guard
-def show_entities(root: Path | None, search: str | None, limit: int, as_json: bool) -> None:
+def show_entities(root: Path | None, search: str | None, limit: int, show_all: bool, as_json: bool) -> None:
     """Entities, most connected first."""
-    _listing(as_json, list_entities(project_settings(root), Listing(search=search, limit=limit)))
+    _listing(as_json, list_entities(project_settings(root), Listing(search=search, limit=None if show_all else limit)))
 
 
 @show.command(name="communities")
@@ -53,11 +60,14 @@ def show_entities(root: Path | None, search: str | None, limit: int, as_json: bo
 @LEVEL_OPTION
 @SEARCH_OPTION
 @LIMIT_OPTION
+@ALL_OPTION
 @JSON_OPTION
 @guard
-def show_communities(root: Path | None, level: int | None, search: str | None, limit: int, as_json: bool) -> None:
+def show_communities(
+    root: Path | None, level: int | None, search: str | None, limit: int, show_all: bool, as_json: bool
+) -> None:
     """Communities, largest first, with their report titles."""
-    _listing(as_json, list_communities(project_settings(root), Listing(level, search, limit)))
+    _listing(as_json, list_communities(project_settings(root), Listing(level, search, None if show_all else limit)))
 
 
 @show.command(name="reports")
@@ -65,11 +75,14 @@ def show_communities(root: Path | None, level: int | None, search: str | None, l
 @LEVEL_OPTION
 @SEARCH_OPTION
 @LIMIT_OPTION
+@ALL_OPTION
 @JSON_OPTION
 @guard
-def show_reports(root: Path | None, level: int | None, search: str | None, limit: int, as_json: bool) -> None:
+def show_reports(
+    root: Path | None, level: int | None, search: str | None, limit: int, show_all: bool, as_json: bool
+) -> None:
     """Community reports, most important (rank) first."""
-    _listing(as_json, list_reports(project_settings(root), Listing(level, search, limit)))
+    _listing(as_json, list_reports(project_settings(root), Listing(level, search, None if show_all else limit)))
 
 
 @show.command(name="entity")

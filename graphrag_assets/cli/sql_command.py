@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from graphrag_assets.cli.common import JSON_OPTION, ROOT_OPTION, guard, print_json, project_settings
-from graphrag_assets.cli.output import render_frame
+from graphrag_assets.cli.output import render_table
 from graphrag_assets.storage.readonly_sql import run_readonly_query
 
 
@@ -16,14 +16,19 @@ from graphrag_assets.storage.readonly_sql import run_readonly_query
 @ROOT_OPTION
 @JSON_OPTION
 @click.option("--csv", "as_csv", is_flag=True, help="Print CSV.")
-@click.option("--limit", type=int, default=200, show_default=True, help="Rows to print in table output.")
+@click.option(
+    "--limit", type=click.IntRange(min=0), default=200, show_default=True, help="Rows to print in table output."
+)
+@click.option("--all", "show_all", is_flag=True, help="Print every row in table output (no --limit).")
 @click.option(
     "--allow-file-access",
     is_flag=True,
     help="Let the query read files (read_csv, read_text, ...); off by default. Writing stays refused.",
 )
 @guard
-def sql(query: str, root: Path | None, as_json: bool, as_csv: bool, limit: int, allow_file_access: bool) -> None:
+def sql(
+    query: str, root: Path | None, as_json: bool, as_csv: bool, limit: int, show_all: bool, allow_file_access: bool
+) -> None:
     """Run a read-only SQL query against the index database."""
     settings = project_settings(root)
     frame = run_readonly_query(
@@ -34,4 +39,4 @@ def sql(query: str, root: Path | None, as_json: bool, as_csv: bool, limit: int, 
     elif as_csv:
         click.echo(frame.write_csv(), nl=False)
     else:
-        click.echo(render_frame(frame, limit=limit))
+        click.echo(render_table(frame if show_all else frame.head(limit), total=frame.height))

@@ -12,6 +12,7 @@ the key, in one sentence.
 from __future__ import annotations
 
 import difflib
+import functools
 import os
 import re
 from pathlib import Path
@@ -59,6 +60,20 @@ class RerankerSettings(_Section):
         return value.rstrip("/")
 
 
+PRICE_TABLE = Path(__file__).parent / "data" / "model_prices.yaml"
+
+
+@functools.cache
+def default_price_table() -> tuple[str, dict[str, Price]]:
+    """The date and prices of :data:`PRICE_TABLE`: OpenAI's list prices for its own models."""
+    data = yaml.safe_load(PRICE_TABLE.read_text(encoding="utf-8"))
+    return str(data["as_of"]), {model: Price(**price) for model, price in data["prices"].items()}
+
+
+def default_prices() -> dict[str, Price]:
+    return dict(default_price_table()[1])
+
+
 class LLMSettings(_Section):
     """The OpenAI-compatible endpoint(s). Chat and embeddings may use different servers."""
 
@@ -81,7 +96,8 @@ class LLMSettings(_Section):
     temperature: float = Field(0.0, ge=0, le=2)
     json_mode: bool = True  # ask for response_format=json_object where JSON is expected
     cache: bool = True
-    prices: dict[str, Price] = Field(default_factory=dict)  # keyed by model name
+    # keyed by model name; the default table (core/data/model_prices.yaml) under the ones set here
+    prices: dict[str, Price] = Field(default_factory=default_prices)
     reranker: RerankerSettings | None = None  # reorders basic search's hits when set
 
     @field_validator("base_url", "embedding_base_url")
@@ -92,6 +108,11 @@ class LLMSettings(_Section):
         if not re.match(r"^https?://[^\s/]+", value):
             raise ValueError("must start with http:// or https://")
         return value.rstrip("/")
+
+    @field_validator("prices")
+    @classmethod
+    def _over_default_prices(cls, value: dict[str, Price]) -> dict[str, Price]:
+        return {**default_price_table()[1], **value}
 
     @field_validator("api_key", "embedding_api_key", "api_version")
     @classmethod

@@ -187,10 +187,10 @@ def _resolve(
 
 
 async def _summaries_with_progress(model, items, options: SummaryOptions, step: int, progress: Counter) -> dict:
-    """Summaries in chunks of ``step`` items, so progress moves while a large corpus is summarized."""
+    """Summaries in chunks of ``step`` items (not every coroutine of a large corpus at once); progress
+    counts each summary as it is finished, so the count matches the calls done."""
     results: dict = {}
     for start in range(0, len(items), step):
         batch = items[start : start + step]
-        results.update(await summarize_all(model, batch, options))
-        progress.step(len(batch))
+        results.update(await summarize_all(model, batch, options, on_done=progress.step))
     return results

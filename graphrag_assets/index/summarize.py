@@ -108,17 +108,27 @@ async def summarize_descriptions(
 
 
 async def summarize_all(
-    model: ChatModel, items: Sequence[tuple[Key, Sequence[str]]], options: SummaryOptions
+    model: ChatModel,
+    items: Sequence[tuple[Key, Sequence[str]]],
+    options: SummaryOptions,
+    on_done: Callable[[], None] | None = None,
 ) -> dict[Key, str]:
     """Summaries of many items, computed concurrently (the model bounds concurrency).
 
     Keys are entity titles or (source, target) pairs. If any call fails for good, every other
     item is still finished (so its answer is cached) before an :class:`LLMError` is raised.
+    ``on_done`` is called as each summary is finished, so progress counts what is done.
     """
+
+    async def summary(key: Key, descriptions: Sequence[str]) -> str:
+        text = await summarize_descriptions(model, item_name(key), descriptions, options)
+        if on_done is not None:
+            on_done()
+        return text
+
     keys = [key for key, _ in items]
     outcomes = await gather_model_calls(
-        (summarize_descriptions(model, item_name(key), descriptions, options) for key, descriptions in items),
-        "description summaries",
+        (summary(key, descriptions) for key, descriptions in items), "description summaries"
     )
     return dict(zip(keys, outcomes, strict=True))
 

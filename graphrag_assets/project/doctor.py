@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from graphrag_assets.core.errors import UserError
-from graphrag_assets.core.settings import Settings
+from graphrag_assets.core.settings import Settings, default_price_table
 from graphrag_assets.llm.chat import OpenAIChatModel
 from graphrag_assets.llm.embeddings import OpenAIEmbeddingModel
 from graphrag_assets.llm.factory import build_chat_model, build_embedding_model
@@ -224,7 +224,11 @@ def render_doctor(report: DoctorReport, settings: Settings) -> str:
         p = report.prices.get(model)
         if p is None:
             return f"not set (llm.prices.{model})"
-        return f"${p['input_per_million']:g} input / ${p['output_per_million']:g} output per million tokens"
+        figures = f"${p['input_per_million']:g} input / ${p['output_per_million']:g} output per million tokens"
+        as_of, defaults = default_price_table()
+        if model in defaults and settings.llm.prices.get(model) == defaults[model]:
+            figures += f" (OpenAI's list price of {as_of}; llm.prices.{model} overrides it)"
+        return figures
 
     def timing(result: ProbeResult) -> str:
         if not result.ok:

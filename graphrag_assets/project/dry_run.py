@@ -27,6 +27,7 @@ from graphrag_assets.llm.factory import ModelSet
 from graphrag_assets.llm.usage import CORPUS_MODEL_ASSETS, UsageMeter, last_corpus_run_usage
 from graphrag_assets.project.resolution_estimate import ResolutionEstimate, estimate_resolution
 from graphrag_assets.project.state import document_state
+from graphrag_assets.storage.corpus import published_build
 from graphrag_assets.storage.tables import read_table
 
 
@@ -41,6 +42,7 @@ class DryRunEstimate:
     last_corpus_run: dict[str, dict[str, Any]] = field(default_factory=dict)
     resolution: ResolutionEstimate | None = None
     reports: dict[str, Any] = field(default_factory=dict)  # ReusePrediction.as_dict() and the update mode
+    corpus_built: bool = False  # a corpus graph is published (by any method)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -53,6 +55,7 @@ class DryRunEstimate:
             "last_corpus_run": self.last_corpus_run,
             "resolution": self.resolution.as_dict() if self.resolution else None,
             "reports": self.reports,
+            "corpus_built": self.corpus_built,
         }
 
     def render(self) -> str:
@@ -81,8 +84,13 @@ class DryRunEstimate:
                 for purpose, u in self.last_corpus_run.items():
                     lines.append(f"  {purpose:<22} {u['calls']:>6} made, {u['cached']:>6} cached")
             else:
+                state = (
+                    "the current graph was made without model calls (nlp method or an import), so the next run builds it anew"
+                    if self.corpus_built
+                    else "not built yet"
+                )
                 lines.append(
-                    "corpus stage: not built yet; expect one summary call per entity or relationship with several descriptions and one report call per community."
+                    f"corpus stage: {state}; expect one summary call per entity or relationship with several descriptions and one report call per community."
                 )
         if self.resolution is not None:
             lines.append(self.resolution.render())
@@ -109,6 +117,7 @@ def estimate_next_run(settings: Settings) -> DryRunEstimate:
         misses = estimate.usage.get(GRAPH_PURPOSE, {}).get("calls", 0)
         estimate.resolution = asyncio.run(estimate_resolution(settings, changes, records, misses))
     estimate.last_corpus_run = last_corpus_run_usage(settings.database_path, CORPUS_MODEL_ASSETS)
+    estimate.corpus_built = published_build(settings.database_path) is not None
     if changes.any and estimate.method != "nlp":
         estimate.reports = _report_prediction(settings, units, changes.changed + changes.deleted)
     return estimate

@@ -25,15 +25,20 @@ from graphrag_assets.storage.table_names import (
 )
 
 DESCRIPTION_PREVIEW = 100
+TOTAL_ROWS = "count(*) over () as total_rows"  # the matching rows before the limit
 
 
 @dataclass(frozen=True)
 class Listing:
-    """Which rows of a list to show: a community level, a case-insensitive text filter, a limit."""
+    """Which rows of a list to show: a community level, a case-insensitive text filter, a limit (None: all).
+
+    Each list has a ``total_rows`` column: how many rows match before the limit, so a reader can be
+    told that more exist.
+    """
 
     level: int | None = None
     search: str | None = None
-    limit: int = 50
+    limit: int | None = 50
 
 
 def _query(path: Path, sql: str, params: list[Any], needs: tuple[str, ...]) -> pl.DataFrame:
@@ -52,7 +57,7 @@ def list_entities(path: Path, listing: Listing) -> pl.DataFrame:
     """Entities by degree (most connected first), optionally those whose name contains ``search``."""
     return _query(
         path,
-        f"select human_readable_id as id, title, type, degree, frequency, left(description, {DESCRIPTION_PREVIEW}) as description "
+        f"select human_readable_id as id, title, type, degree, frequency, left(description, {DESCRIPTION_PREVIEW}) as description, {TOTAL_ROWS} "
         f"from {ENTITIES} where lower(title) like ? order by degree desc, title limit ?",
         [_like(listing.search), listing.limit],
         (ENTITIES,),
@@ -63,7 +68,7 @@ def list_communities(path: Path, listing: Listing) -> pl.DataFrame:
     """Communities (largest first) with their report titles, at one level or all."""
     return _query(
         path,
-        "select c.community, c.level, c.parent, c.size, r.title as report, r.rank "
+        f"select c.community, c.level, c.parent, c.size, r.title as report, r.rank, {TOTAL_ROWS} "
         f"from {COMMUNITIES} c left join {COMMUNITY_REPORTS} r using (community) "
         "where (? is null or c.level = ?) and lower(coalesce(r.title, '')) like ? "
         "order by c.size desc, c.community limit ?",
@@ -76,7 +81,7 @@ def list_reports(path: Path, listing: Listing) -> pl.DataFrame:
     """Reports by rank (most important first), at one level or all, optionally matching ``search``."""
     return _query(
         path,
-        f"select community, level, rank, title, left(summary, {DESCRIPTION_PREVIEW}) as summary from {COMMUNITY_REPORTS} "
+        f"select community, level, rank, title, left(summary, {DESCRIPTION_PREVIEW}) as summary, {TOTAL_ROWS} from {COMMUNITY_REPORTS} "
         "where (? is null or level = ?) and (lower(title) like ? or lower(summary) like ?) "
         "order by rank desc nulls last, community limit ?",
         [listing.level, listing.level, _like(listing.search), _like(listing.search), listing.limit],

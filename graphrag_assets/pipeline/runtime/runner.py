@@ -30,6 +30,20 @@ from graphrag_assets.pipeline.runtime.uncaptured import execute_without_capture
 
 log = logging.getLogger(__name__)
 
+QUIET_CONSOLE_LEVEL = "CRITICAL"  # Dagster's console logger stays silent unless `index -v` asks for it
+_console_log_level = QUIET_CONSOLE_LEVEL
+
+
+@contextlib.contextmanager
+def dagster_console_logs(level: str = "DEBUG") -> Iterator[None]:
+    """Let Dagster's console logger print its own lines (to stderr) for the runs started inside."""
+    global _console_log_level
+    previous, _console_log_level = _console_log_level, level
+    try:
+        yield
+    finally:
+        _console_log_level = previous
+
 
 @dataclass
 class RunOutcome:
@@ -77,7 +91,7 @@ def run_job(
     job_name: str,
     partition_keys: Sequence[str] | None = None,
     tags: dict[str, str] | None = None,
-    console_log_level: str = "CRITICAL",
+    console_log_level: str | None = None,
 ) -> RunOutcome:
     """Execute a job in this process; a list of partitions runs as one range run.
 
@@ -88,7 +102,7 @@ def run_job(
     # and run: a context created elsewhere in the process (e.g. a sensor evaluation context that
     # was never closed) may otherwise point it at an instance that no longer exists.
     with set_defs_state_storage(instance.defs_state_storage):
-        return _run_job(defs, instance, job_name, partition_keys, tags, console_log_level)
+        return _run_job(defs, instance, job_name, partition_keys, tags, console_log_level or _console_log_level)
 
 
 def _run_job(defs, instance, job_name, partition_keys, tags, console_log_level) -> RunOutcome:
