@@ -375,6 +375,14 @@ def respond(body: dict[str, Any]) -> str:
         return relevance_answer(everything)
     if head.startswith("Split the question below"):
         return json.dumps({"subqueries": [_between(everything, "Question:", "Reply with").strip()]})
+    if head.startswith("Below are passages sampled from a collection"):  # prompt-tune
+        return json.dumps(
+            {
+                "domain": "a harbour town's affairs",
+                "persona": "a local historian",
+                "entity_types": ["person", "organization", "geo", "event", "vessel"],
+            }
+        )
     if head.startswith("You grade one answer"):  # eval's judge
         return judge_answer(everything)
     if head.startswith("Reply with a JSON object"):  # graphrag-assets doctor's probes

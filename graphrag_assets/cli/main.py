@@ -24,6 +24,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "status": ("status_command", "status", "What changed since the last index, what is stale, row counts."),
     "sql": ("sql_command", "sql", "Run a read-only SQL query against the index database."),
     "query": ("query_command", "query", "Answer a question about the indexed documents."),
+    "prompt-tune": (
+        "prompt_tune_command",
+        "prompt_tune",
+        "Adapt the extraction, summary and report prompts to your documents.",
+    ),
     "eval": (
         "eval_command",
         "eval_command",
