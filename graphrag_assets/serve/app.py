@@ -1,6 +1,7 @@
 """The ASGI application and how it is run.
 
-:func:`create_app` wires the routes (:mod:`.openai_api`, :mod:`.native_api`, :mod:`.web`), the
+:func:`create_app` wires the routes (:mod:`.openai_api`, :mod:`.native_api`, :mod:`.web`, the MCP
+server's HTTP transport at ``/mcp`` from :mod:`.mcp_server`), the
 Host check (:mod:`.hosts`), the gate (:mod:`.gate`: project prefix, API key, request size and
 time) and the error handlers around one :class:`~.server.Server`; its lifespan loads every
 project's index before the first request and starts watching for newer builds. OpenAPI docs are at ``/docs`` (Swagger UI served from the
@@ -34,6 +35,7 @@ from graphrag_assets.serve.config import ServeConfig
 from graphrag_assets.serve.errors import install_error_handlers
 from graphrag_assets.serve.gate import Gate
 from graphrag_assets.serve.hosts import HostCheck, allowed_hosts
+from graphrag_assets.serve.mcp_server import McpEndpoint
 from graphrag_assets.serve.projects import Project, Projects
 from graphrag_assets.serve.server import Server
 from graphrag_assets.serve.throttle import KeyThrottle
@@ -55,6 +57,7 @@ def create_app(config: ServeConfig, on_ready: Callable[[], None] | None = None) 
     )
     limits = config.limits
     server = Server(config, projects, KeyThrottle(limits.key_failures, limits.key_failure_window_seconds))
+    mcp = McpEndpoint(server, _version())
 
     @contextlib.asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -62,7 +65,8 @@ def create_app(config: ServeConfig, on_ready: Callable[[], None] | None = None) 
         if on_ready is not None:
             on_ready()
         try:
-            yield
+            async with mcp.running():
+                yield
         finally:
             await projects.stop()
 
@@ -75,6 +79,7 @@ def create_app(config: ServeConfig, on_ready: Callable[[], None] | None = None) 
         swagger_ui_parameters={"validatorUrl": None},
     )
     app.state.server = server
+    app.router.routes.append(mcp.route)
     key_scheme = HTTPBearer(auto_error=False, description="The server's API key (the gate checks it on every route).")
     for router in (openai_api.router, native_api.router):
         app.include_router(router, dependencies=[Depends(key_scheme)])
