@@ -35,7 +35,7 @@ from graphrag_assets.serve.config import ServeConfig
 from graphrag_assets.serve.errors import install_error_handlers
 from graphrag_assets.serve.gate import Gate
 from graphrag_assets.serve.hosts import HostCheck, allowed_hosts
-from graphrag_assets.serve.mcp_server import McpEndpoint
+from graphrag_assets.serve.mcp_server import McpEndpoint, McpRefusals
 from graphrag_assets.serve.projects import Project, Projects
 from graphrag_assets.serve.server import Server
 from graphrag_assets.serve.throttle import KeyThrottle
@@ -88,6 +88,7 @@ def create_app(config: ServeConfig, on_ready: Callable[[], None] | None = None) 
     app.add_middleware(Gate, api_key=config.api_key, limits=limits, throttle=server.throttle)
     hosts = allowed_hosts(config.host, config.allowed_hosts)
     app.add_middleware(HostCheck, allowed=hosts, enforced=config.api_key is None or bool(config.allowed_hosts))
+    app.add_middleware(McpRefusals)
     return app
 
 

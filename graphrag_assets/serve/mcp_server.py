@@ -18,8 +18,10 @@ The question size limit (``serve.max_question_chars``) applies on both.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
-from contextlib import AbstractAsyncContextManager
+import re
+from collections.abc import AsyncIterator
 from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as package_version
 from typing import Any
@@ -28,20 +30,22 @@ import mcp_types as types
 from fastapi.exceptions import RequestValidationError
 from mcp.server.lowlevel import Server as LowLevelServer
 from mcp.server.stdio import stdio_server
-from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from pydantic import ValidationError
 from starlette.routing import Route
 
 from graphrag_assets.core.settings import ServeSettings
 from graphrag_assets.serve.config import ServeConfig
-from graphrag_assets.serve.errors import describe, validation_message
-from graphrag_assets.serve.gate import scope_project
+from graphrag_assets.serve.errors import describe, error_body, validation_message
+from graphrag_assets.serve.gate import ASGIApp, Receive, Scope, Send, scope_project, send_json
 from graphrag_assets.serve.mcp_tools import Call, McpTool, mcp_tools
 from graphrag_assets.serve.projects import Project, Projects
 from graphrag_assets.serve.server import Server
 
 MCP_PATH = "/mcp"
+MCP_PATHS = re.compile(r"^(/p/[^/]+)?/mcp/?$")  # with the project prefix, before the gate strips it
+REFUSED = -32001  # JSON-RPC's range for server-defined errors: the HTTP layer refused the request
 SERVER_NAME = "graphrag-assets"
 INSTRUCTIONS = (
     "Answers questions from a GraphRAG index of the user's documents. Use 'search' for an answer with "
@@ -116,27 +120,104 @@ def _request_project(ctx: Any) -> str | None:
 
 
 class McpEndpoint:
-    """The streamable HTTP transport as a route of the serve application.
+    """The streamable HTTP transport as a route of the serve application (an ASGI endpoint).
 
-    The SDK's own Host/Origin check is off: the application's :class:`~.hosts.HostCheck` and
-    :class:`~.gate.Gate` guard this route as they guard every other one.
+    Each run of the application's lifespan starts a session manager of its own (the SDK's run
+    once); requests go to the latest one running. The SDK's own Host/Origin check is off: the
+    application's :class:`~.hosts.HostCheck` and :class:`~.gate.Gate` guard this route as they
+    guard every other one.
     """
 
     def __init__(self, server: Server, version: str = "") -> None:
-        limits = server.config.limits
-        self.server = mcp_server(server.projects, limits, version)
-        self.server.streamable_http_app(
-            streamable_http_path=MCP_PATH,
-            stateless_http=True,
-            json_response=True,
-            max_request_body_size=limits.max_request_bytes,
-            transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
-        )
-        self.route = Route(MCP_PATH, endpoint=StreamableHTTPASGIApp(self.server.session_manager))
+        self.limits = server.config.limits
+        self.server = mcp_server(server.projects, self.limits, version)
+        self.managers: list[StreamableHTTPSessionManager] = []
+        # POST only: a stateless server has nothing to push on a GET stream, which would stay open
+        # for as long as the client likes; the protocol's answer to that is 405.
+        self.route = Route(MCP_PATH, endpoint=self, methods=["POST"])
 
-    def running(self) -> AbstractAsyncContextManager[None]:
+    @contextlib.asynccontextmanager
+    async def running(self) -> AsyncIterator[None]:
         """The transport's task group: entered in the application's lifespan."""
-        return self.server.session_manager.run()
+        manager = StreamableHTTPSessionManager(
+            app=self.server,
+            stateless=True,
+            json_response=True,
+            max_request_body_size=self.limits.max_request_bytes,
+            security_settings=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+        )
+        async with manager.run():
+            self.managers.append(manager)
+            try:
+                yield
+            finally:
+                self.managers.remove(manager)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if not self.managers:
+            message = "the MCP endpoint is not running (the server is starting or stopping); try again."
+            await send_json(send, 503, error_body(503, message, "mcp_not_running"))
+            return
+        await self.managers[-1].handle_request(scope, receive, send)
+
+
+class McpRefusals:
+    """ASGI middleware: a refusal of an MCP client's ``/mcp`` request (wrong key, too large, too
+    slow, Host) keeps its HTTP status, with its sentence as a JSON-RPC error.
+
+    The gate answers every route in the API's error shape; an MCP client shows only a JSON-RPC
+    error's message and says "Server returned an error response" for anything else, so the
+    agent's user would not learn that the key was wrong.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or not MCP_PATHS.match(scope["path"]) or not _speaks_mcp(scope):
+            await self.app(scope, receive, send)
+            return
+        held: dict[str, Any] | None = None
+        body = b""
+
+        async def reshape(message: dict[str, Any]) -> None:
+            nonlocal held, body
+            if message["type"] == "http.response.start" and message["status"] >= 400:
+                held = message
+                return
+            if held is None or message["type"] != "http.response.body":
+                await send(message)
+                return
+            body += message.get("body", b"")
+            if message.get("more_body"):
+                return
+            payload = _as_jsonrpc_error(body, held["status"])
+            headers = [(k, v) for k, v in held.get("headers", []) if k.lower() != b"content-length"]
+            await send({**held, "headers": [*headers, (b"content-length", str(len(payload)).encode())]})
+            await send({"type": "http.response.body", "body": payload})
+
+        await self.app(scope, receive, reshape)
+
+
+def _speaks_mcp(scope: Scope) -> bool:
+    """Whether the client is an MCP client: the protocol has it accept event streams on every POST
+    (other clients of ``/mcp``, such as a script checking the route, get the API's error shape)."""
+    accept = next((v for k, v in scope.get("headers", []) if k.lower() == b"accept"), b"")
+    return b"text/event-stream" in accept.lower()
+
+
+def _as_jsonrpc_error(body: bytes, status: int) -> bytes:
+    """The API's ``{"error": {"message", "code"}}`` as a JSON-RPC error; MCP's own errors unchanged."""
+    try:
+        parsed = json.loads(body)
+    except ValueError:
+        return body
+    if not isinstance(parsed, dict) or "jsonrpc" in parsed or not isinstance(parsed.get("error"), dict):
+        return body
+    error = parsed["error"]
+    data = {"http_status": status, "code": error.get("code")}
+    reply = {"jsonrpc": "2.0", "id": None, "error": {"code": REFUSED, "message": error.get("message"), "data": data}}
+    return json.dumps(reply).encode("utf-8")
 
 
 def served_projects(config: ServeConfig) -> Projects:

@@ -2,7 +2,7 @@
 
 Every tool reads a served project (:mod:`.projects`): its current build for searches and look-ups,
 its database through the read-only SQL gate for ``sql``. The search tools take their method list
-from the query registry when the server is built, so a registered method is offered without a
+from the query registry (read as the module's ``METHODS`` when the server is built), so a registered method is offered without a
 change here. Results are JSON objects (MCP "structured content"); searches list the records their
 answer rests on with the value the answer cites them by and the ``show_*`` tool that returns each
 one whole.
@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from graphrag_assets.core.errors import UserError
 from graphrag_assets.core.settings import ServeSettings
-from graphrag_assets.query.registry import METHODS, method_names
+from graphrag_assets.query import registry
 from graphrag_assets.query.request import QueryOptions
 from graphrag_assets.serve import lookups
 from graphrag_assets.serve.answers import Question, answer
@@ -80,7 +80,7 @@ class SearchBase(OnProject):
 
 def search_arguments(name: str, with_response_type: bool) -> type[BaseModel]:
     """The search tools' arguments, with the methods registered now as the choices of ``method``."""
-    names = method_names()
+    names = registry.method_names()
     fields: dict[str, Any] = {
         "method": (
             Literal[names],  # type: ignore[valid-type]
@@ -100,7 +100,7 @@ def search_arguments(name: str, with_response_type: bool) -> type[BaseModel]:
 
 
 def _methods_text() -> str:
-    return "\n".join(f"- {m.name}: {m.help}" for m in METHODS)
+    return "\n".join(f"- {m.name}: {m.help}" for m in registry.METHODS)
 
 
 @dataclass(frozen=True)
@@ -254,7 +254,7 @@ async def _list_projects(call: Call) -> dict[str, Any]:
     return {
         "default_project": call.projects.default,
         "projects": [p.status() for p in call.projects.by_name.values()],
-        "methods": [{"name": m.name, "description": m.help} for m in METHODS],
+        "methods": [{"name": m.name, "description": m.help} for m in registry.METHODS],
         "max_question_chars": call.limits.max_question_chars,
     }
 
