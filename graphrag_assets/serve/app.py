@@ -35,7 +35,6 @@ from graphrag_assets.serve.config import ServeConfig
 from graphrag_assets.serve.errors import install_error_handlers
 from graphrag_assets.serve.gate import Gate
 from graphrag_assets.serve.hosts import HostCheck, allowed_hosts
-from graphrag_assets.serve.mcp_server import McpEndpoint, McpRefusals
 from graphrag_assets.serve.projects import Project, Projects
 from graphrag_assets.serve.server import Server
 from graphrag_assets.serve.throttle import KeyThrottle
@@ -57,6 +56,10 @@ def create_app(config: ServeConfig, on_ready: Callable[[], None] | None = None) 
     )
     limits = config.limits
     server = Server(config, projects, KeyThrottle(limits.key_failures, limits.key_failure_window_seconds))
+    # The MCP SDK (~1 s to import) is loaded here, not with this module: `serve` imports it before
+    # checking its arguments, and a refusal should not wait for it.
+    from graphrag_assets.serve.mcp_server import McpEndpoint, McpRefusals
+
     mcp = McpEndpoint(server, _version())
 
     @contextlib.asynccontextmanager
