@@ -33,6 +33,7 @@ from graphrag_assets.core.settings import load_settings
 from graphrag_assets.query import registry
 from graphrag_assets.serve.mcp_server import mcp_server
 from graphrag_assets.serve.projects import Project, Projects
+from graphrag_assets_testkit.projects import make_project
 from graphrag_assets_tests.serve_process import ServeProcess, serving_two_projects
 from graphrag_assets_tests.test_query_registry import ECHO, echo  # noqa: F401  (a fixture)
 
@@ -240,6 +241,25 @@ def test_a_method_added_to_the_registry_is_offered_and_answers(echo, nlp_index: 
                 assert f"- echo: {ECHO.help}" in tools["search_context"].description
                 found = await call(client, "search", {"question": QUESTION, "method": "echo"})
                 assert found["answer"].startswith(f"echo: {QUESTION} (") and found["method"] == "echo"
+        finally:
+            await projects.stop()
+
+    run(scenario)
+
+
+def test_a_project_without_an_index_is_listed_and_says_how_to_build_it(tmp_path: Path) -> None:
+    root = make_project(tmp_path / "fresh")
+    settings = load_settings(root, environ={})
+    projects = Projects([Project("fresh", settings)], settings.serve.reload_interval_seconds)
+
+    async def scenario() -> None:
+        await projects.start()
+        try:
+            async with Client(mcp_server(projects, settings.serve)) as client:
+                listed = await call(client, "list_projects", {})
+                assert [(p["name"], p["state"]) for p in listed["projects"]] == [("fresh", "no_index")]
+                refused = await refusal(client, "search_context", {"question": QUESTION})
+                assert refused.startswith("project 'fresh' has no index yet; run 'graphrag-assets index --root ")
         finally:
             await projects.stop()
 

@@ -45,7 +45,7 @@ Every route needs the server's API key when it has one: `Authorization: Bearer K
 Choose a project with the path prefix `/p/NAME/` (e.g. `/p/NAME/api/query`, or the base URL
 `/p/NAME/v1` for a chat front-end), the `X-GraphRAG-Project` header, or a model named
 `NAME/graphrag-local`; without one, the server's default project answers. Errors are
-`{"error": {"message", "type", "code"}}`."""
+`{"error": {"message", "type", "code"}}`. MCP clients connect to `/mcp` (streamable HTTP, the same key)."""
 
 
 def create_app(config: ServeConfig, on_ready: Callable[[], None] | None = None) -> FastAPI:
