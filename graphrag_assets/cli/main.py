@@ -49,6 +49,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "Compact the index files: old LanceDB versions, DuckDB free space, optionally the response cache.",
     ),
     "serve": ("serve", "serve", "Serve the index over HTTP: OpenAI-compatible chat, a native API and a web page."),
+    "mcp": ("mcp_command", "mcp", "Serve the index to AI assistants as an MCP server on stdio."),
 }
 
 

@@ -1,6 +1,7 @@
 """The ASGI application and how it is run.
 
-:func:`create_app` wires the routes (:mod:`.openai_api`, :mod:`.native_api`, :mod:`.web`), the
+:func:`create_app` wires the routes (:mod:`.openai_api`, :mod:`.native_api`, :mod:`.web`, the MCP
+server's HTTP transport at ``/mcp`` from :mod:`.mcp_server`), the
 Host check (:mod:`.hosts`), the gate (:mod:`.gate`: project prefix, API key, request size and
 time) and the error handlers around one :class:`~.server.Server`; its lifespan loads every
 project's index before the first request and starts watching for newer builds. OpenAPI docs are at ``/docs`` (Swagger UI served from the
@@ -44,7 +45,7 @@ Every route needs the server's API key when it has one: `Authorization: Bearer K
 Choose a project with the path prefix `/p/NAME/` (e.g. `/p/NAME/api/query`, or the base URL
 `/p/NAME/v1` for a chat front-end), the `X-GraphRAG-Project` header, or a model named
 `NAME/graphrag-local`; without one, the server's default project answers. Errors are
-`{"error": {"message", "type", "code"}}`."""
+`{"error": {"message", "type", "code"}}`. MCP clients connect to `/mcp` (streamable HTTP, the same key)."""
 
 
 def create_app(config: ServeConfig, on_ready: Callable[[], None] | None = None) -> FastAPI:
@@ -55,6 +56,11 @@ def create_app(config: ServeConfig, on_ready: Callable[[], None] | None = None) 
     )
     limits = config.limits
     server = Server(config, projects, KeyThrottle(limits.key_failures, limits.key_failure_window_seconds))
+    # The MCP SDK (~1 s to import) is loaded here, not with this module: `serve` imports it before
+    # checking its arguments, and a refusal should not wait for it.
+    from graphrag_assets.serve.mcp_server import McpEndpoint, McpRefusals
+
+    mcp = McpEndpoint(server, _version())
 
     @contextlib.asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -62,7 +68,8 @@ def create_app(config: ServeConfig, on_ready: Callable[[], None] | None = None) 
         if on_ready is not None:
             on_ready()
         try:
-            yield
+            async with mcp.running():
+                yield
         finally:
             await projects.stop()
 
@@ -75,6 +82,7 @@ def create_app(config: ServeConfig, on_ready: Callable[[], None] | None = None) 
         swagger_ui_parameters={"validatorUrl": None},
     )
     app.state.server = server
+    app.router.routes.append(mcp.route)
     key_scheme = HTTPBearer(auto_error=False, description="The server's API key (the gate checks it on every route).")
     for router in (openai_api.router, native_api.router):
         app.include_router(router, dependencies=[Depends(key_scheme)])
@@ -83,6 +91,7 @@ def create_app(config: ServeConfig, on_ready: Callable[[], None] | None = None) 
     app.add_middleware(Gate, api_key=config.api_key, limits=limits, throttle=server.throttle)
     hosts = allowed_hosts(config.host, config.allowed_hosts)
     app.add_middleware(HostCheck, allowed=hosts, enforced=config.api_key is None or bool(config.allowed_hosts))
+    app.add_middleware(McpRefusals)
     return app
 
 
