@@ -12,6 +12,7 @@ from graphrag_assets.cli.common import JSON_OPTION, ROOT_OPTION, guard, print_js
 from graphrag_assets.cli.output import render_index_report
 from graphrag_assets.cli.process_exit import exit_now
 from graphrag_assets.cli.progress import live_progress
+from graphrag_assets.cli.shared_storage import SharedIndex
 from graphrag_assets.core.processes import seconds_since_start
 from graphrag_assets.llm.static_model_files import offline_embedder_label
 from graphrag_assets.pipeline.idle_check import plan_index
@@ -79,6 +80,7 @@ def index(
     options = IndexOptions(
         overrides=overrides, force_corpus=full, allow_empty_input=allow_empty_input, recluster=recluster
     )
+    shared = SharedIndex.before_index(settings, announce=click.echo if not as_json else lambda message: None)
     plan, report = plan_index(settings, options)
     if report is None:
         from graphrag_assets.pipeline.indexing import index_project  # imports Dagster (~1 s): only when there is work
@@ -87,6 +89,8 @@ def index(
         tune_allocator()
         with live_progress(enabled=not as_json and not verbose) as announce:
             report = index_project(settings, options, announce, plan)
+    if report.success:
+        shared.after_index(settings)
     report.seconds = seconds_since_start()
     if as_json:
         print_json(report.as_dict())
