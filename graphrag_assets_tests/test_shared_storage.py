@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import duckdb
@@ -126,6 +127,37 @@ def test_a_newer_build_reaches_a_reader_once(shared_project, tmp_path: Path) -> 
     sql = cli(reader, "sql", "select count(*) as n from documents where title = 'marrow.txt'", "--json")
     assert json.loads(sql.stdout) == [{"n": 1}]
     assert len(list((reader / "data" / "shared-builds").iterdir())) == 2  # the build before it is kept
+
+
+def test_serve_follows_the_shared_build(shared_project, tmp_path: Path) -> None:
+    """A server on a reader answers from the shared build and picks up the next one, as it does a
+    newer local build."""
+    from starlette.testclient import TestClient
+
+    from graphrag_assets.serve.app import create_app
+    from graphrag_assets.serve.config import build_config
+
+    writer, url, server = shared_project
+    reader = reader_project(tmp_path / "reader", url, server)
+    with (reader / "graphrag.yaml").open("a", encoding="utf-8") as settings:
+        settings.write("serve:\n  reload_interval_seconds: 0.2\n")
+    config = build_config([reader], None, "127.0.0.1", 0, None)
+    with TestClient(create_app(config), base_url="http://127.0.0.1") as client:
+        first = client.get("/api/status").json()["projects"][0]
+        assert first["state"] == "ready", first
+        work = tmp_path / "writer-copy"
+        shutil.copytree(writer, work)  # continues from the newest shared build (an earlier test may have made it)
+        (work / "data" / "input" / "served.txt").write_text(NEW_DOCUMENT.replace("Wren", "Tern"), encoding="utf-8")
+        assert cli(work, "index").returncode == 0
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            now = client.get("/api/status").json()["projects"][0]
+            if now["build"] != first["build"]:
+                break
+            time.sleep(0.2)
+        assert now["build"] != first["build"], now
+        assert now["counts"]["documents"] == published_tables(work)["documents"].height
+    assert not (reader / "data" / "graphrag.duckdb").exists()
 
 
 def test_index_on_a_fresh_root_continues_from_the_shared_build(

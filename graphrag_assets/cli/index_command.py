@@ -69,6 +69,8 @@ def index(
         )
         if settings.llm.use_local_embedder:
             click.echo(f"embeddings: {offline_embedder_label(settings.embeddings)}")
+    # a fresh pod, or another machine published since: continue from the shared build (also what --dry-run prices)
+    shared = SharedIndex.before_index(settings, announce=click.echo if not as_json else lambda message: None)
     if dry_run:
         from graphrag_assets.project.dry_run import (
             estimate_next_run,  # the extraction steps and model client: only for --dry-run
@@ -80,7 +82,6 @@ def index(
     options = IndexOptions(
         overrides=overrides, force_corpus=full, allow_empty_input=allow_empty_input, recluster=recluster
     )
-    shared = SharedIndex.before_index(settings, announce=click.echo if not as_json else lambda message: None)
     plan, report = plan_index(settings, options)
     if report is None:
         from graphrag_assets.pipeline.indexing import index_project  # imports Dagster (~1 s): only when there is work

@@ -23,7 +23,6 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from graphrag_assets.core.errors import UserError
@@ -183,8 +182,3 @@ def describe_store_error(location: SharedLocation, exc: BaseException) -> UserEr
         f"the object store {endpoint} failed for {location.url} ({text.splitlines()[0] if text else type(exc).__name__}); "
         "check storage.shared_url and the AWS_* settings."
     )
-
-
-def local_path(location: SharedLocation) -> Path:
-    """The folder of a local location."""
-    return Path(location.prefix)

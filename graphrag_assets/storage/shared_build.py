@@ -45,10 +45,6 @@ class Pointer:
     files: dict[str, int] = field(default_factory=dict)  # path inside the build -> size in bytes
     previous: str | None = None  # the build before it (kept, for readers that started on it)
 
-    @property
-    def has_lancedb(self) -> bool:
-        return any(path.startswith(f"{LANCEDB_FOLDER}/") for path in self.files)
-
     @classmethod
     def parse(cls, data: bytes) -> Pointer:
         raw = json.loads(data)
