@@ -111,7 +111,10 @@ def test_status_sql_and_show_work_from_a_reader(shared_project, tmp_path: Path) 
     assert len(json.loads(shown.stdout)) == 5
     status = cli(reader, "status", "--json")
     assert status.returncode == 0, status.stderr
-    assert "entities" in status.stdout
+    report = json.loads(status.stdout)
+    assert report["tables"]["entities"] == json.loads(sql.stdout)[0]["n"]
+    assert report["shared_build"]["build_id"] in report["database"]
+    assert report["documents"]["deleted"] == []  # the reader has no input folder: nothing to compare, not "all gone"
 
 
 def test_a_newer_build_reaches_a_reader_once(shared_project, tmp_path: Path) -> None:

@@ -67,6 +67,12 @@ def reads_shared_build(settings: Settings) -> bool:
     return bool(settings.storage.shared_url) and not settings.database_path.exists()
 
 
+def cached_build(settings: Settings) -> str | None:
+    """The shared build these (reader's) settings point at, when they point at a fetched one."""
+    folder = settings.database_path.parent
+    return folder.name if settings.storage.shared_url and folder.parent.name == CACHE_FOLDER else None
+
+
 def readable_settings(settings: Settings) -> Settings:
     """The settings a reading command reads the index with: as given when the index is local,
     else pointing at the current shared build in the local cache (fetched now when new)."""
