@@ -71,11 +71,20 @@ def shared_project(request, tmp_path_factory: pytest.TempPathFactory) -> tuple[P
     server = request.getfixturevalue("s3_server") if request.param == "s3" else None
     url = server.create_bucket(f"index-{base.name.lower()}") + "/team/graph" if server else str(base / "nfs")
     writer = make_project(base / "writer")
-    (writer / "graphrag.yaml").write_text(shared_yaml(url, server), encoding="utf-8")
+    # on S3 the build also has LanceDB tables, so the folder copy to and from the object store is exercised
+    lancedb = "  lancedb_tables: always\n" if server else ""
+    (writer / "graphrag.yaml").write_text(shared_yaml(url, server) + lancedb, encoding="utf-8")
     done = cli(writer, "index")
     assert done.returncode == 0, done.stderr
     assert "published build" in done.stdout
     return writer, url, server
+
+
+def reader_of(writer: Path, folder: Path) -> Path:
+    """Another machine with the writer's settings and nothing else."""
+    folder.mkdir(parents=True)
+    shutil.copy(writer / "graphrag.yaml", folder / "graphrag.yaml")
+    return folder
 
 
 def reader_project(folder: Path, url: str, server: S3Server | None) -> Path:
@@ -87,13 +96,14 @@ def reader_project(folder: Path, url: str, server: S3Server | None) -> Path:
 
 def test_a_reader_answers_from_the_shared_build_with_the_writers_context(shared_project, tmp_path: Path) -> None:
     writer, url, server = shared_project
-    reader = reader_project(tmp_path / "reader", url, server)
+    reader = reader_of(writer, tmp_path / "reader")
     expected = context_of(writer)
     assert expected["entities"], "the query found no context: the comparison would prove nothing"
     assert context_of(reader) == expected
     assert not (reader / "data" / "graphrag.duckdb").exists()  # read from the cache, not made a local index
     builds = list((reader / "data" / "shared-builds").iterdir())
     assert len(builds) == 1
+    assert (builds[0] / "lancedb").is_dir() == (server is not None)
     stamp = (builds[0] / "graphrag.duckdb").stat().st_mtime_ns
     assert context_of(reader) == expected  # a second command reads the same copy: nothing fetched again
     assert (builds[0] / "graphrag.duckdb").stat().st_mtime_ns == stamp
@@ -101,7 +111,7 @@ def test_a_reader_answers_from_the_shared_build_with_the_writers_context(shared_
 
 def test_status_sql_and_show_work_from_a_reader(shared_project, tmp_path: Path) -> None:
     writer, url, server = shared_project
-    reader = reader_project(tmp_path / "reader", url, server)
+    reader = reader_of(writer, tmp_path / "reader")
     count = "select count(*) as n from entities"
     sql = cli(reader, "sql", count, "--json")
     assert sql.returncode == 0, sql.stderr
@@ -119,7 +129,7 @@ def test_status_sql_and_show_work_from_a_reader(shared_project, tmp_path: Path) 
 
 def test_a_newer_build_reaches_a_reader_once(shared_project, tmp_path: Path) -> None:
     writer, url, server = shared_project
-    reader = reader_project(tmp_path / "reader", url, server)
+    reader = reader_of(writer, tmp_path / "reader")
     assert context_of(reader)["entities"]
     work = tmp_path / "writer-copy"
     shutil.copytree(writer, work)  # the same writer on another disk: continues from its own published build
@@ -141,7 +151,7 @@ def test_serve_follows_the_shared_build(shared_project, tmp_path: Path) -> None:
     from graphrag_assets.serve.config import build_config
 
     writer, url, server = shared_project
-    reader = reader_project(tmp_path / "reader", url, server)
+    reader = reader_of(writer, tmp_path / "reader")
     with (reader / "graphrag.yaml").open("a", encoding="utf-8") as settings:
         settings.write("serve:\n  reload_interval_seconds: 0.2\n")
     config = build_config([reader], None, "127.0.0.1", 0, None)
