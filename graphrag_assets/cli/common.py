@@ -83,5 +83,17 @@ def project_settings(root: Path | None, overrides: dict[str, Any] | None = None)
     return load_settings(root, overrides=overrides)
 
 
+def reader_settings(root: Path | None) -> Settings:
+    """The settings of a command that reads the index (query, status, sql, show, export): in a
+    project with ``storage.shared_url`` and no local index, they point at the current shared
+    build, fetched into a local cache once per build (project/shared_index.py)."""
+    settings = load_settings(root)
+    if not settings.storage.shared_url:
+        return settings
+    from graphrag_assets.project.shared_index import readable_settings  # pyarrow: only for shared indexes
+
+    return readable_settings(settings)
+
+
 def print_json(data: Any) -> None:
     click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))

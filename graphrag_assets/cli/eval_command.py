@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from graphrag_assets.cli.common import JSON_OPTION, ROOT_OPTION, guard, print_json, project_settings
+from graphrag_assets.cli.common import JSON_OPTION, ROOT_OPTION, guard, print_json, reader_settings
 from graphrag_assets.cli.query_command import RegisteredMethods
 from graphrag_assets.core.errors import UserError
 from graphrag_assets.project.evaluation import EvalPlan, evaluate, read_questions, to_html, to_markdown
@@ -61,7 +61,7 @@ def eval_command(
     """Ask a question set (JSONL or CSV) with each method; print hit@k, recall@k, answer accuracy, latency and cost."""
     if report_path is not None and report_path.suffix.lower() not in (".md", ".html"):
         raise UserError(f"--report {report_path}: give a .md or .html file name.")
-    settings = project_settings(root)
+    settings = reader_settings(root)
     plan = EvalPlan(read_questions(questions), methods or ("basic", "local"), k, not no_judge, judge_prompt)
 
     live = not as_json and sys.stderr.isatty()

@@ -13,6 +13,7 @@ from graphrag_assets.cli.common import JSON_OPTION, ROOT_OPTION, guard, print_js
 from graphrag_assets.cli.output import render_index_report
 from graphrag_assets.cli.process_exit import exit_now
 from graphrag_assets.cli.progress import live_progress
+from graphrag_assets.cli.shared_storage import SharedIndex
 from graphrag_assets.core.processes import seconds_since_start
 from graphrag_assets.llm.static_model_files import offline_embedder_label
 from graphrag_assets.pipeline.idle_check import plan_index
@@ -71,6 +72,8 @@ def index(
         )
         if settings.llm.use_local_embedder:
             click.echo(f"embeddings: {offline_embedder_label(settings.embeddings)}")
+    # a fresh pod, or another machine published since: continue from the shared build (also what --dry-run prices)
+    shared = SharedIndex.before_index(settings, announce=click.echo if not as_json else lambda message: None)
     if dry_run:
         from graphrag_assets.project.dry_run import (
             estimate_next_run,  # the extraction steps and model client: only for --dry-run
@@ -93,6 +96,8 @@ def index(
         dagster_lines = dagster_console_logs() if verbose else contextlib.nullcontext()
         with dagster_lines, live_progress(bars=not as_json and not verbose) as announce:
             report = index_project(settings, options, announce, plan)
+    if report.success:
+        shared.after_index(settings)
     report.seconds = seconds_since_start()
     if as_json:
         print_json(report.as_dict())

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from graphrag_assets.cli.common import JSON_OPTION, ROOT_OPTION, guard, print_json, project_settings
+from graphrag_assets.cli.common import JSON_OPTION, ROOT_OPTION, guard, print_json, project_settings, reader_settings
 from graphrag_assets.interop.commands import EXPORT_FORMATS, export_index, import_index
 
 
@@ -33,7 +33,7 @@ from graphrag_assets.interop.commands import EXPORT_FORMATS, export_index, impor
 @guard
 def export_command(out_dir: Path, fmt: str, load: str | None, force: bool, root: Path | None, as_json: bool) -> None:
     """Export the index for other tools."""
-    result = export_index(project_settings(root), fmt, out_dir.resolve(), force=force, load=load)
+    result = export_index(reader_settings(root), fmt, out_dir.resolve(), force=force, load=load)
     if as_json:
         print_json(result.as_dict())
         return

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from graphrag_assets.cli.common import JSON_OPTION, ROOT_OPTION, guard, print_json, project_settings
+from graphrag_assets.cli.common import JSON_OPTION, ROOT_OPTION, guard, print_json, reader_settings
 from graphrag_assets.cli.output import render_query_result
 from graphrag_assets.project.querying import answer_question
 from graphrag_assets.query.registry import METHODS, method_names
@@ -75,7 +75,7 @@ def query(
     as_json: bool,
 ) -> None:
     """Answer a question about the indexed documents."""
-    settings = project_settings(root)
+    settings = reader_settings(root)
     options = QueryOptions(method, community_level, dynamic_selection, response_type, budget=budget)
     streamed: list[str] = []
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 import polars as pl
 
-from graphrag_assets.cli.common import JSON_OPTION, ROOT_OPTION, guard, print_json, project_settings
+from graphrag_assets.cli.common import JSON_OPTION, ROOT_OPTION, guard, print_json, reader_settings
 from graphrag_assets.cli.output import render_entity, render_report, render_table
 from graphrag_assets.project.inspect import (
     Listing,
@@ -52,7 +52,7 @@ def _listing(as_json: bool, rows: pl.DataFrame) -> None:
 @guard
 def show_entities(root: Path | None, search: str | None, limit: int, show_all: bool, as_json: bool) -> None:
     """Entities, most connected first."""
-    _listing(as_json, list_entities(project_settings(root), Listing(search=search, limit=None if show_all else limit)))
+    _listing(as_json, list_entities(reader_settings(root), Listing(search=search, limit=None if show_all else limit)))
 
 
 @show.command(name="communities")
@@ -67,7 +67,7 @@ def show_communities(
     root: Path | None, level: int | None, search: str | None, limit: int, show_all: bool, as_json: bool
 ) -> None:
     """Communities, largest first, with their report titles."""
-    _listing(as_json, list_communities(project_settings(root), Listing(level, search, None if show_all else limit)))
+    _listing(as_json, list_communities(reader_settings(root), Listing(level, search, None if show_all else limit)))
 
 
 @show.command(name="reports")
@@ -82,7 +82,7 @@ def show_reports(
     root: Path | None, level: int | None, search: str | None, limit: int, show_all: bool, as_json: bool
 ) -> None:
     """Community reports, most important (rank) first."""
-    _listing(as_json, list_reports(project_settings(root), Listing(level, search, None if show_all else limit)))
+    _listing(as_json, list_reports(reader_settings(root), Listing(level, search, None if show_all else limit)))
 
 
 @show.command(name="entity")
@@ -92,7 +92,7 @@ def show_reports(
 @guard
 def show_entity(name: str, root: Path | None, as_json: bool) -> None:
     """One entity: description, aliases, relationships, communities and the files it comes from."""
-    detail = entity_detail(project_settings(root), name)
+    detail = entity_detail(reader_settings(root), name)
     print_json(detail) if as_json else click.echo(render_entity(detail))
 
 
@@ -103,5 +103,5 @@ def show_entity(name: str, root: Path | None, as_json: bool) -> None:
 @guard
 def show_report(community: int, root: Path | None, as_json: bool) -> None:
     """The report of one community (its number, as in 'show communities')."""
-    detail = report_detail(project_settings(root), community)
+    detail = report_detail(reader_settings(root), community)
     print_json(detail) if as_json else click.echo(render_report(detail))

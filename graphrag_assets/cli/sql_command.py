@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from graphrag_assets.cli.common import JSON_OPTION, ROOT_OPTION, guard, print_json, project_settings
+from graphrag_assets.cli.common import JSON_OPTION, ROOT_OPTION, guard, print_json, reader_settings
 from graphrag_assets.cli.output import render_table
 from graphrag_assets.storage.readonly_sql import run_readonly_query
 
@@ -30,7 +30,7 @@ def sql(
     query: str, root: Path | None, as_json: bool, as_csv: bool, limit: int, show_all: bool, allow_file_access: bool
 ) -> None:
     """Run a read-only SQL query against the index database."""
-    settings = project_settings(root)
+    settings = reader_settings(root)
     frame = run_readonly_query(
         settings.database_path, query, allow_file_access=allow_file_access, nested_as_text=as_csv
     )

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from graphrag_assets.cli.common import JSON_OPTION, ROOT_OPTION, guard, print_json, project_settings
+from graphrag_assets.cli.common import JSON_OPTION, ROOT_OPTION, guard, print_json, reader_settings
 from graphrag_assets.cli.output import render_status
 from graphrag_assets.project.status import project_status
 
@@ -17,7 +17,7 @@ from graphrag_assets.project.status import project_status
 @guard
 def status(root: Path | None, as_json: bool) -> None:
     """What changed in the input folder since the last index, what is stale or unfinished, and row counts."""
-    settings = project_settings(root)
+    settings = reader_settings(root)
     report = project_status(settings)
     if as_json:
         print_json(report)

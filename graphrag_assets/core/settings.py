@@ -329,12 +329,48 @@ class QuerySettings(_Section):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
 
+class ObjectStoreSettings(_Section):
+    """How to reach an s3:// ``storage.shared_url``; each key left empty falls back to the standard
+    AWS_* environment variable (AWS_ENDPOINT_URL, AWS_REGION, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY)."""
+
+    endpoint_url: str | None = None  # an S3-compatible server (MinIO, moto, Ceph...); None: AWS itself
+    region: str | None = None
+    access_key_id: str | None = Field(None, repr=False)
+    secret_access_key: str | None = Field(None, repr=False)
+    session_token: str | None = Field(None, repr=False)
+
+    @field_validator("endpoint_url")
+    @classmethod
+    def _url(cls, value: str | None) -> str | None:
+        if value in (None, ""):
+            return None
+        if not re.match(r"^https?://[^\s/]+", value):
+            raise ValueError("must start with http:// or https://")
+        return value.rstrip("/")
+
+
 class StorageSettings(_Section):
     database: str = "data/graphrag.duckdb"
     lancedb: str = "data/lancedb"
     # auto: LanceDB tables are built once the text units exceed query.in_memory_search_max_tokens
     # (smaller indexes are searched in memory) and kept from then on; always: built on every run.
     lancedb_tables: Literal["auto", "always"] = "auto"
+    # A folder or s3://bucket/prefix every machine can reach: each index run publishes its build
+    # there and continues from the newest one; readers without a local index read that build.
+    shared_url: str | None = None
+    object_store: ObjectStoreSettings = Field(default_factory=ObjectStoreSettings)
+
+    @field_validator("shared_url")
+    @classmethod
+    def _shared_url(cls, value: str | None) -> str | None:
+        if value in (None, ""):
+            return None
+        scheme = re.match(r"^([a-z][a-z0-9+.-]*)://", value)
+        if scheme and scheme.group(1) not in ("s3", "file"):
+            raise ValueError("must be a folder path, file://… or s3://bucket/prefix")
+        if scheme and scheme.group(1) == "s3" and not re.match(r"^s3://[^/\s]+", value):
+            raise ValueError("must name a bucket: s3://bucket/prefix")
+        return value.rstrip("/")
 
 
 class IncrementalSettings(_Section):

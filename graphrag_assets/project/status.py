@@ -15,6 +15,7 @@ from graphrag_assets.llm.usage import CORPUS_MODEL_ASSETS, last_corpus_run_usage
 from graphrag_assets.project.fingerprints import corpus_fingerprint
 from graphrag_assets.project.lancedb_tables import lancedb_missing
 from graphrag_assets.project.locks import index_lock_held, interrupted_update
+from graphrag_assets.project.shared_index import cached_build
 from graphrag_assets.project.state import corpus_staleness, document_state
 from graphrag_assets.storage import table_names as tables
 from graphrag_assets.storage.corpus import last_clustering, staged_tables
@@ -99,6 +100,11 @@ def _status(settings: Settings) -> dict[str, Any]:
             .sort("document_key")
             .to_dicts()
         )
+    build = cached_build(settings)
+    if build is not None:  # a reader of the shared build: the input folder is on the machine that indexes
+        report["shared_build"] = {"url": settings.storage.shared_url, "build_id": build}
+        unchanged = 0 if source_files is None else source_files.height
+        documents.update(new=[], changed=[], deleted=[], unchanged=unchanged, passed_over=[])
     report["documents"] = documents
     unfinished = staged_tables(settings.database_path, read_only=True)
     report["corpus"] = corpus_staleness(source_files, manifest, corpus_fingerprint(settings), unfinished)

@@ -28,6 +28,7 @@ from graphrag_assets.core.tokens import token_counter
 from graphrag_assets.llm.factory import ModelSet
 from graphrag_assets.llm.usage import UsageMeter
 from graphrag_assets.project.querying import uses_llm
+from graphrag_assets.project.shared_index import answers_uncached, readable_settings, reads_shared_build
 from graphrag_assets.query.engine import load_query_prompts
 from graphrag_assets.serve.errors import ServeError, describe
 from graphrag_assets.serve.snapshot import Snapshot, load_snapshot, read_build
@@ -51,8 +52,12 @@ class Project:
     """One project: its settings, current build, model clients, prompts and token counter."""
 
     def __init__(self, name: str, settings: Settings) -> None:
+        self.shared = reads_shared_build(settings)
+        if self.shared:
+            settings = answers_uncached(settings)
         self.name = name
         self.settings = settings
+        self.declared = settings  # as configured: a shared index's settings are pointed at each new build
         self.llm = uses_llm(settings)
         self.models = ModelSet(settings, UsageMeter())
         self.prompts = load_query_prompts(settings.query.prompts, settings.root)
@@ -78,6 +83,12 @@ class Project:
     async def refresh(self, *, force: bool = False) -> bool:
         """Load a newer published build if there is one; True when the current build changed."""
         async with self._lock:
+            if self.shared:
+                try:  # one small read of the shared pointer; a newer build is fetched once, beside the old
+                    self.settings = await asyncio.to_thread(readable_settings, self.declared)
+                except Exception as exc:  # keep serving the build we have; say why in /api/status
+                    self.error = describe(exc)[1]
+                    return False
             stamp = file_stamp(self.settings.database_path)
             if stamp == self._stamp and not force:
                 return False
