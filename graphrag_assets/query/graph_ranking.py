@@ -127,13 +127,15 @@ class GraphQuery:
 
 
 def _sources(data: QueryData) -> tuple[pl.DataFrame, ...]:
-    return (data.entities, data.relationships, data.text_units, data.communities)
+    # the relationships' ends and weights only: a lazily read index need not load their descriptions
+    return (data.entities, data.relationship_links(), data.text_units, data.communities)
 
 
 def in_id_order(*tables: pl.DataFrame) -> tuple[pl.DataFrame, ...]:
     """The tables with their rows sorted by id: the same graph, float for float, whatever order
-    the rows were stored in."""
-    return tuple(table.sort("id") for table in tables)
+    the rows were stored in. The relationships' edges come without ids (a lazily read index reads
+    only their ends and weights) and need none: the graph sorts its links by their ends and weight."""
+    return tuple(table.sort("id") if "id" in table.columns else table for table in tables)
 
 
 def build_ranking_graph(
@@ -327,7 +329,7 @@ def rank_by_graph(
         entities=graph.entity_rows[selected],
         reports=rank_reports_by_score(graph, scores, selected, data, community_level),
         relationships=rank_relationships_by_score(
-            titles, data.relationships, title_scores, settings.top_k_relationships * len(titles)
+            titles, data.relationships_touching(titles), title_scores, settings.top_k_relationships * len(titles)
         ),
         text_units=graph.unit_rows[units],
     )
