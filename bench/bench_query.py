@@ -865,11 +865,17 @@ def main() -> None:
     parser.add_argument("--skip-global", action="store_true", help="do not start the stand-in server")
     parser.add_argument("--index", type=Path, default=None, help="measure CLI commands and serve on this project")
     parser.add_argument("--baseline", type=Path, default=None, help="with --index: also run this graphrag_assets tree")
+    parser.add_argument(
+        "--candidate", type=Path, default=None, help="with --index: the tree to compare (default: installed)"
+    )
     args = parser.parse_args()
     if args.index is not None:
         from query_on_index import index_costs, render_index_costs
 
-        costs = {**machine_info(), "command": invocation(), **index_costs(args.index, args.baseline, args.repeats)}
+        trees = {"baseline": args.baseline} if args.baseline else {}
+        trees["this tree"] = args.candidate
+
+        costs = {**machine_info(), "command": invocation(), **index_costs(args.index, trees, args.repeats)}
         print(render_index_costs(costs))
         path = write_results("query_index.json", costs)
         print(f"\nwritten to {path.relative_to(REPO_ROOT)}")

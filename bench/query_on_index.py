@@ -3,7 +3,8 @@
 ``bench_query.py --index ROOT`` calls :func:`index_costs`. Each command runs in a fresh process
 (cold: interpreter, imports, loading the index, answering), under ``common.measure``; with
 ``--baseline SRC`` (a folder holding another ``graphrag_assets`` package, e.g. ``git archive`` of
-main) every command runs with that tree and with this one in turn, in the same run, so the ratio
+main) every command runs with that tree and with this one (``--candidate SRC``, default: the
+installed package) in turn, in the same run, so the ratio
 says what a change did whatever the machine's load. The project is queried as it is configured: an
 offline (nlp) index answers every method without a model.
 
@@ -122,10 +123,10 @@ def serve_memory(root: Path, entity: str, source: Path | None) -> dict[str, Any]
         log.unlink(missing_ok=True)
 
 
-def index_costs(root: Path, baseline: Path | None, repeats: int) -> dict[str, Any]:
-    """Every command of :func:`commands` (and ``serve``) under each tree, alternating, best of ``repeats``."""
+def index_costs(root: Path, trees: dict[str, Path | None], repeats: int) -> dict[str, Any]:
+    """Every command of :func:`commands` (and ``serve``) under each tree (name -> source folder, None:
+    the installed package), taking turns, best of ``repeats``."""
     entity = busiest_entity(root)
-    trees = {"baseline": baseline, "this tree": None} if baseline else {"this tree": None}
     results: dict[str, Any] = {"root": str(root), "entity": entity, "load_average_start": load_average(), "rows": {}}
     for name, command in commands(root, entity).items():
         row: dict[str, Any] = {}

@@ -76,9 +76,15 @@ class StoredIndex:
         wanted = list(dict.fromkeys(titles))
         if not wanted:
             return self._read(RELATIONSHIPS, "where false")
-        return self._read(
-            RELATIONSHIPS, "where source in (select unnest($1)) or target in (select unnest($1))", [wanted]
+        # One filter per end, not ``source in … or target in …``, which DuckDB evaluates row by row
+        # (1.9M relationships, a hub's 84k: 4–7 s against 3.4–3.6 s at load 15); rowid restores the
+        # stored order.
+        named, table = "(select unnest($1))", quote(RELATIONSHIPS)
+        where = (
+            f"where rowid in (select rowid from {table} where source in {named} union all "
+            f"select rowid from {table} where target in {named} and not coalesce(source in {named}, false))"
         )
+        return self._read(RELATIONSHIPS, where, [wanted])
 
     def relationship_links(self) -> pl.DataFrame | None:
         """Every relationship's ends and weight (the ranking walk's edges), in stored order."""
