@@ -21,6 +21,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -45,6 +46,9 @@ def tree_env(source: Path | None) -> dict[str, str]:
     return env
 
 
+NEUTRAL_CWD = Path(tempfile.gettempdir())  # ``python -m`` puts the working folder first on sys.path: not a source tree
+
+
 def cli(*args: str) -> list[str]:
     return [sys.executable, "-m", "graphrag_assets.cli.main", *args]
 
@@ -53,6 +57,7 @@ def busiest_entity(root: Path) -> str:
     shown = subprocess.run(
         cli("show", "entities", "--root", str(root), "--limit", "1", "--json"),
         env=tree_env(None),
+        cwd=NEUTRAL_CWD,
         check=True,
         capture_output=True,
         text=True,
@@ -90,7 +95,11 @@ def serve_memory(root: Path, entity: str, source: Path | None) -> dict[str, Any]
     log = root.parent / f"serve-{os.getpid()}.log"
     with open(log, "wb") as out:
         process = subprocess.Popen(
-            cli("serve", "--root", str(root), "--port", "0"), env=tree_env(source), stdout=out, stderr=subprocess.STDOUT
+            cli("serve", "--root", str(root), "--port", "0"),
+            env=tree_env(source),
+            cwd=NEUTRAL_CWD,
+            stdout=out,
+            stderr=subprocess.STDOUT,
         )
     try:
         deadline = time.monotonic() + START_TIMEOUT_SECONDS
@@ -102,7 +111,7 @@ def serve_memory(root: Path, entity: str, source: Path | None) -> dict[str, Any]
         body = json.dumps(
             {"question": QUESTION.format(entity=entity.title()), "method": "local", "context_only": True}
         ).encode()
-        figures: dict[str, Any] = {"started": _rss_mb(process.pid)}
+        figures: dict[str, Any] = {"started": _rss_mb(process.pid), "load": load_average()}
         status, first = _post(port, body)
         figures["after_1"] = {**_rss_mb(process.pid), "status": status, "seconds": round(first, 2)}
         with ThreadPoolExecutor(CONCURRENT_REQUESTS) as pool:
@@ -132,7 +141,7 @@ def index_costs(root: Path, trees: dict[str, Path | None], repeats: int) -> dict
         row: dict[str, Any] = {}
         for _ in range(repeats):
             for tree, source in trees.items():
-                measured = measure(command, env=tree_env(source))
+                measured = measure(command, env=tree_env(source), cwd=NEUTRAL_CWD)
                 best = row.get(tree)
                 if best is None or measured.wall_s < best["wall_s"]:
                     row[tree] = {"wall_s": measured.wall_s, "peak_rss_mb": measured.peak_rss_mb, "load": load_average()}

@@ -75,7 +75,13 @@ def project(nlp_index: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
         (
             "basic",
             "graph",
-            {"table relationships", "relationship_links", "relationships_touching", "table community_reports"},
+            {
+                "table relationships",
+                "relationship_links",
+                "relationships_touching",
+                "table community_reports",
+                "table communities",
+            },
         ),
     ],
 )

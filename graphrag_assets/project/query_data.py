@@ -36,7 +36,10 @@ QUERY_TABLES = {
     tables.COVARIATES: schemas.COVARIATES,
     tables.DOCUMENTS: schemas.DOCUMENTS,
 }
-TEXT_COLUMNS_SKIPPED = {tables.DOCUMENTS: ["text"]}  # the documents' full text is never needed to answer
+COLUMNS_SKIPPED = {  # never needed to answer: the documents' full text, the ids of each community's relationships
+    tables.DOCUMENTS: ["text"],
+    tables.COMMUNITIES: ["relationship_ids"],
+}
 EMBEDDING_TABLES = {
     ENTITY_TABLE: tables.ENTITY_EMBEDDINGS,
     TEXT_UNIT_TABLE: tables.TEXT_UNIT_EMBEDDINGS,
@@ -55,7 +58,7 @@ def _load(settings: Settings) -> QueryData:
     if not has_table(settings.database_path, tables.ENTITIES):
         raise UserError("the index has no graph yet; run 'graphrag-assets index' first.")
     schemas = {
-        table: {c: t for c, t in schema.items() if c not in TEXT_COLUMNS_SKIPPED.get(table, [])}
+        table: {c: t for c, t in schema.items() if c not in COLUMNS_SKIPPED.get(table, [])}
         for table, schema in QUERY_TABLES.items()
     }
     stored = StoredIndex(settings.database_path, schemas)

@@ -150,11 +150,14 @@ def build_ranking_graph(
     unit_vertex = pl.DataFrame({"unit": unit_ids, "_u": np.arange(n_entities, n_entities + len(unit_ids))})
 
     links = (
-        relationships.select("source", "target", "weight")
-        .join(title_vertex.rename({"title": "source", "_v": "_a"}), on="source")
-        .join(title_vertex.rename({"title": "target", "_v": "_b"}), on="target")
+        relationships.lazy()
+        .select("source", "target", "weight")
         .filter(pl.col("weight") > 0)
+        .join(title_vertex.lazy().rename({"title": "source", "_v": "_a"}), on="source")
+        .join(title_vertex.lazy().rename({"title": "target", "_v": "_b"}), on="target")
+        .select("_a", "_b", "weight")  # the titles are not kept: ~2M relationships make them the bulk
         .sort("_a", "_b", "weight")  # a join's output order is not defined
+        .collect()
     )
     link_weights = links["weight"].to_numpy().astype(np.float64)
     if link_weights.size:
