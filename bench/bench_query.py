@@ -40,6 +40,11 @@ ceil(N / concurrency) × latency (fully concurrent), plus one latency for the re
 server's own record gives the map phase's span and the largest number of requests in flight.
 
 Results: printed as markdown and written to ``bench/results/query.json``.
+
+**On a real index** (``--index ROOT [--baseline SRC]``): instead of the above, cold CLI ``query``
+per method, ``show entity`` and ``status`` on the project at ROOT (e.g. one ``bench_scale.py
+--keep`` built), wall and peak RSS, and ``serve``'s memory after 1 and 20 concurrent requests
+(:mod:`query_on_index`); written to ``bench/results/query_index.json``.
 """
 
 from __future__ import annotations
@@ -858,7 +863,23 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3, help="timed runs of every question and variant")
     parser.add_argument("--latency-ms", type=float, default=500.0, help="stand-in server latency for global search")
     parser.add_argument("--skip-global", action="store_true", help="do not start the stand-in server")
+    parser.add_argument("--index", type=Path, default=None, help="measure CLI commands and serve on this project")
+    parser.add_argument("--baseline", type=Path, default=None, help="with --index: also run this graphrag_assets tree")
+    parser.add_argument(
+        "--candidate", type=Path, default=None, help="with --index: the tree to compare (default: installed)"
+    )
     args = parser.parse_args()
+    if args.index is not None:
+        from query_on_index import index_costs, render_index_costs
+
+        trees = {"baseline": args.baseline} if args.baseline else {}
+        trees["this tree"] = args.candidate
+
+        costs = {**machine_info(), "command": invocation(), **index_costs(args.index, trees, args.repeats)}
+        print(render_index_costs(costs))
+        path = write_results("query_index.json", costs)
+        print(f"\nwritten to {path.relative_to(REPO_ROOT)}")
+        return
     info, command, load_start = machine_info(), invocation(), load_average()
     settings = QuerySettings()
     setup: dict[str, float] = {}

@@ -23,7 +23,8 @@ from graphrag_assets.storage import table_names as tables
 from graphrag_assets.storage.corpus import vector_versions
 from graphrag_assets.storage.database import reading
 from graphrag_assets.storage.embedding_tables import vector_frames
-from graphrag_assets.storage.index_reads import read_index_tables
+from graphrag_assets.storage.index_lookups import StoredIndex
+from graphrag_assets.storage.index_reads import has_table
 from graphrag_assets.storage.vectors import ENTITY_TABLE, REPORT_TABLE, TEXT_UNIT_TABLE, LanceVectorIndex, lexical_index
 
 QUERY_TABLES = {
@@ -35,7 +36,10 @@ QUERY_TABLES = {
     tables.COVARIATES: schemas.COVARIATES,
     tables.DOCUMENTS: schemas.DOCUMENTS,
 }
-TEXT_COLUMNS_SKIPPED = {tables.DOCUMENTS: ["text"]}  # the documents' full text is never needed to answer
+COLUMNS_SKIPPED = {  # never needed to answer: the documents' full text, the ids of each community's relationships
+    tables.DOCUMENTS: ["text"],
+    tables.COMMUNITIES: ["relationship_ids"],
+}
 EMBEDDING_TABLES = {
     ENTITY_TABLE: tables.ENTITY_EMBEDDINGS,
     TEXT_UNIT_TABLE: tables.TEXT_UNIT_EMBEDDINGS,
@@ -44,46 +48,40 @@ EMBEDDING_TABLES = {
 
 
 def load_query_data(settings: Settings) -> QueryData:
-    """The index tables the query engines read and the project's three vector indexes."""
-    with reading(settings.database_path):  # the database is opened once for tables and vectors
+    """The project's three vector indexes, and its index tables read as a question needs them
+    (:mod:`graphrag_assets.storage.index_lookups`)."""
+    with reading(settings.database_path):  # the database is opened once for what is read now
         return _load(settings)
 
 
 def _load(settings: Settings) -> QueryData:
-    wanted = {
-        table: [c for c in schema if c not in TEXT_COLUMNS_SKIPPED.get(table, [])]
+    if not has_table(settings.database_path, tables.ENTITIES):
+        raise UserError("the index has no graph yet; run 'graphrag-assets index' first.")
+    schemas = {
+        table: {c: t for c, t in schema.items() if c not in COLUMNS_SKIPPED.get(table, [])}
         for table, schema in QUERY_TABLES.items()
     }
-    stored = read_index_tables(settings.database_path, wanted)
-    if stored is None:
-        raise UserError("the index has no graph yet; run 'graphrag-assets index' first.")
-    frames: dict[str, pl.DataFrame] = {
-        table: schemas.conform(stored[table], {c: QUERY_TABLES[table][c] for c in columns})
-        if table in stored
-        else schemas.empty_frame(QUERY_TABLES[table])
-        for table, columns in wanted.items()
-    }
-    units = frames[tables.TEXT_UNITS]
+    stored = StoredIndex(settings.database_path, schemas)
     versions = vector_versions(settings.database_path)
     # A build that recorded no LanceDB tables (storage.lancedb_tables: auto on a small corpus) is
     # searched in memory whatever the limit says now: the limit may have been lowered since.
-    if not versions or int(units["n_tokens"].sum() or 0) <= settings.query.in_memory_search_max_tokens:
+    if not versions or stored.text_unit_tokens() <= settings.query.in_memory_search_max_tokens:
+        data = QueryData(reader=stored)
+        units = data.text_units
         stored_vectors = vector_frames(settings.database_path, list(EMBEDDING_TABLES.values()))
         vectors = {name: _vector_index(stored_vectors[table], name) for name, table in EMBEDDING_TABLES.items()}
-        return QueryData(
-            **frames,
-            entity_description=vectors[ENTITY_TABLE],
-            text_unit_text=vectors[TEXT_UNIT_TABLE],
-            community_full_content=vectors[REPORT_TABLE],
-            text_unit_lexical=Bm25Index(units["id"].to_list(), units["text"].fill_null("").to_list()),
-        )
+        data.entity_description = vectors[ENTITY_TABLE]
+        data.text_unit_text = vectors[TEXT_UNIT_TABLE]
+        data.community_full_content = vectors[REPORT_TABLE]
+        data.text_unit_lexical = Bm25Index(units["id"].to_list(), units["text"].fill_null("").to_list())
+        return data
     lance = settings.lancedb_path
     return QueryData(
-        **frames,
         entity_description=LanceVectorIndex(lance, ENTITY_TABLE, versions.get(ENTITY_TABLE)),
         text_unit_text=LanceVectorIndex(lance, TEXT_UNIT_TABLE, versions.get(TEXT_UNIT_TABLE)),
         community_full_content=LanceVectorIndex(lance, REPORT_TABLE, versions.get(REPORT_TABLE)),
         text_unit_lexical=lexical_index(lance, TEXT_UNIT_TABLE, versions.get(TEXT_UNIT_TABLE)),
+        reader=stored,
     )
 
 

@@ -15,6 +15,7 @@ from graphrag_assets.llm.factory import ModelSet
 from graphrag_assets.llm.usage import UsageMeter
 from graphrag_assets.project.query_data import load_query_data
 from graphrag_assets.query.engine import load_query_prompts, run_query
+from graphrag_assets.query.query_data import QueryData
 from graphrag_assets.query.request import QueryOptions, SearchRequest
 from graphrag_assets.query.results import QueryResult
 
@@ -27,7 +28,17 @@ def answer_question(
     settings: Settings, question: str, options: QueryOptions, on_token: Callable[[str], None] | None = None
 ) -> QueryResult:
     """The answer to ``question`` over the project's index, with what it was built from."""
-    data = load_query_data(settings)
+    return answer_from(settings, load_query_data(settings), question, options, on_token)
+
+
+def answer_from(
+    settings: Settings,
+    data: QueryData,
+    question: str,
+    options: QueryOptions,
+    on_token: Callable[[str], None] | None = None,
+) -> QueryResult:
+    """The answer to ``question`` over ``data`` (the project's index, loaded or read on demand)."""
     with ModelSet(settings, UsageMeter()) as models:
         request = SearchRequest(
             question,

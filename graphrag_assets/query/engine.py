@@ -38,8 +38,10 @@ def load_query_prompts(
 
 def _check_community_level(level: int | None, data: QueryData) -> None:
     """Refuse a requested level the index does not have: every engine would quietly use fewer reports."""
+    if level is None:
+        return
     levels = sorted(set(data.communities["level"].drop_nulls().to_list()))
-    if level is None or not levels or level <= levels[-1]:
+    if not levels or level <= levels[-1]:
         return
     named = ", ".join(str(n) for n in levels[:-1]) + (" and " if len(levels) > 1 else "") + str(levels[-1])
     raise UserError(

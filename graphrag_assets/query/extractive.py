@@ -35,7 +35,7 @@ are shown once (with the first citation). Deterministic.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -199,17 +199,19 @@ def _cue_scores(focus: Focus, candidates: Sequence[_Candidate], overlap: np.ndar
     return _Cues(subject, bonus + SUBJECT_WEIGHT * subject)
 
 
+def _texts_of(table: Callable[[], pl.DataFrame], ids: list[str], column: str) -> dict[str, str]:
+    """``column`` of the rows of ``table()`` with these ids, by id (``table`` is not called without ids)."""
+    if not ids:
+        return {}
+    return dict(table().filter(pl.col("id").is_in(ids)).select("id", column).iter_rows())
+
+
 def extractive_sources(data: QueryData, records: ContextRecords) -> list[tuple[str, str]]:
     """(citation label, text) of the sources, then the reports, of a context, for the no-LLM answer."""
-    texts = dict(data.text_units.filter(pl.col("id").is_in(records.ids("sources"))).select("id", "text").iter_rows())
-    reports = dict(
-        data.community_reports.filter(pl.col("id").is_in(records.ids("reports")))
-        .select("id", "full_content")
-        .iter_rows()
-    )
-    descriptions = dict(
-        data.entities.filter(pl.col("id").is_in(records.ids("entities"))).select("id", "description").iter_rows()
-    )
+    # a table is read only when the context cites it (an index read on demand need not load the reports for basic search)
+    texts = _texts_of(lambda: data.text_units, records.ids("sources"), "text")
+    reports = _texts_of(lambda: data.community_reports, records.ids("reports"), "full_content")
+    descriptions = _texts_of(lambda: data.entities, records.ids("entities"), "description")
     pairs = [(f"Sources ({r.citation})", texts[r.id]) for r in records.sources if texts.get(r.id)]
     pairs += [(f"Entities ({r.citation})", descriptions[r.id]) for r in records.entities if descriptions.get(r.id)]
     pairs += [(f"Reports ({r.citation})", reports[r.id]) for r in records.reports if reports.get(r.id)]

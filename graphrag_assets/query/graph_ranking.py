@@ -127,13 +127,15 @@ class GraphQuery:
 
 
 def _sources(data: QueryData) -> tuple[pl.DataFrame, ...]:
-    return (data.entities, data.relationships, data.text_units, data.communities)
+    # the relationships' ends and weights only: a lazily read index need not load their descriptions
+    return (data.entities, data.relationship_links(), data.text_units, data.communities)
 
 
 def in_id_order(*tables: pl.DataFrame) -> tuple[pl.DataFrame, ...]:
     """The tables with their rows sorted by id: the same graph, float for float, whatever order
-    the rows were stored in."""
-    return tuple(table.sort("id") for table in tables)
+    the rows were stored in. The relationships' edges come without ids (a lazily read index reads
+    only their ends and weights) and need none: the graph sorts its links by their ends and weight."""
+    return tuple(table.sort("id") if "id" in table.columns else table for table in tables)
 
 
 def build_ranking_graph(
@@ -148,11 +150,14 @@ def build_ranking_graph(
     unit_vertex = pl.DataFrame({"unit": unit_ids, "_u": np.arange(n_entities, n_entities + len(unit_ids))})
 
     links = (
-        relationships.select("source", "target", "weight")
-        .join(title_vertex.rename({"title": "source", "_v": "_a"}), on="source")
-        .join(title_vertex.rename({"title": "target", "_v": "_b"}), on="target")
+        relationships.lazy()
+        .select("source", "target", "weight")
         .filter(pl.col("weight") > 0)
+        .join(title_vertex.lazy().rename({"title": "source", "_v": "_a"}), on="source")
+        .join(title_vertex.lazy().rename({"title": "target", "_v": "_b"}), on="target")
+        .select("_a", "_b", "weight")  # the titles are not kept: ~2M relationships make them the bulk
         .sort("_a", "_b", "weight")  # a join's output order is not defined
+        .collect()
     )
     link_weights = links["weight"].to_numpy().astype(np.float64)
     if link_weights.size:
@@ -327,7 +332,7 @@ def rank_by_graph(
         entities=graph.entity_rows[selected],
         reports=rank_reports_by_score(graph, scores, selected, data, community_level),
         relationships=rank_relationships_by_score(
-            titles, data.relationships, title_scores, settings.top_k_relationships * len(titles)
+            titles, data.relationships_touching(titles), title_scores, settings.top_k_relationships * len(titles)
         ),
         text_units=graph.unit_rows[units],
     )

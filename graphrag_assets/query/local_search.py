@@ -236,11 +236,12 @@ def rank_candidates(
     if settings.ranking == "graph":
         return rank_by_graph(GraphQuery(text, vector, hits), data, settings, community_level)
     mapped = map_entities(hits, data.entities, k)
+    touching = data.relationships_touching(mapped["title"].to_list())  # all the two rankings below read
     return RankedCandidates(
         entities=mapped,
         reports=rank_reports(mapped["id"].to_list(), data.communities, data.community_reports, community_level),
-        relationships=rank_relationships(mapped["title"].to_list(), data.relationships, settings.top_k_relationships),
-        text_units=rank_text_units(mapped, data.relationships, data.text_units),
+        relationships=rank_relationships(mapped["title"].to_list(), touching, settings.top_k_relationships),
+        text_units=rank_text_units(mapped, touching, data.text_units),
     )
 
 

@@ -1,9 +1,19 @@
-"""What a search reads: the index tables as polars frames and the search indexes over them."""
+"""What a search reads: the index tables as polars frames and the search indexes over them.
+
+The frames are either given whole (tests, the server, which keeps one build loaded for many
+requests) or read on first use from an :class:`IndexReader` (a command-line query): global search
+never reads the relationships table, basic search reads neither the graph nor the reports, and
+local search reads only the relationships touching the entities it selected
+(:meth:`QueryData.relationships_touching`) plus, for its ranking walk, the edges without their
+descriptions (:meth:`QueryData.relationship_links`). The engines call the same attributes and
+methods either way, so they stay free of I/O.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+import threading
+from collections.abc import Sequence
+from typing import Any, Protocol
 
 import polars as pl
 
@@ -20,22 +30,141 @@ from graphrag_assets.core.schemas import (
 from graphrag_assets.query.array_index import empty_index
 from graphrag_assets.query.search_indexes import LexicalIndex, VectorIndex
 
+SCHEMAS: dict[str, dict[str, pl.DataType]] = {  # attribute of QueryData (= table name) -> its schema
+    "entities": ENTITIES,
+    "relationships": RELATIONSHIPS,
+    "communities": COMMUNITIES,
+    "community_reports": COMMUNITY_REPORTS,
+    "text_units": TEXT_UNITS,
+    "covariates": COVARIATES,
+    "documents": DOCUMENTS,
+}
+LINK_COLUMNS = ("source", "target", "weight")
 
-@dataclass
+
+class IndexReader(Protocol):
+    """Where the frames of a lazily read :class:`QueryData` come from (storage supplies it).
+
+    Each method returns None when the index has no such table; frames follow :data:`SCHEMAS`
+    (a reader may leave columns no query reads out of the schema, e.g. the documents' text).
+    """
+
+    def table(self, name: str) -> pl.DataFrame | None:
+        """The whole table."""
+        ...
+
+    def relationships_touching(self, titles: Sequence[str]) -> pl.DataFrame | None:
+        """The relationships with an end among ``titles``, in stored order."""
+        ...
+
+    def relationship_links(self) -> pl.DataFrame | None:
+        """``source``, ``target`` and ``weight`` of every relationship, in stored order."""
+        ...
+
+
+class _Table:
+    """A frame attribute of :class:`QueryData`: read from its reader on first use, then kept."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, data: QueryData | None, owner: type | None = None) -> Any:
+        if data is None:
+            return self
+        frame = data._frames.get(self.name)
+        if frame is None:
+            with data._lock:
+                frame = data._frames.get(self.name)
+                if frame is None:
+                    frame = data._read(lambda reader: reader.table(self.name), SCHEMAS[self.name])
+                    data._frames[self.name] = frame
+        return frame
+
+    def __set__(self, data: QueryData, frame: pl.DataFrame) -> None:
+        data._frames[self.name] = frame
+        if self.name == "relationships":
+            data._frames.pop("_links", None)
+
+
 class QueryData:
     """The index as the query engines see it. Frames follow :mod:`graphrag_assets.core.schemas`."""
 
-    entities: pl.DataFrame = field(default_factory=lambda: empty_frame(ENTITIES))
-    relationships: pl.DataFrame = field(default_factory=lambda: empty_frame(RELATIONSHIPS))
-    communities: pl.DataFrame = field(default_factory=lambda: empty_frame(COMMUNITIES))
-    community_reports: pl.DataFrame = field(default_factory=lambda: empty_frame(COMMUNITY_REPORTS))
-    text_units: pl.DataFrame = field(default_factory=lambda: empty_frame(TEXT_UNITS))
-    covariates: pl.DataFrame = field(default_factory=lambda: empty_frame(COVARIATES))
-    documents: pl.DataFrame = field(default_factory=lambda: empty_frame(DOCUMENTS))
-    entity_description: VectorIndex = field(default_factory=empty_index)  # ids: entity ids
-    text_unit_text: VectorIndex = field(default_factory=empty_index)  # ids: text unit ids
-    community_full_content: VectorIndex = field(default_factory=empty_index)  # ids: report ids
-    text_unit_lexical: LexicalIndex | None = None  # ids: text unit ids; None: the index has no full-text index
-    # Structures derived from the frames above (the local-ranking graph), built on first use and
-    # reused by every query in the process; not copied by dataclasses.replace.
-    derived: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
+    entities = _Table()
+    relationships = _Table()
+    communities = _Table()
+    community_reports = _Table()
+    text_units = _Table()
+    covariates = _Table()
+    documents = _Table()
+
+    def __init__(
+        self,
+        entities: pl.DataFrame | None = None,
+        relationships: pl.DataFrame | None = None,
+        communities: pl.DataFrame | None = None,
+        community_reports: pl.DataFrame | None = None,
+        text_units: pl.DataFrame | None = None,
+        covariates: pl.DataFrame | None = None,
+        documents: pl.DataFrame | None = None,
+        *,
+        entity_description: VectorIndex | None = None,  # ids: entity ids
+        text_unit_text: VectorIndex | None = None,  # ids: text unit ids
+        community_full_content: VectorIndex | None = None,  # ids: report ids
+        text_unit_lexical: LexicalIndex | None = None,  # ids: text unit ids; None: no full-text index
+        reader: IndexReader | None = None,  # where frames not given are read from (None: they are empty)
+    ) -> None:
+        given = dict(
+            entities=entities,
+            relationships=relationships,
+            communities=communities,
+            community_reports=community_reports,
+            text_units=text_units,
+            covariates=covariates,
+            documents=documents,
+        )
+        self._frames: dict[str, pl.DataFrame] = {name: frame for name, frame in given.items() if frame is not None}
+        self._lock = threading.Lock()
+        self.reader = reader
+        self.entity_description: VectorIndex = entity_description or empty_index()
+        self.text_unit_text: VectorIndex = text_unit_text or empty_index()
+        self.community_full_content: VectorIndex = community_full_content or empty_index()
+        self.text_unit_lexical = text_unit_lexical
+        # Structures derived from the frames above (the local-ranking graph), built on first use and
+        # reused by every query in the process.
+        self.derived: dict[str, Any] = {}
+
+    def _read(self, read: Any, schema: dict[str, pl.DataType]) -> pl.DataFrame:
+        frame = read(self.reader) if self.reader is not None else None
+        return empty_frame(schema) if frame is None else frame
+
+    def _holds(self, name: str) -> bool:
+        """Whether the frame is in memory (given, or read already), so a slice of it costs no read."""
+        return self.reader is None or name in self._frames
+
+    def load_all(self) -> QueryData:
+        """Read every frame now (a server keeps one build for many requests)."""
+        for name in SCHEMAS:
+            getattr(self, name)
+        return self
+
+    def relationships_touching(self, titles: Sequence[str]) -> pl.DataFrame:
+        """The relationships with an end among ``titles``, in table order."""
+        if self._holds("relationships"):
+            wanted = list(titles)
+            return self.relationships.filter(pl.col("source").is_in(wanted) | pl.col("target").is_in(wanted))
+        return self._read(lambda reader: reader.relationships_touching(list(titles)), RELATIONSHIPS)
+
+    def relationship_links(self) -> pl.DataFrame:
+        """``source``, ``target`` and ``weight`` of every relationship (the ranking walk's edges), in
+        table order; read once and kept, as the relationships table is when it is in memory."""
+        if self._holds("relationships"):
+            return self.relationships
+        links = self._frames.get("_links")
+        if links is None:
+            with self._lock:
+                links = self._frames.get("_links")
+                if links is None:
+                    schema = {c: RELATIONSHIPS[c] for c in LINK_COLUMNS}
+                    links = self._read(lambda reader: reader.relationship_links(), schema)
+                    self._frames["_links"] = links
+        return links

@@ -106,7 +106,7 @@ def load_snapshot(settings: Settings) -> Snapshot | None:
         before = read_build(settings, wait_seconds=30.0)
         if before is None and not _has_graph(settings):
             return None
-        data = in_turn(lambda: load_query_data(settings))
+        data = in_turn(lambda: load_query_data(settings).load_all())  # all of one build, read now
         if settings.query.local.ranking == "graph":
             ranking_graph(data)  # built now, so the first local query after a switch does not pay for it
         if read_build(settings, wait_seconds=30.0) == before:

@@ -1,0 +1,112 @@
+"""A question reads only what it needs from the index, and answers as if the index were loaded whole.
+
+A command-line query reads the index tables on first use (:mod:`graphrag_assets.storage.index_lookups`):
+local search reads the relationships of the entities it selected and, for its ranking walk, only
+the edges' ends and weights; global search never reads the relationships; basic search reads neither
+the graph nor the reports. The reads are recorded by wrapping the real reader over the sample index.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from graphrag_assets.core.errors import UserError
+from graphrag_assets.core.settings import Settings, load_settings
+from graphrag_assets.project.query_data import load_query_data
+from graphrag_assets.project.querying import answer_from
+from graphrag_assets.query.query_data import QueryData
+from graphrag_assets.query.request import QueryOptions
+from graphrag_assets.storage.database import connect
+
+QUESTION = "Who is Søren Holm and what does he do?"
+
+
+class RecordingReader:
+    """The stored index's reader, noting every read (method, and the table for whole reads)."""
+
+    def __init__(self, reader: Any) -> None:
+        self.reader = reader
+        self.reads: list[str] = []
+
+    def table(self, name: str) -> Any:
+        self.reads.append(f"table {name}")
+        return self.reader.table(name)
+
+    def relationships_touching(self, titles: Sequence[str]) -> Any:
+        self.reads.append("relationships_touching")
+        return self.reader.relationships_touching(titles)
+
+    def relationship_links(self) -> Any:
+        self.reads.append("relationship_links")
+        return self.reader.relationship_links()
+
+
+def settings_of(root: Path, ranking: str = "graph") -> Settings:
+    (root / "graphrag.yaml").write_text(
+        f"method: nlp\nllm:\n  embeddings: local\nquery:\n  local:\n    ranking: {ranking}\n", encoding="utf-8"
+    )
+    return load_settings(root, environ={})
+
+
+def recorded(settings: Settings) -> tuple[QueryData, RecordingReader]:
+    data = load_query_data(settings)
+    reader = RecordingReader(data.reader)
+    data.reader = reader
+    return data, reader
+
+
+@pytest.fixture(scope="module")
+def project(nlp_index: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return Path(shutil.copytree(nlp_index, tmp_path_factory.mktemp("reads") / "project"))
+
+
+@pytest.mark.parametrize(
+    ("method", "ranking", "not_read"),
+    [
+        ("local", "graph", {"table relationships"}),
+        ("local", "msgraphrag", {"table relationships", "relationship_links"}),
+        ("drift", "graph", {"table relationships"}),
+        ("global", "graph", {"table relationships", "relationship_links", "relationships_touching"}),
+        (
+            "basic",
+            "graph",
+            {
+                "table relationships",
+                "relationship_links",
+                "relationships_touching",
+                "table community_reports",
+                "table communities",
+            },
+        ),
+    ],
+)
+def test_a_question_reads_what_it_needs_and_answers_as_over_the_whole_index(
+    project: Path, method: str, ranking: str, not_read: set[str]
+) -> None:
+    settings = settings_of(project, ranking)
+    options = QueryOptions(method=method)
+    data, reader = recorded(settings)
+    lazily = answer_from(settings, data, QUESTION, options).to_dict()
+    whole = answer_from(settings, load_query_data(settings).load_all(), QUESTION, options).to_dict()
+    assert not not_read & set(reader.reads), reader.reads
+    if method == "local":
+        assert "relationships_touching" in reader.reads
+    for result in (lazily, whole):
+        result.pop("usage")
+    assert lazily == whole
+    assert any(lazily["context_records"].values())
+
+
+def test_a_build_published_while_answering_is_refused_not_mixed(project: Path, tmp_path: Path) -> None:
+    root = Path(shutil.copytree(project, tmp_path / "project"))
+    settings = settings_of(root)
+    data = load_query_data(settings)
+    with connect(settings.database_path) as conn:  # what publishing a newer build changes
+        conn.execute("update corpus_build set run_id = 'a-newer-build'")
+    with pytest.raises(UserError, match="the index was rebuilt while the question was being answered; ask again"):
+        answer_from(settings, data, QUESTION, QueryOptions(method="local"))
