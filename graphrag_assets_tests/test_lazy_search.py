@@ -77,3 +77,23 @@ def test_a_budget_is_refused_when_it_cannot_apply(nlp_index: Path) -> None:
         main, ["query", QUESTION, "--method", "local", "--budget", "5", "--root", str(nlp_index)]
     )
     assert result.exit_code != 0 and "used by --method lazy only" in result.output
+
+
+def test_on_an_index_built_without_a_model_lazy_search_still_asks_the_model(
+    nlp_index: Path, graphrag_server, tmp_path: Path
+) -> None:
+    """Its point: a model-free (nlp) index, and the model spent per question."""
+    import shutil
+
+    import yaml
+
+    root = tmp_path / "nlp"
+    shutil.copytree(nlp_index, root)
+    settings = yaml.safe_load((root / "graphrag.yaml").read_text())
+    settings["llm"] = {**settings.get("llm", {}), "base_url": graphrag_server.base_url, "api_key": "sk-test"}
+    (root / "graphrag.yaml").write_text(yaml.safe_dump(settings))
+    result = answer(root, "--budget", "8")
+    assert result["llm_used"] and result["details"]["tests_spent"] <= 8
+    assert result["usage"]["calls_by_purpose"].get("query_lazy_test", 0) >= 1
+    basic = CliRunner().invoke(main, ["query", QUESTION, "-m", "basic", "--root", str(root), "--json"])
+    assert basic.exit_code == 0 and json.loads(basic.output[basic.output.index("{") :])["llm_used"] is False

@@ -211,7 +211,7 @@ def evaluate(
                     question.question,
                     data,
                     settings.query,
-                    chat_model=models.chat if uses_llm(settings) else None,
+                    chat_model=models.chat if uses_llm(settings, method) else None,
                     embedder=models.embedder,
                     options=QueryOptions(method),
                     prompts=prompts,

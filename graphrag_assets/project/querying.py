@@ -1,7 +1,8 @@
 """Answering a question about a project's index (used by the CLI and by the Dagster query job).
 
 Models follow the settings: the chat model when an endpoint is configured and the method is not
-``nlp`` (otherwise answers are extractive), the same embedder the index was built with.
+``nlp`` (otherwise answers are extractive; lazy search asks the model even then), the same
+embedder the index was built with.
 """
 
 from __future__ import annotations
@@ -16,12 +17,17 @@ from graphrag_assets.llm.usage import UsageMeter
 from graphrag_assets.project.query_data import load_query_data
 from graphrag_assets.query.engine import load_query_prompts, run_query
 from graphrag_assets.query.query_data import QueryData
+from graphrag_assets.query.registry import query_method
 from graphrag_assets.query.request import QueryOptions, SearchRequest
 from graphrag_assets.query.results import QueryResult
 
 
-def uses_llm(settings: Settings) -> bool:
-    return settings.resolved_method != "nlp" and settings.llm.endpoint_configured
+def uses_llm(settings: Settings, method: str | None = None) -> bool:
+    """Whether answers use the chat model: an endpoint is configured and the project's method is
+    not ``nlp`` — or ``method`` is one made for model-free indexes (lazy search)."""
+    if not settings.llm.endpoint_configured:
+        return False
+    return settings.resolved_method != "nlp" or (method is not None and query_method(method).model_on_offline_index)
 
 
 def answer_question(
@@ -44,7 +50,7 @@ def answer_from(
             question,
             data,
             settings.query,
-            chat_model=models.chat if uses_llm(settings) else None,
+            chat_model=models.chat if uses_llm(settings, options.method) else None,
             embedder=models.embedder,
             options=options,
             prompts=load_query_prompts(settings.query.prompts, settings.root),

@@ -46,6 +46,8 @@ class QueryMethod:
     needs_embedder: bool = True  # False: the method never embeds the question
     uses_conversation_history: bool = False
     settings: str | None = None  # "module:Model" of the options under query.methods.<name>
+    # True: uses the chat model (when one is configured) even on an index built without one (nlp)
+    model_on_offline_index: bool = False
 
     def search_function(self) -> Engine:
         return _load(self.search)
@@ -110,6 +112,7 @@ METHODS: tuple[QueryMethod, ...] = (
         search="graphrag_assets.query.lazy_search:lazy_search",
         context="graphrag_assets.query.lazy_search:lazy_context",
         settings="graphrag_assets.query.lazy_search:LazySearchSettings",
+        model_on_offline_index=True,  # its point: a model-free index, a model per question
     ),
 )
 

@@ -12,6 +12,7 @@ import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
+from graphrag_assets.project.querying import uses_llm
 from graphrag_assets.query.engine import run_query
 from graphrag_assets.query.request import QueryOptions, SearchRequest
 from graphrag_assets.query.results import QueryResult
@@ -74,7 +75,7 @@ class Answered:
 
 
 def search_request(project: Project, snapshot: Snapshot, question: Question, on_token=None) -> SearchRequest:
-    use_model = project.llm and not question.options.context_only
+    use_model = uses_llm(project.settings, question.options.method) and not question.options.context_only
     return SearchRequest(
         question.text,
         snapshot.data,
