@@ -56,7 +56,7 @@ def collect_shards(settings: Settings, refs: Sequence[ShardRef]) -> list[str]:
         {
             table: stacked
             for table in (*CACHE_TABLES, CACHE_OWNERS)
-            if (stacked := _stacked(read_all(f"{table}.parquet")))
+            if (stacked := _stacked(read_all(f"{table}.parquet"))) is not None
         },
     )
     tables = {table: _stacked(read_all(f"{table}.parquet")) for table in SHARD_TABLES}
