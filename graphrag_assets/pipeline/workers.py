@@ -153,10 +153,8 @@ def build_workers_job(settings: Settings) -> JobDefinition:
         if settings.workers.engine == "dask":
             count = settings.workers.count
             planned = fixed_plan_shards_op(count)()
-            indexed = {
-                f"shard_{i}": index_shard.alias(f"index_shard_{i}")(getattr(planned, f"shard_{i}"))
-                for i in range(count)
-            }
+            handles = planned if count > 1 else (planned,)  # one output comes back bare, not in a tuple
+            indexed = {f"shard_{i}": index_shard.alias(f"index_shard_{i}")(handles[i]) for i in range(count)}
             fixed_collect_shards_op(count)(**indexed)
         else:
             collect_shards_op(plan_shards_op().map(index_shard).collect())
