@@ -104,6 +104,8 @@ SLOW_MODULES = {
     "test_export",
     "test_bucketed_partitions",
     "test_postgres_instance",
+    "test_dask_workers",
+    "test_worker_limits",
 }
 
 

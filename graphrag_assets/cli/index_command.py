@@ -45,6 +45,13 @@ from graphrag_assets.project.index_run import IndexOptions
     help="Cluster communities from scratch (communities.update: stable keeps them otherwise); implies a corpus run.",
 )
 @click.option(
+    "--workers",
+    type=int,
+    default=None,
+    metavar="N",
+    help="Run the document steps on N worker processes (default: settings workers.count, 1: in this process).",
+)
+@click.option(
     "--verbose", "-v", is_flag=True, help="Show Dagster's own log lines (and progress as plain lines instead of bars)."
 )
 @JSON_OPTION
@@ -56,11 +63,15 @@ def index(
     full: bool,
     allow_empty_input: bool,
     recluster: bool,
+    workers: int | None,
     verbose: bool,
     as_json: bool,
 ) -> None:
     """Index what changed in data/input (new, changed and deleted documents) and update the graph."""
-    overrides = {"method": method} if method else None
+    overrides = {
+        **({"method": method} if method else {}),
+        **({"workers": {"count": workers}} if workers is not None else {}),
+    } or None
     settings = project_settings(root, overrides)
     if not as_json:
         why = {

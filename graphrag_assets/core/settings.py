@@ -407,6 +407,32 @@ class PartitionSettings(_Section):
     buckets: int = Field(256, ge=2, le=10_000)
 
 
+class WorkerSettings(_Section):
+    """Where the per-document steps run: in the indexing process (1), or on N workers (docs/SCALING.md).
+
+    With ``count`` > 1 the document steps run as shards on worker processes (``engine``:
+    ``multiprocess`` on this machine, ``dask`` on a running dask.distributed scheduler) that
+    exchange Parquet files with the one process that writes the index.
+    """
+
+    count: int = Field(1, ge=1, le=256)  # also `index --workers N`
+    engine: Literal["multiprocess", "dask"] = "multiprocess"
+    dask_scheduler: str | None = None  # tcp://host:port of a running scheduler (engine dask)
+
+    @field_validator("dask_scheduler")
+    @classmethod
+    def _scheduler_address(cls, value: str | None) -> str | None:
+        if value and not re.fullmatch(r"(tcp|tls)://[^\s/:]+:\d+", value):
+            raise ValueError("must be a scheduler address such as tcp://127.0.0.1:8786")
+        return value or None
+
+    @model_validator(mode="after")
+    def _dask_needs_scheduler(self) -> WorkerSettings:
+        if self.engine == "dask" and self.count > 1 and not self.dask_scheduler:
+            raise ValueError("engine dask needs workers.dask_scheduler, the address of a running dask scheduler")
+        return self
+
+
 class Settings(_Section):
     """Validated project settings. Paths are relative to ``root``."""
 
@@ -427,6 +453,7 @@ class Settings(_Section):
     incremental: IncrementalSettings = Field(default_factory=IncrementalSettings)
     serve: ServeSettings = Field(default_factory=ServeSettings)
     partitions: PartitionSettings = Field(default_factory=PartitionSettings)
+    workers: WorkerSettings = Field(default_factory=WorkerSettings)
 
     @property
     def resolved_method(self) -> Method:

@@ -32,6 +32,7 @@ from graphrag_assets.pipeline.io_manager import DuckDBPolarsIOManager
 from graphrag_assets.pipeline.partitions import CORPUS_JOB, DOCUMENT_PARTITIONS, DOCUMENTS_JOB
 from graphrag_assets.pipeline.query_job import query_job
 from graphrag_assets.pipeline.resources import GraphRAGProject
+from graphrag_assets.pipeline.workers import SHARD_REF_IO_MANAGER, SHARD_REFS, build_workers_job
 
 warnings.filterwarnings("ignore", category=BetaWarning)  # backfill_policy on assets is beta; we rely on it deliberately
 
@@ -73,11 +74,12 @@ def build_definitions(root: str | Path, overrides: dict[str, Any] | None = None)
             community_report_embeddings,
             corpus_manifest,
         ],
-        jobs=[document_job, corpus_job, query_job, eval_job],
+        jobs=[document_job, corpus_job, query_job, eval_job, build_workers_job(settings)],
         resources={
             "project": GraphRAGProject(root=str(settings.root), overrides_json=json.dumps(overrides or {})),
             "io_manager": DuckDBPolarsIOManager(database=str(settings.database_path)),
             "query_io_manager": InMemoryIOManager(),
+            SHARD_REFS: SHARD_REF_IO_MANAGER,
         },
         executor=in_process_executor,
     )

@@ -29,6 +29,7 @@ from graphrag_assets.pipeline.definitions import build_definitions
 from graphrag_assets.pipeline.partitions import CORPUS_JOB, DOCUMENTS_JOB, PARTITIONS_NAME, run_groups
 from graphrag_assets.pipeline.runtime.instance import open_instance, refuse_while_runs_are_active
 from graphrag_assets.pipeline.runtime.runner import run_job
+from graphrag_assets.pipeline.workers_entry import run_document_workers
 from graphrag_assets.project.index_plan import IndexPlan
 from graphrag_assets.project.index_run import IndexOptions, IndexReport
 from graphrag_assets.project.locks import index_lock
@@ -131,17 +132,24 @@ def _index(
             + (f"{settings.partitions.buckets} hash buckets" if partitions.bucketed else "one per document")
         )
     document_runs: list[dict[str, Any]] = []
+
+    def run_documents(keys: list[str]) -> dict[str, Any]:
+        """One run of the document steps: in this process, or on ``workers.count`` workers."""
+        if settings.workers.count > 1:
+            return run_document_workers(settings, instance, keys, options.overrides).as_dict()
+        return run_job(defs, instance, DOCUMENTS_JOB, keys).as_dict()
+
     with plan.handed_to_runs():  # the ingest step takes its files (and a bucket's documents) from the plan
         if partitions.add:
             instance.add_dynamic_partitions(PARTITIONS_NAME, partitions.add)
             new_work = sum(partitions.work.get(key, 0) for key in partitions.add)
             for keys in run_groups(partitions.add, partitions.add, partitions.work):
                 announce(_describe_run(keys, partitions, new_work, "indexing", "new"))
-                document_runs.append(run_job(defs, instance, DOCUMENTS_JOB, keys).as_dict())
+                document_runs.append(run_documents(keys))
         order = [key for key in registered if key not in set(partitions.forget)]
         for keys in run_groups(partitions.rerun, order, partitions.work):
             announce(_describe_run(keys, partitions, None, "re-indexing", "changed"))
-            document_runs.append(run_job(defs, instance, DOCUMENTS_JOB, keys).as_dict())
+            document_runs.append(run_documents(keys))
     report.runs.extend(document_runs)
     touched = changes.new + changes.changed  # every one of them was in a document run
     if touched:

@@ -9,15 +9,18 @@ build is published (``publish.py``). Calls are cached by content, so only new or
 cost anything.
 """
 
+from dataclasses import dataclass
+
 import polars as pl
 from dagster import AssetExecutionContext, AssetIn, AssetKey, MetadataValue, asset
 
 from graphrag_assets.core import schemas
 from graphrag_assets.core.progress import Counter
+from graphrag_assets.core.settings import Settings
 from graphrag_assets.index.embedding_texts import embed_frame, entity_texts, report_texts, text_unit_texts, with_text
 from graphrag_assets.llm.cache import own_embedded_texts
 from graphrag_assets.pipeline.assets.metadata import describe_partitions
-from graphrag_assets.pipeline.assets.model_session import ModelSession
+from graphrag_assets.pipeline.assets.model_session import ModelSession, StepScope, step_scope
 from graphrag_assets.pipeline.io_manager import DocumentRows
 from graphrag_assets.pipeline.partitions import DOCUMENT_PARTITIONS, PARTITION_METADATA, SINGLE_RUN, STAGED_METADATA
 from graphrag_assets.pipeline.resources import GraphRAGProject
@@ -27,11 +30,9 @@ from graphrag_assets.storage import vectors
 from graphrag_assets.storage.tables import read_table
 
 
-def _embed(
-    context: AssetExecutionContext, settings, texts: pl.DataFrame, purpose: str, partition_key: str | None = None
-):
-    progress = Counter(purpose.replace("_", " "), texts.height, context.log).start()
-    with ModelSession(context, settings, partition_key=partition_key) as session:
+def _embed(scope: StepScope, texts: pl.DataFrame, purpose: str):
+    progress = Counter(purpose.replace("_", " "), texts.height, scope.log).start()
+    with ModelSession(scope) as session:
         frame = session.run(embed_frame(session.embedder, texts, purpose=purpose)) if texts.height else None
         model_name = session.embedder.model
     progress.step(texts.height)
@@ -73,32 +74,56 @@ def text_unit_embeddings(context: AssetExecutionContext, project: GraphRAGProjec
     settings = project.settings
     keys = step_work(settings, list(context.partition_keys), "text_unit_embeddings")
     text_units = read_table(settings.database_path, "text_units", partition_column="document_key", partition_keys=keys)
-    texts = text_unit_texts(text_units if text_units is not None else schemas.empty_frame(schemas.TEXT_UNITS))
     partitions = list(context.partition_keys)
-    frame, usage = _embed(context, settings, texts, "embed_text_units", partitions[0] if len(partitions) == 1 else None)
-    own_embedded_texts(
-        settings.database_path,
-        frame["model"][0] if frame.height else "",
-        texts.select("text", "document_key").iter_rows(),
-    )
-    published = {}
-    if text_units_kept(settings):
-        result = vectors.publish(
-            settings.lancedb_path,
-            vectors.TEXT_UNIT_TABLE,
-            with_text(frame.select("id", "vector", "text_hash", "document_key"), texts),
-            scope_column="document_key",
-            scope_keys=keys,
-        )
-        published = _publish_metadata(result, frame)
+    scope = step_scope(context, settings, partitions[0] if len(partitions) == 1 else None)
+    vectors_made = embed_text_units(scope, text_units)
+    published = publish_text_unit_vectors(settings, vectors_made, keys)
+    frame = vectors_made.frame
     describe_partitions(
         context,
         "text_unit_embeddings",
         frame,
         lambda rows, bucketed: {"rows": rows.height, "dimension": _dimension(frame)},
-        run_wide={**usage, **published},
+        run_wide={**vectors_made.usage, **published},
     )
     return DocumentRows(frame, keys)
+
+
+@dataclass(frozen=True)
+class TextUnitVectors:
+    """The embeddings of some documents' text units, the texts they were made from, and the step's model usage."""
+
+    frame: pl.DataFrame
+    texts: pl.DataFrame
+    usage: dict
+
+
+def embed_text_units(scope: StepScope, text_units: pl.DataFrame | None) -> TextUnitVectors:
+    """Embed ``text_units`` and record their documents as owners of the cached vectors: the body of
+    the ``text_unit_embeddings`` asset without Dagster, so a worker's shard runs the very same step."""
+    settings = scope.settings
+    texts = text_unit_texts(text_units if text_units is not None else schemas.empty_frame(schemas.TEXT_UNITS))
+    frame, usage = _embed(scope, texts, "embed_text_units")
+    own_embedded_texts(
+        settings.database_path,
+        frame["model"][0] if frame.height else "",
+        texts.select("text", "document_key").iter_rows(),
+    )
+    return TextUnitVectors(frame, texts, usage)
+
+
+def publish_text_unit_vectors(settings: Settings, made: TextUnitVectors, keys: list[str]) -> dict:
+    """Merge the vectors of documents ``keys`` into LanceDB when the index keeps its tables; what changed there."""
+    if not text_units_kept(settings):
+        return {}
+    result = vectors.publish(
+        settings.lancedb_path,
+        vectors.TEXT_UNIT_TABLE,
+        with_text(made.frame.select("id", "vector", "text_hash", "document_key"), made.texts),
+        scope_column="document_key",
+        scope_keys=keys,
+    )
+    return _publish_metadata(result, made.frame)
 
 
 @asset(
@@ -125,7 +150,7 @@ def community_report_embeddings(
 
 def _corpus_embeddings(context: AssetExecutionContext, settings, texts: pl.DataFrame, purpose: str) -> pl.DataFrame:
     """Embed a corpus-wide table's texts (merged into LanceDB when the build is published)."""
-    frame, usage = _embed(context, settings, texts, purpose)
+    frame, usage = _embed(step_scope(context, settings), texts, purpose)
     model = MetadataValue.text(frame["model"][0] if frame.height else "")
     context.add_output_metadata({**usage, "rows": frame.height, "dimension": _dimension(frame), "model": model})
     return frame

@@ -4,6 +4,8 @@ Both are made in the same step so each file is read once and ``documents.text_un
 filled (Microsoft GraphRAG needs a separate "final documents" pass for that).
 """
 
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import polars as pl
@@ -17,6 +19,7 @@ from graphrag_assets.index.chunking import attach_text_unit_ids, chunk_documents
 from graphrag_assets.index.documents import read_file_documents
 from graphrag_assets.index.input_files import InputFile, discover_input_files
 from graphrag_assets.pipeline.assets.metadata import describe_partitions, document_table, preview
+from graphrag_assets.pipeline.assets.model_session import StepScope, step_scope
 from graphrag_assets.pipeline.io_manager import DocumentRows
 from graphrag_assets.pipeline.partitions import DOCUMENT_PARTITIONS, PARTITION_METADATA, SINGLE_RUN
 from graphrag_assets.pipeline.resources import GraphRAGProject
@@ -102,12 +105,60 @@ def ingest(context: AssetExecutionContext, project: GraphRAGProject):
         delete_documents(settings.database_path, settings.lancedb_path, work.remove)
     keys = work.ingest
     if plan:
-        files = {key: found for key in keys if (found := _still_there(settings, key, plan.changes.paths.get(key)))}
+        files = {key: found for key in keys if (found := planned_file(settings, key, plan.changes.paths.get(key)))}
     else:
         files = {f.key: f for f in discover_input_files(settings.input_dir, settings.input.file_types)}
+    result = ingest_documents(step_scope(context, settings), keys, files)
+    removed = {"run/removed_documents": len(work.remove)} if work.remove else {}
+    describe_partitions(context, "source_files", result.source_files, _describe_source, run_wide=removed)
+    yield Output(DocumentRows(result.source_files, keys), output_name="source_files")
+
+    def describe_documents(rows: pl.DataFrame, bucketed: bool) -> dict:
+        keys_here = rows["document_key"].unique().sort().to_list()
+        found = [w for key in keys_here for w in result.warnings_of.get(key, [])]
+        return {
+            "documents": rows.height,
+            "replaced_bytes": int(rows.get_column("replaced_chars").sum() or 0),
+            "warnings": MetadataValue.json(found[:WARNINGS_SHOWN]),
+            "preview": preview(rows.select("title", "path", "creation_date")),
+        }
+
+    describe_partitions(context, "documents", result.documents, describe_documents)
+    yield Output(DocumentRows(result.documents, keys), output_name="documents")
+    describe_partitions(
+        context,
+        "text_units",
+        result.text_units,
+        lambda rows, bucketed: {
+            "text_units": rows.height,
+            "tokens": int(rows.get_column("n_tokens").sum() or 0),
+            "chunk_size": settings.chunking.size,
+            "chunk_overlap": settings.chunking.overlap,
+            "preview": preview(rows.select("chunk_index", "n_tokens", pl.col("text").str.slice(0, 80))),
+        },
+    )
+    yield Output(DocumentRows(result.text_units, keys), output_name="text_units")
+
+
+@dataclass(frozen=True)
+class IngestResult:
+    """The rows ingestion made for its documents, and each file's warnings (by document key)."""
+
+    source_files: pl.DataFrame
+    documents: pl.DataFrame
+    text_units: pl.DataFrame
+    warnings_of: dict[str, list[str]]
+
+
+def ingest_documents(scope: StepScope, keys: list[str], files: Mapping[str, InputFile]) -> IngestResult:
+    """Read and chunk the documents ``keys`` (their files: ``files``; a key without one is ``missing``).
+
+    The body of the ``ingest`` asset without Dagster, so a worker's shard runs the very same step.
+    """
+    settings = scope.settings
     documents: list[pl.DataFrame] = []
     warnings: list[str] = []
-    progress = Counter("ingest", len(keys), context.log).start()
+    progress = Counter("ingest", len(keys), scope.log).start()
     fingerprint = document_fingerprint(settings)
     sources: list[dict] = []
     for key in keys:
@@ -117,7 +168,7 @@ def ingest(context: AssetExecutionContext, project: GraphRAGProject):
         warnings.extend(file_warnings)
         progress.step()
     for warning in warnings:
-        progress_warn(warning, context.log)
+        progress_warn(warning, scope.log)
     warnings_of: dict[str, list[str]] = {}
     for source in sources:
         if source.get("path"):
@@ -131,40 +182,13 @@ def ingest(context: AssetExecutionContext, project: GraphRAGProject):
         if sources
         else schemas.empty_frame(schemas.SOURCE_FILES)
     )
-    removed = {"run/removed_documents": len(work.remove)} if work.remove else {}
-    describe_partitions(context, "source_files", source_frame, _describe_source, run_wide=removed)
-    yield Output(DocumentRows(source_frame, keys), output_name="source_files")
-
-    def describe_documents(rows: pl.DataFrame, bucketed: bool) -> dict:
-        found = [w for key in rows["document_key"].unique().sort().to_list() for w in warnings_of.get(key, [])]
-        return {
-            "documents": rows.height,
-            "replaced_bytes": int(rows.get_column("replaced_chars").sum() or 0),
-            "warnings": MetadataValue.json(found[:WARNINGS_SHOWN]),
-            "preview": preview(rows.select("title", "path", "creation_date")),
-        }
-
-    describe_partitions(context, "documents", docs, describe_documents)
-    yield Output(DocumentRows(docs, keys), output_name="documents")
-    describe_partitions(
-        context,
-        "text_units",
-        units,
-        lambda rows, bucketed: {
-            "text_units": rows.height,
-            "tokens": int(rows.get_column("n_tokens").sum() or 0),
-            "chunk_size": settings.chunking.size,
-            "chunk_overlap": settings.chunking.overlap,
-            "preview": preview(rows.select("chunk_index", "n_tokens", pl.col("text").str.slice(0, 80))),
-        },
-    )
-    yield Output(DocumentRows(units, keys), output_name="text_units")
+    return IngestResult(source_frame, docs, units, warnings_of)
 
 
 WARNINGS_SHOWN = 20
 
 
-def _still_there(settings: Settings, key: str, path: str | None) -> InputFile | None:
+def planned_file(settings: Settings, key: str, path: str | None) -> InputFile | None:
     """The planned file of ``key`` if it is still in the input folder (one deleted since the plan
     is ``missing``, as a scan now would have said)."""
     if path is None:

@@ -15,7 +15,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
-from dagster import DagsterInstance, Definitions
+from dagster import DagsterInstance, Definitions, execute_job
 
 from graphrag_assets.core.processes import ProcessId
 from graphrag_assets.pipeline.runtime.dagster_private import (
@@ -27,6 +27,7 @@ from graphrag_assets.pipeline.runtime.dagster_private import (
 )
 from graphrag_assets.pipeline.runtime.instance import LOCATION_NAME, PROCESS_TAG, TRIGGER_TAG
 from graphrag_assets.pipeline.runtime.uncaptured import execute_without_capture
+from graphrag_assets.storage.database import let_go
 
 log = logging.getLogger(__name__)
 
@@ -107,6 +108,20 @@ def run_job(
 
 def _run_job(defs, instance, job_name, partition_keys, tags, console_log_level) -> RunOutcome:
     job = defs.resolve_job_def(job_name)
+    keys = list(partition_keys or [])
+    partition_key, run_tags = _run_tags(keys, tags)
+    run_config = {"loggers": {"console": {"config": {"log_level": console_log_level}}}}
+    with ctrl_c_watch() as ctrl_c_seen:
+        result = execute_without_capture(
+            job, run_config=run_config, instance=instance, partition_key=partition_key, tags=run_tags
+        )
+    if ctrl_c_seen():
+        raise KeyboardInterrupt  # Dagster turned it into a failed (or, between steps, an ignored) run
+    return RunOutcome(job_name, result.run_id, result.success, keys, None if result.success else _first_error(result))
+
+
+def _run_tags(keys: list[str], tags: dict[str, str] | None) -> tuple[str | None, dict[str, str]]:
+    """The partition key of a single-partition run, and the tags of a run the CLI starts."""
     # The UI lists a job's runs by the repository label runs launched from the UI carry; without
     # it the CLI's runs would be missing from the job's page and the timeline.
     run_tags = {
@@ -116,20 +131,41 @@ def _run_job(defs, instance, job_name, partition_keys, tags, console_log_level) 
         PROCESS_TAG: ProcessId.current().as_tag(),
     }
     partition_key = None
-    keys = list(partition_keys or [])
     if len(keys) == 1:
         partition_key = keys[0]
     elif keys:
         run_tags[ASSET_PARTITION_RANGE_START_TAG] = keys[0]
         run_tags[ASSET_PARTITION_RANGE_END_TAG] = keys[-1]
+    return partition_key, run_tags
+
+
+def run_reconstructable_job(
+    job: object,
+    instance: DagsterInstance,
+    job_name: str,
+    partition_keys: Sequence[str],
+    console_log_level: str = "CRITICAL",
+) -> RunOutcome:
+    """Execute a job whose steps run in other processes (a multiprocess or distributed executor).
+
+    ``job`` is what ``dagster.reconstructable`` returned for a module-level factory: each step
+    process rebuilds the job from it. The run still
+    goes through the project's instance, and this process waits for it to end.
+    """
+    keys = list(partition_keys)
+    _, run_tags = _run_tags(keys, None)
+    if len(keys) == 1:  # a range of one: the run needs no partition-specific config
+        run_tags[ASSET_PARTITION_RANGE_START_TAG] = run_tags[ASSET_PARTITION_RANGE_END_TAG] = keys[0]
     run_config = {"loggers": {"console": {"config": {"log_level": console_log_level}}}}
-    with ctrl_c_watch() as ctrl_c_seen:
-        result = execute_without_capture(
-            job, run_config=run_config, instance=instance, partition_key=partition_key, tags=run_tags
-        )
+    let_go()  # the steps open the database from their own processes
+    with set_defs_state_storage(instance.defs_state_storage), ctrl_c_watch() as ctrl_c_seen:
+        with execute_job(job, instance=instance, run_config=run_config, tags=run_tags) as result:
+            outcome = RunOutcome(
+                job_name, result.run_id, result.success, keys, None if result.success else _first_error(result)
+            )
     if ctrl_c_seen():
-        raise KeyboardInterrupt  # Dagster turned it into a failed (or, between steps, an ignored) run
-    return RunOutcome(job_name, result.run_id, result.success, keys, None if result.success else _first_error(result))
+        raise KeyboardInterrupt
+    return outcome
 
 
 @contextlib.contextmanager

@@ -1,0 +1,90 @@
+"""The exchange: Parquet files passed between the process that writes the index and its workers.
+
+A location is a local folder or an object-store URL (``s3://bucket/prefix``); both go through
+``pyarrow.fs`` (:meth:`pyarrow.fs.FileSystem.from_uri`), so the code that writes a shard's files
+does not know which it is. The API is deliberately tiny — write a frame, read one, list, delete a
+tree — so another store only needs a file system, not another code path.
+
+Every write is atomic for a reader: on a local folder the file is written under a temporary name
+in the same folder and moved into place (a rename); on an object store an object appears whole
+with its one PUT. A reader therefore sees a file complete or not at all, and a killed writer
+leaves at most a temporary file that no name a reader asks for points at.
+"""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+import polars as pl
+from pyarrow import fs as pafs
+
+TEMPORARY_SUFFIX = ".partial"
+
+
+class Exchange:
+    """Files under one base location (a folder path or a URL), named by paths relative to it."""
+
+    def __init__(self, location: str | Path) -> None:
+        text = str(location)
+        if "://" not in text:  # a plain path: absolute, so every process resolves it alike
+            Path(text).mkdir(parents=True, exist_ok=True)
+            text = Path(text).resolve().as_uri()
+        self.location = text
+        self.fs, self.base = pafs.FileSystem.from_uri(text)
+        self.local = isinstance(self.fs, pafs.LocalFileSystem)
+
+    def _path(self, relative: str) -> str:
+        return f"{self.base.rstrip('/')}/{relative.strip('/')}" if relative else self.base
+
+    def write(self, relative: str, frame: pl.DataFrame) -> None:
+        """Write ``frame`` as Parquet at ``relative``, replacing any file there, atomically."""
+        target = self._path(relative)
+        if not self.local:
+            with self.fs.open_output_stream(target) as stream:
+                frame.write_parquet(stream)
+            return
+        self.fs.create_dir(target.rsplit("/", 1)[0], recursive=True)
+        temporary = f"{target}.{uuid.uuid4().hex}{TEMPORARY_SUFFIX}"
+        try:
+            with self.fs.open_output_stream(temporary) as stream:
+                frame.write_parquet(stream)
+            self.fs.move(temporary, target)
+        except BaseException:
+            self._delete_file(temporary)
+            raise
+
+    def read(self, relative: str) -> pl.DataFrame | None:
+        """The frame at ``relative``, or None when there is no such file."""
+        try:
+            with self.fs.open_input_file(self._path(relative)) as handle:
+                return pl.read_parquet(handle)
+        except FileNotFoundError:
+            return None
+
+    def exists(self, relative: str) -> bool:
+        return self.fs.get_file_info(self._path(relative)).type != pafs.FileType.NotFound
+
+    def list(self, relative: str = "") -> list[str]:
+        """The files under ``relative`` (recursively, temporary files left out), relative to it, sorted."""
+        root = self._path(relative)
+        selector = pafs.FileSelector(root, allow_not_found=True, recursive=True)
+        names = [
+            info.path[len(root) :].lstrip("/")
+            for info in self.fs.get_file_info(selector)
+            if info.type == pafs.FileType.File and not info.path.endswith(TEMPORARY_SUFFIX)
+        ]
+        return sorted(names)
+
+    def delete_tree(self, relative: str) -> None:
+        """Delete ``relative`` and everything under it (nothing when it is not there)."""
+        path = self._path(relative)
+        if self.fs.get_file_info(path).type == pafs.FileType.NotFound:
+            return
+        self.fs.delete_dir(path)
+
+    def _delete_file(self, path: str) -> None:
+        try:
+            self.fs.delete_file(path)
+        except (FileNotFoundError, OSError):
+            pass
