@@ -26,7 +26,13 @@ from graphrag_assets.index.partition_plan import PartitionPlan, plan_partitions
 from graphrag_assets.llm.usage import create_model_tables, report_outcomes, usage_by_purpose
 from graphrag_assets.pipeline.assets.communities import RECLUSTER_TAG
 from graphrag_assets.pipeline.definitions import build_definitions
-from graphrag_assets.pipeline.partitions import CORPUS_JOB, DOCUMENTS_JOB, PARTITIONS_NAME, run_groups
+from graphrag_assets.pipeline.partitions import (
+    CORPUS_JOB,
+    DOCUMENTS_JOB,
+    DOCUMENTS_PER_RUN,
+    PARTITIONS_NAME,
+    run_groups,
+)
 from graphrag_assets.pipeline.runtime.instance import open_instance, refuse_while_runs_are_active
 from graphrag_assets.pipeline.runtime.runner import run_job
 from graphrag_assets.pipeline.workers_entry import run_document_workers
@@ -132,6 +138,9 @@ def _index(
             + (f"{settings.partitions.buckets} hash buckets" if partitions.bucketed else "one per document")
         )
     document_runs: list[dict[str, Any]] = []
+    # A run's documents are bounded per process: with workers, each shard holds its share of them
+    # (the coordinator's collect step holds the run's rows once, as a single process does).
+    run_limit = DOCUMENTS_PER_RUN * settings.workers.count
 
     def run_documents(keys: list[str]) -> dict[str, Any]:
         """One run of the document steps: in this process, or on ``workers.count`` workers."""
@@ -143,11 +152,11 @@ def _index(
         if partitions.add:
             instance.add_dynamic_partitions(PARTITIONS_NAME, partitions.add)
             new_work = sum(partitions.work.get(key, 0) for key in partitions.add)
-            for keys in run_groups(partitions.add, partitions.add, partitions.work):
+            for keys in run_groups(partitions.add, partitions.add, partitions.work, run_limit):
                 announce(_describe_run(keys, partitions, new_work, "indexing", "new"))
                 document_runs.append(run_documents(keys))
         order = [key for key in registered if key not in set(partitions.forget)]
-        for keys in run_groups(partitions.rerun, order, partitions.work):
+        for keys in run_groups(partitions.rerun, order, partitions.work, run_limit):
             announce(_describe_run(keys, partitions, None, "re-indexing", "changed"))
             document_runs.append(run_documents(keys))
     report.runs.extend(document_runs)

@@ -51,14 +51,8 @@ def collect_shards(settings: Settings, refs: Sequence[ShardRef]) -> list[str]:
 
     keys = sorted(key for frame in read_all(DOCUMENTS_FILE, "in") for key in frame["document_key"].to_list())
     database = settings.database_path
-    add_cache_rows(
-        database,
-        {
-            table: stacked
-            for table in (*CACHE_TABLES, CACHE_OWNERS)
-            if (stacked := _stacked(read_all(f"{table}.parquet"))) is not None
-        },
-    )
+    cache = {table: _stacked(read_all(f"{table}.parquet")) for table in (*CACHE_TABLES, CACHE_OWNERS)}
+    add_cache_rows(database, {table: frame for table, frame in cache.items() if frame is not None})
     tables = {table: _stacked(read_all(f"{table}.parquet")) for table in SHARD_TABLES}
     for table, frame in tables.items():
         if frame is None:

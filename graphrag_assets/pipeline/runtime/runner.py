@@ -158,11 +158,21 @@ def run_reconstructable_job(
         run_tags[ASSET_PARTITION_RANGE_START_TAG] = run_tags[ASSET_PARTITION_RANGE_END_TAG] = keys[0]
     run_config = {"loggers": {"console": {"config": {"log_level": console_log_level}}}}
     let_go()  # the steps open the database from their own processes
-    with set_defs_state_storage(instance.defs_state_storage), ctrl_c_watch() as ctrl_c_seen:
-        with execute_job(job, instance=instance, run_config=run_config, tags=run_tags) as result:
-            outcome = RunOutcome(
-                job_name, result.run_id, result.success, keys, None if result.success else _first_error(result)
-            )
+    # A step process logs its start through the instance's Python log level, not the run's console
+    # logger: the same instance, at the console's level, keeps those lines off the user's terminal.
+    ref = instance.get_ref()
+    python_logs = ref.settings.get("python_logs") or {}
+    quiet = DagsterInstance.from_ref(
+        ref._replace(settings={**ref.settings, "python_logs": {**python_logs, "python_log_level": console_log_level}})
+    )
+    try:
+        with set_defs_state_storage(quiet.defs_state_storage), ctrl_c_watch() as ctrl_c_seen:
+            with execute_job(job, instance=quiet, run_config=run_config, tags=run_tags) as result:
+                outcome = RunOutcome(
+                    job_name, result.run_id, result.success, keys, None if result.success else _first_error(result)
+                )
+    finally:
+        quiet.dispose()
     if ctrl_c_seen():
         raise KeyboardInterrupt
     return outcome
