@@ -21,6 +21,7 @@ from starlette.routing import Mount
 from starlette.testclient import TestClient
 
 from graphrag_assets.core.ids import short_id
+from graphrag_assets.query.registry import method_names
 from graphrag_assets.serve.app import create_app
 from graphrag_assets.serve.config import build_config
 from graphrag_assets_testkit.projects import make_project, query_db
@@ -272,8 +273,9 @@ def test_a_failing_model_server_is_a_502_and_an_error_event(client: TestClient, 
 
 def test_models_list_every_method_and_project(client: TestClient) -> None:
     ids = [m["id"] for m in client.get("/v1/models", headers=AUTH).json()["data"]]
-    assert ids[:4] == ["graphrag-local", "graphrag-global", "graphrag-drift", "graphrag-basic"]
-    assert "offline/graphrag-drift" in ids and "harbour/graphrag-basic" in ids and len(ids) == 12
+    methods = method_names()  # every registered method, for the default project and each named one
+    assert ids[: len(methods)] == [f"graphrag-{m}" for m in methods] and "graphrag-lazy" in ids
+    assert "offline/graphrag-drift" in ids and "harbour/graphrag-basic" in ids and len(ids) == 3 * len(methods)
     assert client.get("/v1/models/offline/graphrag-local", headers=AUTH).json()["id"] == "offline/graphrag-local"
     assert client.get("/v1/models/graphrag-nothing", headers=AUTH).status_code == 404
 

@@ -17,7 +17,6 @@ import uuid
 from pathlib import Path
 
 import polars as pl
-from pyarrow import fs as pafs
 
 TEMPORARY_SUFFIX = ".partial"
 
@@ -31,6 +30,9 @@ class Exchange:
             Path(text).mkdir(parents=True, exist_ok=True)
             text = Path(text).resolve().as_uri()
         self.location = text
+        from pyarrow import fs as pafs  # here: the index's definitions load this module, and pyarrow costs 25 MB
+
+        self._pafs = pafs
         self.fs, self.base = pafs.FileSystem.from_uri(text)
         self.local = isinstance(self.fs, pafs.LocalFileSystem)
 
@@ -63,23 +65,23 @@ class Exchange:
             return None
 
     def exists(self, relative: str) -> bool:
-        return self.fs.get_file_info(self._path(relative)).type != pafs.FileType.NotFound
+        return self.fs.get_file_info(self._path(relative)).type != self._pafs.FileType.NotFound
 
     def list(self, relative: str = "") -> list[str]:
         """The files under ``relative`` (recursively, temporary files left out), relative to it, sorted."""
         root = self._path(relative)
-        selector = pafs.FileSelector(root, allow_not_found=True, recursive=True)
+        selector = self._pafs.FileSelector(root, allow_not_found=True, recursive=True)
         names = [
             info.path[len(root) :].lstrip("/")
             for info in self.fs.get_file_info(selector)
-            if info.type == pafs.FileType.File and not info.path.endswith(TEMPORARY_SUFFIX)
+            if info.type == self._pafs.FileType.File and not info.path.endswith(TEMPORARY_SUFFIX)
         ]
         return sorted(names)
 
     def delete_tree(self, relative: str) -> None:
         """Delete ``relative`` and everything under it (nothing when it is not there)."""
         path = self._path(relative)
-        if self.fs.get_file_info(path).type == pafs.FileType.NotFound:
+        if self.fs.get_file_info(path).type == self._pafs.FileType.NotFound:
             return
         self.fs.delete_dir(path)
 
