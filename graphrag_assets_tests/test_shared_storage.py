@@ -314,3 +314,19 @@ def test_object_store_problems_are_one_sentence(problem: str, s3_server: S3Serve
         "bad credentials": "refused the credentials",
     }[problem]
     assert expected in message, message
+
+
+@pytest.mark.timeout(1200)
+def test_workers_exchange_their_shards_through_the_object_store(s3_server, nlp_index: Path, tmp_path: Path) -> None:
+    """With storage.shared_url on S3 the workers' exchange is on the bucket too (what workers on
+    other machines or pods reach), and the tables still equal the one-process build."""
+    from graphrag_assets_tests.test_workers import assert_same_tables
+
+    url = s3_server.create_bucket("workers-exchange") + "/graph"
+    root = make_project(tmp_path / "workers")
+    (root / "graphrag.yaml").write_text(shared_yaml(url, s3_server) + "workers:\n  count: 2\n", encoding="utf-8")
+    done = cli(root, "index")
+    assert done.returncode == 0, done.stderr
+    assert "document_workers_job" in done.stdout and "published build" in done.stdout
+    assert not (root / "data" / "exchange").exists()  # nothing went through a local folder
+    assert_same_tables(root, nlp_index)

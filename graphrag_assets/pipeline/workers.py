@@ -120,7 +120,7 @@ def _collect(context: OpExecutionContext, settings: Settings, refs: list[ShardRe
             context.log_event(AssetMaterialization(asset_key=AssetKey(asset), partition=partition))
     context.log.info(f"{len(written)} document(s) written to the index")
     if refs:
-        clear_run(refs[0].location, context.run_id)
+        clear_run(settings, refs[0].location, context.run_id)
 
 
 @op(ins={"refs": In(list[ShardRef])})

@@ -20,7 +20,8 @@ from graphrag_assets.pipeline.workers_plan import DOCUMENTS_FILE, DONE_FILE, Sha
 from graphrag_assets.pipeline.workers_shard import SHARD_TABLES
 from graphrag_assets.storage.cache_owners import CACHE_TABLES
 from graphrag_assets.storage.documents import record_document_step
-from graphrag_assets.storage.exchange import Exchange
+from graphrag_assets.storage.exchange import open_exchange
+from graphrag_assets.storage.object_store import shared_location
 from graphrag_assets.storage.pending import write_document_partitions
 from graphrag_assets.storage.shard_rows import add_cache_rows, add_usage_rows
 from graphrag_assets.storage.table_names import CACHE_OWNERS, USAGE
@@ -38,7 +39,7 @@ def collect_shards(settings: Settings, refs: Sequence[ShardRef]) -> list[str]:
     """Write every shard's rows into the index; the documents written. Raises when a shard is incomplete."""
     if not refs:
         return []
-    exchange = Exchange(refs[0].location)
+    exchange = open_exchange(refs[0].location, shared_location(settings))
     for ref in refs:
         if not exchange.exists(ref.outbound(DONE_FILE)):
             raise RuntimeError(
@@ -71,6 +72,6 @@ def collect_shards(settings: Settings, refs: Sequence[ShardRef]) -> list[str]:
     return keys
 
 
-def clear_run(location: str, run_id: str) -> None:
+def clear_run(settings: Settings, location: str, run_id: str) -> None:
     """Delete a run's exchange folder (its shards' inputs and outputs)."""
-    Exchange(location).delete_tree(f"runs/{run_id}")
+    open_exchange(location, shared_location(settings)).delete_tree(f"runs/{run_id}")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import polars as pl
 
@@ -19,7 +20,8 @@ from graphrag_assets.core.settings import Settings
 from graphrag_assets.index.input_files import discover_input_files
 from graphrag_assets.project.document_work import ingest_work, step_work
 from graphrag_assets.storage.documents import delete_documents
-from graphrag_assets.storage.exchange import Exchange
+from graphrag_assets.storage.exchange import open_exchange
+from graphrag_assets.storage.object_store import shared_location
 from graphrag_assets.storage.shard_rows import cache_rows_of
 
 DOCUMENTS_FILE = "documents.parquet"
@@ -48,9 +50,12 @@ class ShardRef:
 
 
 def exchange_location(settings: Settings) -> str:
-    """The exchange of this project: ``data/exchange`` next to the index (the place a shared
-    location setting is resolved, when there is one)."""
-    return str(settings.path("data/exchange"))
+    """The exchange of this project: ``exchange`` under ``storage.shared_url`` when it is set (so
+    workers on other machines reach it), else ``data/exchange`` next to the index."""
+    shared = shared_location(settings)
+    if shared is None:
+        return str(settings.path("data/exchange"))
+    return shared.url_of("exchange") if shared.is_s3 else str(Path(shared.prefix) / "exchange")
 
 
 def documents_to_work_on(settings: Settings, partition_keys: Sequence[str]) -> list[str]:
@@ -77,7 +82,7 @@ def plan_shards(settings: Settings, partition_keys: Sequence[str], run_id: str, 
         lightest = loads.index(min(loads))
         members[lightest].append(key)
         loads[lightest] += (files[key].size if key in files else 0) + 1
-    exchange = Exchange(exchange_location(settings))
+    exchange = open_exchange(exchange_location(settings), shared_location(settings))
     refs = []
     for index, shard_keys in enumerate(members):
         ref = ShardRef(exchange.location, run_id, index, len(members), len(shard_keys))

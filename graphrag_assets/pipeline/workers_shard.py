@@ -28,7 +28,8 @@ from graphrag_assets.pipeline.assets.model_session import StepScope
 from graphrag_assets.pipeline.workers_plan import DOCUMENTS_FILE, DONE_FILE, ShardRef
 from graphrag_assets.storage.cache_owners import CACHE_TABLES
 from graphrag_assets.storage.database import let_go
-from graphrag_assets.storage.exchange import Exchange
+from graphrag_assets.storage.exchange import open_exchange
+from graphrag_assets.storage.object_store import shared_location
 from graphrag_assets.storage.shard_rows import add_cache_rows, all_cache_rows, usage_rows
 from graphrag_assets.storage.table_names import CACHE_OWNERS, USAGE
 
@@ -63,7 +64,7 @@ def shard_settings(settings: Settings, scratch: Path, shards: int) -> Settings:
 
 def run_shard(settings: Settings, ref: ShardRef, log: logging.Logger | Any) -> int:
     """Run the document steps of one shard; the documents it worked on (0 when a previous attempt finished it)."""
-    exchange = Exchange(ref.location)
+    exchange = open_exchange(ref.location, shared_location(settings))
     if exchange.exists(ref.outbound(DONE_FILE)):
         return 0
     inputs = exchange.read(ref.inbound(DOCUMENTS_FILE))

@@ -15,8 +15,11 @@ from __future__ import annotations
 
 import uuid
 from pathlib import Path
+from typing import Any
 
 import polars as pl
+
+from graphrag_assets.storage.object_store import SharedLocation
 
 TEMPORARY_SUFFIX = ".partial"
 
@@ -24,7 +27,9 @@ TEMPORARY_SUFFIX = ".partial"
 class Exchange:
     """Files under one base location (a folder path or a URL), named by paths relative to it."""
 
-    def __init__(self, location: str | Path) -> None:
+    def __init__(self, location: str | Path, filesystem: Any = None, base: str | None = None) -> None:
+        """``filesystem`` and ``base``: a file system already set up for the location (an object
+        store with its endpoint and credentials) and the location's path on it."""
         text = str(location)
         if "://" not in text:  # a plain path: absolute, so every process resolves it alike
             Path(text).mkdir(parents=True, exist_ok=True)
@@ -33,7 +38,7 @@ class Exchange:
         from pyarrow import fs as pafs  # here: the index's definitions load this module, and pyarrow costs 25 MB
 
         self._pafs = pafs
-        self.fs, self.base = pafs.FileSystem.from_uri(text)
+        self.fs, self.base = (filesystem, str(base)) if filesystem is not None else pafs.FileSystem.from_uri(text)
         self.local = isinstance(self.fs, pafs.LocalFileSystem)
 
     def _path(self, relative: str) -> str:
@@ -90,3 +95,13 @@ class Exchange:
             self.fs.delete_file(path)
         except (FileNotFoundError, OSError):
             pass
+
+
+def open_exchange(location: str, shared: SharedLocation | None = None) -> Exchange:
+    """The exchange at ``location``; under the project's shared object store, with that store's
+    endpoint and credentials (``storage.object_store`` or the AWS_* variables), as every worker
+    resolves them from the same settings."""
+    if shared is not None and shared.is_s3 and location.startswith(shared.url):
+        relative = location[len(shared.url) :].strip("/")
+        return Exchange(location, shared.filesystem(), shared.path(*([relative] if relative else [])))
+    return Exchange(location)
