@@ -110,7 +110,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--documents", type=int, default=2_000)
     parser.add_argument("--vs", type=Path, help="another checkout to compare with in the same run")
-    parser.add_argument("--rounds", type=int, default=1, help="pairs per code; the best wall of each layout counts")
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="pairs per code (the order alternates); the best wall of each layout counts",
+    )
     args = parser.parse_args()
     codes: dict[str, Path | None] = {"this": None}
     if args.vs is not None:
@@ -124,7 +129,8 @@ def main() -> int:
         workdir = Path(tmp)
         corpora = make_corpora(workdir / "corpora", args.documents)
         for round_number in range(args.rounds):
-            for code, checkout in codes.items():
+            # Alternate which code goes first, so a load that rises or falls during the run favours neither.
+            for code, checkout in list(codes.items())[:: -1 if round_number % 2 else 1]:
                 for layout in LAYOUTS:
                     root = workdir / f"{code}_{layout}_{round_number}"
                     run = {"code": code, "layout": layout, **index_cold(root, corpora[layout], code_env(checkout))}
