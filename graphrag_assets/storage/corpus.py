@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 import polars as pl
@@ -90,6 +90,38 @@ def write_staged(path: str | Path, table: str, frame: pl.DataFrame) -> None:
                     conn.unregister("_incoming")
         finally:
             conn.execute("reset memory_limit")
+
+
+def write_staged_batches(
+    path: str | Path, table: str, batches: Iterable[pl.DataFrame], kept_columns: Sequence[str]
+) -> pl.DataFrame:
+    """Write ``batches`` as the staged ``table``, one after another, and return their ``kept_columns``.
+
+    For a table made in batches so that it is never whole in memory; each batch is written as
+    :func:`write_staged` writes a chunk (the same memory limit, a commit per batch).
+    """
+    kept: list[pl.DataFrame] = []
+    first = True
+    with connect(path) as conn:
+        conn.execute(f"set memory_limit = '{STAGE_MEMORY_LIMIT}'")
+        try:
+            for batch in batches:
+                for start in range(0, max(batch.height, 1), _chunk_rows(batch)):
+                    conn.register("_incoming", FrameStream(batch.slice(start, _chunk_rows(batch))))
+                    try:
+                        verb = (
+                            f"create or replace table {_staged(table)} as" if first else f"insert into {_staged(table)}"
+                        )
+                        conn.execute(f"{verb} select * from _incoming")
+                    finally:
+                        conn.unregister("_incoming")
+                    first = False
+                kept.append(batch.select(kept_columns))
+        finally:
+            conn.execute("reset memory_limit")
+    if first:
+        raise ValueError(f"no batch to write for {table}")
+    return pl.concat(kept)
 
 
 def _chunk_rows(frame: pl.DataFrame) -> int:
