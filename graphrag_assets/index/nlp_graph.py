@@ -144,21 +144,16 @@ def _pairs(units: np.ndarray, nodes: np.ndarray, n_nodes: int) -> tuple[np.ndarr
     ``units``/``nodes`` are sorted by (unit, node) and distinct. A row at position ``i`` of a
     unit with ``k`` phrases pairs with the ``k-1-i`` rows after it; pairs are generated with
     index arithmetic in batches of units (no join of each unit with itself, whose ``k²`` rows
-    were the largest allocation of the old polars version). Each pair is packed into one int64,
-    ``key·U + unit``, and the packed array sorted in place: an argsort and the two gathered copies
-    it needed were the peak of the graph step (32 bytes a pair; this way about 20).
+    were the largest allocation of the old polars version), then sorted once.
     """
     if len(units) == 0:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int32)
-    n_units = int(units.max()) + 1
-    if n_nodes * n_nodes * n_units >= 2**63:
-        raise ValueError(f"too many phrases ({n_nodes}) and text units ({n_units}) to pack a pair in 64 bits")
     rows = np.arange(len(units), dtype=np.int64)
     unit_end = np.append(np.flatnonzero(np.diff(units)) + 1, len(units))
     ends = np.repeat(unit_end, np.diff(np.concatenate(([0], unit_end))))
     count = ends - rows - 1
     cumulative = np.cumsum(count)
-    packed_parts = []
+    key_parts, unit_parts = [], []
     start = 0
     while start < len(units):
         stop = int(np.searchsorted(cumulative, cumulative[start] - count[start] + PAIR_BATCH_ROWS, side="right"))
@@ -166,14 +161,14 @@ def _pairs(units: np.ndarray, nodes: np.ndarray, n_nodes: int) -> tuple[np.ndarr
         batch = count[start:stop]
         left = np.repeat(rows[start:stop], batch)
         offset = np.arange(len(left), dtype=np.int64) - np.repeat(np.cumsum(batch) - batch, batch)
-        packed_parts.append((nodes[left] * n_nodes + nodes[left + 1 + offset]) * n_units + units[left])
+        key_parts.append(nodes[left] * n_nodes + nodes[left + 1 + offset])
+        unit_parts.append(units[left])
         start = stop
-    packed = np.concatenate(packed_parts)
-    del packed_parts
-    packed.sort()  # pairs are distinct, so key then unit order is the only order
-    pair_units = (packed % n_units).astype(np.int32)
-    packed //= n_units
-    return packed, pair_units
+    keys = np.concatenate(key_parts)
+    pair_units = np.concatenate(unit_parts)
+    del key_parts, unit_parts
+    order = np.argsort(keys, kind="stable")  # stable: units stay ascending within a key
+    return keys[order], pair_units[order]
 
 
 def _edge_weights(
