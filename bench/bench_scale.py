@@ -34,6 +34,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -68,6 +70,67 @@ def offline_env() -> dict[str, str]:
     return env
 
 
+class TreeRss:
+    """Resident memory of this process's descendants (the measured CLI), sampled every 100 ms.
+
+    ``ru_maxrss`` gives one peak for the whole command; sampled with a timestamp, each sample can
+    be put in the Dagster step running when it was taken, so a peak is given to its step.
+    """
+
+    def __init__(self, interval_s: float = 0.1) -> None:
+        self.interval_s = interval_s
+        self.samples: list[tuple[float, int]] = []  # (unix time, KiB summed over the tree)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> TreeRss:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            self.samples.append((time.time(), sum(_rss_kib(pid) for pid in _descendants(os.getpid()))))
+
+    def peaks_by_step(self, windows: list[dict[str, Any]]) -> dict[str, float]:
+        """Peak tree RSS (MB) per step, over the samples taken while the step ran."""
+        peaks: dict[str, float] = {}
+        for window in windows:
+            inside = [kib for at, kib in self.samples if window["start"] <= at <= window["end"]]
+            if inside:
+                peaks[window["step"]] = max(peaks.get(window["step"], 0.0), round(max(inside) / 1024, 1))
+        return peaks
+
+
+def _descendants(pid: int) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    found, todo = [], list(children.get(pid, []))
+    while todo:
+        child = todo.pop()
+        found.append(child)
+        todo.extend(children.get(child, []))
+    return found
+
+
+def _rss_kib(pid: int) -> int:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
 def size_on_disk(path: Path) -> int:
     if path.is_file():
         return path.stat().st_size
@@ -85,7 +148,8 @@ def index_corpus(
     corpus_bytes = write_jsonl_corpus(inputs, documents) if jsonl else write_text_corpus(inputs, documents)
     command = cli_command("index", "--root", str(root), "--json")
     load_start = load_average()
-    measured = measure(command, env=env)
+    with TreeRss() as rss:
+        measured = measure(command, env=env)
     report = json.loads(measured.stdout)
     run_ids = [run["run_id"] for run in report["runs"]]
     timeline = dagster_timeline(root, run_ids)
@@ -105,6 +169,7 @@ def index_corpus(
         "dagster_mb": round(size_on_disk(root / "data" / "dagster") / 1e6, 1),
         "wall_breakdown": breakdown,
         "step_seconds": step_seconds(timeline["steps"]),
+        "step_peak_rss_mb": rss.peaks_by_step(timeline["steps"]),
         "orchestration_s": round(orchestration, 2),
         "orchestration_share": round(orchestration / measured.wall_s, 3),
         "ms_per_document": {
@@ -207,6 +272,24 @@ def render(results: dict[str, Any]) -> str:
             rows,
         ),
     ]
+    steps = sorted({step for r in results["runs"] for step in r.get("step_peak_rss_mb", {})})
+    if steps:
+        out += [
+            "",
+            markdown_table(
+                ["step: seconds / peak tree RSS MB", *(f"{r['kind']} {r['documents']}" for r in results["runs"])],
+                [
+                    [
+                        step,
+                        *(
+                            f"{r['step_seconds'].get(step, '')} s / {r['step_peak_rss_mb'].get(step, '')} MB"
+                            for r in results["runs"]
+                        ),
+                    ]
+                    for step in steps
+                ],
+            ),
+        ]
     if results["growth"]:
         out += [
             "",

@@ -84,6 +84,15 @@ import polars as pl
 from graphrag_assets.core.ids import stable_hash, stable_uuid
 from graphrag_assets.core.schemas import COMMUNITIES, conform, empty_frame
 from graphrag_assets.core.settings import CommunitySettings
+from graphrag_assets.index.coded_graph import (
+    CodedEdges,
+    CodedRelationships,
+    coded_frame,
+    edges_of_frame,
+    internal_relationships,
+    level_modularity,
+    normalized_edges,
+)
 
 Backend = Literal["auto", "graspologic", "igraph", "leidenalg"]
 BACKENDS: tuple[str, ...] = ("auto", "graspologic", "igraph", "leidenalg")
@@ -189,6 +198,26 @@ def _graph_from_edges(edges: pl.DataFrame) -> igraph.Graph:
     graph.vs["name"] = names.to_list()
     graph.es["weight"] = pairs["weight"].to_list()
     return graph
+
+
+def graph_from_codes(coded: CodedEdges) -> igraph.Graph:
+    """:func:`_graph_from_edges` of an edge list in codes: the same vertices, edges and weights.
+
+    Edges reach igraph in batches of Python pairs rather than one list of them all (a million
+    tuples cost about 100 MB).
+    """
+    graph = _Graph(coded.names.len())
+    source, target = coded.edges["source"], coded.edges["target"]
+    for start in range(0, coded.edges.height, EDGE_BATCH):
+        graph.add_edges(
+            zip(source.slice(start, EDGE_BATCH).to_list(), target.slice(start, EDGE_BATCH).to_list(), strict=True)
+        )
+    graph.vs["name"] = coded.names.to_list()
+    graph.es["weight"] = coded.edges["weight"].to_list()
+    return graph
+
+
+EDGE_BATCH = 500_000
 
 
 def _largest_component(graph: igraph.Graph) -> igraph.Graph:
@@ -366,11 +395,12 @@ def leiden_options(settings: CommunitySettings) -> LeidenOptions:
     )
 
 
-def hierarchical_leiden(edges: pl.DataFrame, options: LeidenOptions = LeidenOptions()) -> pl.DataFrame:
+def hierarchical_leiden(edges: pl.DataFrame | CodedEdges, options: LeidenOptions = LeidenOptions()) -> pl.DataFrame:
     """Cluster a weighted graph hierarchically; one row per (node, level) membership.
 
     ``edges`` has columns source, target and (optionally) weight; see :func:`normalize_edges`
-    for how it is cleaned. Returns columns node, community, level, parent (-1 at level 0),
+    for how it is cleaned (or is such a list in codes already, :class:`CodedEdges`). Returns
+    columns node, community, level, parent (-1 at level 0),
     sorted by (level, community, node). Community numbers are unique across levels and assigned
     level by level; within a level, clusters are ordered by parent, then size (largest first),
     then smallest member title. Nodes outside the largest connected component (``use_lcc``) get
@@ -381,14 +411,14 @@ def hierarchical_leiden(edges: pl.DataFrame, options: LeidenOptions = LeidenOpti
         raise ValueError(f"max_cluster_size must be at least 1, got {max_cluster_size}")
     if backend not in BACKENDS:
         raise ValueError(f"unknown clustering backend {backend!r}; use one of {', '.join(BACKENDS)}")
-    normalized = normalize_edges(edges)
-    if normalized.is_empty():
+    coded = edges if isinstance(edges, CodedEdges) else edges_of_frame(edges)
+    if coded.is_empty:
         return empty_frame(ASSIGNMENTS)
-    backend = resolve_backend(backend, node_count(normalized))
+    backend = resolve_backend(backend, coded.names.len())
     iterations = N_ITERATIONS[backend] if options.n_iterations is None else options.n_iterations
     if backend == "graspologic":
-        return _native_hierarchical_leiden(normalized, options, iterations)
-    graph = _graph_from_edges(normalized)
+        return _native_hierarchical_leiden(coded, options, iterations)
+    graph = graph_from_codes(coded)
     if options.use_lcc:
         graph = _largest_component(graph)
 
@@ -400,11 +430,6 @@ def hierarchical_leiden(edges: pl.DataFrame, options: LeidenOptions = LeidenOpti
     return assemble_hierarchy(graph, split, max_cluster_size)
 
 
-def node_count(edges: pl.DataFrame) -> int:
-    """Distinct nodes of a normalized edge list."""
-    return pl.concat([edges["source"], edges["target"]]).n_unique()
-
-
 def resolve_backend(backend: str, nodes: int) -> str:
     """The engine ``backend`` names for a graph of ``nodes`` nodes (``auto``: see NATIVE_FROM_NODES)."""
     if backend != "auto":
@@ -412,11 +437,15 @@ def resolve_backend(backend: str, nodes: int) -> str:
     return "graspologic" if nodes >= NATIVE_FROM_NODES else "igraph"
 
 
-def _native_hierarchical_leiden(normalized: pl.DataFrame, options: LeidenOptions, iterations: int) -> pl.DataFrame:
+def _native_hierarchical_leiden(coded: CodedEdges, options: LeidenOptions, iterations: int) -> pl.DataFrame:
     """:func:`hierarchical_leiden` with graspologic-native, on integer arrays (see :mod:`.native_leiden`)."""
-    from graphrag_assets.index.native_leiden import integer_graph, largest_component, native_hierarchy
+    import numpy as np
 
-    names, src, dst, weight = integer_graph(normalized)
+    from graphrag_assets.index.native_leiden import largest_component, native_hierarchy
+
+    names = coded.names
+    src, dst = coded.edges["source"].to_numpy(), coded.edges["target"].to_numpy()
+    weight = coded.edges["weight"].to_numpy().astype(np.float64)
     titles = names.to_list()  # a list: gathering from the Series costs ~1 ms per Leiden run
     nodes = largest_component(names.len(), src, dst) if options.use_lcc else None
     return native_hierarchy(
@@ -487,65 +516,17 @@ def assemble_hierarchy(graph: igraph.Graph, split: SplitFunction, max_cluster_si
     ).sort("level", "community", "node")
 
 
-def _internal_relationships(rels: pl.DataFrame, assignments: pl.DataFrame) -> pl.DataFrame:
-    """``community``, ``relationship_ids``, ``text_unit_ids`` of the relationships inside each community.
-
-    A relationship is inside a community when both ends are in it at that level. The joins
-    run on row numbers and integer unit codes: joining the relationships themselves repeated
-    every id and unit list once per level, gigabytes for a graph of millions of edges.
-    """
-    by_node = assignments.select("node", "level", "community")
-    inside = (
-        rels.select("source", "target")
-        .with_row_index("row")
-        .join(by_node, left_on="source", right_on="node")
-        .drop("source")
-        .join(by_node, left_on=["target", "level"], right_on=["node", "level"], suffix="_target")
-        .filter(pl.col("community") == pl.col("community_target"))
-        .select("row", "community")
-    )
-    ids = (
-        inside.join(rels.select("id").with_row_index("row"), on="row")
-        .group_by("community")
-        .agg(pl.col("id").unique().sort().alias("relationship_ids"))
-    )
-    units = (
-        rels.select(unit=pl.col("text_unit_ids").cast(pl.List(pl.String)))
-        .with_row_index("row")
-        .explode("unit")
-        .drop_nulls("unit")
-    )
-    names = units["unit"].unique().sort()
-    units = units.select("row", code=pl.col("unit").cast(pl.Enum(names)).to_physical())
-    codes = inside.join(units, on="row").select("community", "code").unique().sort("community", "code")
-    unit_lists = (
-        codes.select("community", unit=names.gather(codes["code"]))
-        .group_by("community", maintain_order=True)
-        .agg(pl.col("unit").alias("text_unit_ids"))
-    )
-    return ids.join(unit_lists, on="community", how="left")
-
-
 def partition_modularity(
-    edges: pl.DataFrame, assignments: pl.DataFrame, *, level: int = 0, resolution: float = 1.0
+    edges: pl.DataFrame | CodedEdges, assignments: pl.DataFrame, *, level: int = 0, resolution: float = 1.0
 ) -> float:
     """Weighted modularity of one level's clustering, over the nodes clustered at that level.
 
     Useful as run metadata: level 0 covers the whole clustered graph, so its modularity says how
-    much community structure Leiden found.
+    much community structure Leiden found. Computed on codes (:func:`.coded_graph.level_modularity`),
+    not on a second igraph graph of the whole edge list.
     """
-    at_level = assignments.filter(pl.col("level") == level).select("node", "community")
-    if at_level.is_empty():
-        return float("nan")
-    normalized = normalize_edges(edges)
-    clustered = at_level["node"].implode()
-    inside = normalized.filter(pl.col("source").is_in(clustered) & pl.col("target").is_in(clustered))
-    if inside.is_empty():
-        return float("nan")
-    graph = _graph_from_edges(inside)
-    label = dict(zip(at_level["node"].to_list(), at_level["community"].to_list()))
-    membership = [label[name] for name in graph.vs["name"]]
-    return graph.modularity(membership, weights="weight", resolution=resolution)
+    coded = edges if isinstance(edges, CodedEdges) else edges_of_frame(edges)
+    return level_modularity(coded, assignments, level, resolution)
 
 
 def build_communities(
@@ -565,21 +546,18 @@ def build_communities(
     Rows are sorted by (level, community).
     """
     titles = entities.select("id", "title").unique().sort("title", "id")
-    known = titles["title"].implode()
-    rels = relationships.filter(pl.col("source").is_in(known) & pl.col("target").is_in(known))
-    assignments = hierarchical_leiden(
-        rels.select("source", "target", *(["weight"] if "weight" in rels.columns else [])), options
-    )
-    return communities_from_assignments(titles, rels, assignments, period)
+    coded = coded_frame(titles["title"].unique(maintain_order=True), relationships)
+    assignments = hierarchical_leiden(normalized_edges(coded.titles, coded.edges), options)
+    return communities_from_assignments(titles, coded, assignments, period)
 
 
 def communities_from_assignments(
-    titles: pl.DataFrame, rels: pl.DataFrame, assignments: pl.DataFrame, period: str
+    titles: pl.DataFrame, rels: CodedRelationships, assignments: pl.DataFrame, period: str
 ) -> pl.DataFrame:
     """The ``communities`` table of a clustering (``ASSIGNMENTS`` rows, nodes are entity titles).
 
     ``titles`` holds the entities' id and title, ``rels`` the relationships between known
-    entities; used for fresh and warm-started clusterings alike, so both give the same columns.
+    entities (in codes); used for fresh and warm-started clusterings alike, so both give the same columns.
     """
     if assignments.is_empty():
         return empty_frame(COMMUNITIES)
@@ -589,7 +567,7 @@ def communities_from_assignments(
         .group_by("community", "level", "parent")
         .agg(pl.col("id").sort().alias("entity_ids"))
     )
-    internal = _internal_relationships(rels, assignments)
+    internal = internal_relationships(rels, assignments)
     children = (
         assignments.filter(pl.col("parent") >= 0)
         .select("parent", "community")

@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Coroutine, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import polars as pl
 
@@ -37,6 +37,9 @@ from graphrag_assets.index.resolution_clusters import apply_aliases, kept_aliase
 from graphrag_assets.index.resolution_rules import NameEvidence
 from graphrag_assets.index.summarize import SummaryOptions, distinct_descriptions, summarize_all, summary_options
 
+if TYPE_CHECKING:
+    from graphrag_assets.index.nlp_graph import RelationshipBatches  # numpy: the nlp method only
+
 T = TypeVar("T")
 
 
@@ -51,10 +54,14 @@ class GraphModels(Protocol):
 
 @dataclass
 class CorpusGraph:
-    """The step's four tables, and what it is worth showing about how they were built."""
+    """The step's four tables, and what it is worth showing about how they were built.
+
+    The nlp method's relationships come as batches to write one after another (millions of
+    rows: see :class:`~graphrag_assets.index.nlp_graph.RelationshipBatches`).
+    """
 
     entities: pl.DataFrame
-    relationships: pl.DataFrame
+    relationships: pl.DataFrame | RelationshipBatches
     covariates: pl.DataFrame
     aliases: pl.DataFrame
     metadata: dict[str, Any] = field(default_factory=dict)
@@ -122,7 +129,7 @@ def noun_graph(
 ) -> CorpusGraph:
     """The nlp method's graph: noun phrases that occur together, pruned (``models``: see
     :func:`noun_graph_needs_models`)."""
-    from graphrag_assets.index.nlp_graph import code_noun_graph, materialize, prune_codes  # numpy: the nlp method only
+    from graphrag_assets.index.nlp_graph import code_noun_graph, materialize_batches, prune_codes
 
     ordered_units = text_units.sort("document_key", "chunk_index").select("id", "text")
     # three steps (build, prune, relationships) and one per text unit (the entity descriptions)
@@ -145,8 +152,8 @@ def noun_graph(
         kept = None
     progress.step()
     before = (graph.node_count, graph.edge_count)
-    entities, relationships = materialize(graph, kept, ordered_units, progress.step)
-    del graph
+    entities, relationships = materialize_batches(graph, kept, ordered_units, progress.step)
+    del graph  # the batches hold what they need of it
     progress.step()
     metadata.update({"nodes_before_pruning": before[0], "edges_before_pruning": before[1]})
     kept_alias_rows = kept_aliases(aliases, entities)

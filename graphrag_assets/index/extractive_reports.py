@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import polars as pl
@@ -163,17 +163,19 @@ def extractive_reports(
     text_units: pl.DataFrame,
     *,
     max_findings: int = 5,
+    internal_links: Mapping[int, int] | None = None,
 ) -> pl.DataFrame:
     """One extractive report per community, conforming to ``schemas.COMMUNITY_REPORTS``.
 
     ``text_units`` needs ``id`` and ``text``; its row order is the reading order used to break
-    ties. ``relationships`` gives the community's internal link count for the summary.
+    ties. ``relationships`` gives the community's internal link count for the summary, unless
+    ``internal_links`` gives it (counted where the tables are stored, without loading them).
     """
     if communities.is_empty():
         return empty_frame(COMMUNITY_REPORTS)
     entity_info = entities.select("id", "title", pl.col("degree").fill_null(0), "text_unit_ids")
     by_id = {row[0]: (row[1], row[2], row[3] or []) for row in entity_info.iter_rows()}
-    links = _internal_links(communities, relationships)
+    links = _internal_links(communities, relationships) if internal_links is None else internal_links
 
     plans = []
     needed_units: set[str] = set()

@@ -27,16 +27,6 @@ from graphrag_assets.core.schemas import empty_frame
 ASSIGNMENTS = {"node": pl.String, "community": pl.Int64, "level": pl.Int64, "parent": pl.Int64}
 
 
-def integer_graph(normalized: pl.DataFrame) -> tuple[pl.Series, np.ndarray, np.ndarray, np.ndarray]:
-    """Sorted node titles and (source, target, weight) arrays of node indices into them."""
-    names = pl.concat([normalized["source"], normalized["target"]]).unique().sort()
-    codes = pl.DataFrame({"name": names, "i": pl.int_range(names.len(), eager=True, dtype=pl.Int64)})
-    pairs = normalized.join(codes, left_on="source", right_on="name").join(
-        codes, left_on="target", right_on="name", suffix="_t"
-    )
-    return names, pairs["i"].to_numpy(), pairs["i_t"].to_numpy(), pairs["weight"].to_numpy().astype(np.float64)
-
-
 def _components(n: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
     """Component label of each of ``n`` nodes, labels numbered by smallest member."""
     graph = coo_matrix((np.ones(src.size, dtype=np.int8), (src, dst)), shape=(n, n)).tocsr()

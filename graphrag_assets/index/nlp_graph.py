@@ -29,7 +29,7 @@ Where we differ, on purpose:
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
 
 import igraph
@@ -201,12 +201,51 @@ def materialize(
     ``on_progress(n)`` is called as the descriptions get through ``n`` more text units (the
     long part of this step on a large corpus).
     """
+    entities, relationships = materialize_batches(graph, kept, text_units, on_progress)
+    return entities, pl.concat(list(relationships.batches()))
+
+
+@dataclass(frozen=True)
+class RelationshipBatches:
+    """The ``relationships`` table of a kept graph, made ``batch_rows`` rows at a time.
+
+    At 100,000 documents the table has 15 M rows, and its strings (titles, ids, descriptions,
+    unit-id lists) were gigabytes held at once; the graph step writes one batch after another
+    instead (:func:`batches` can be called again: each call starts from the first row).
+    """
+
+    graph: CodedGraph
+    edges: np.ndarray  # codes of the kept edges, ascending (= rows in table order)
+    degree: np.ndarray  # degree of every node in the kept graph
+    batch_rows: int = 250_000
+
+    @property
+    def count(self) -> int:
+        return len(self.edges)
+
+    def batches(self) -> Iterator[pl.DataFrame]:
+        if not self.count:
+            yield empty_frame(RELATIONSHIPS)
+            return
+        offsets = np.concatenate(([0], np.cumsum(self.graph.raw_weight))).astype(np.int64)
+        for start in range(0, self.count, self.batch_rows):
+            yield _relationships(self.graph, self.edges[start : start + self.batch_rows], self.degree, offsets, start)
+
+
+def materialize_batches(
+    graph: CodedGraph,
+    kept: Kept | None,
+    text_units: pl.DataFrame | None,
+    on_progress: Callable[[int], None] | None = None,
+) -> tuple[pl.DataFrame, RelationshipBatches]:
+    """:func:`materialize` with the relationships left to be made batch by batch."""
     if graph.node_count == 0:
-        return empty_frame(ENTITIES), empty_frame(RELATIONSHIPS)
+        return empty_frame(ENTITIES), RelationshipBatches(graph, np.zeros(0, dtype=np.int64), np.zeros(0, np.int64))
     node_mask = kept.nodes if kept is not None else np.ones(graph.node_count, dtype=bool)
     edge_mask = kept.edges if kept is not None else np.ones(graph.edge_count, dtype=bool)
     source, target = graph.source[edge_mask], graph.target[edge_mask]
     degree = np.bincount(source, minlength=graph.node_count) + np.bincount(target, minlength=graph.node_count)
+    del source, target
     descriptions = _representative_sentences(graph.mentions, text_units, on_progress)
     entities = (
         graph.nodes.with_columns(degree=pl.Series(degree, dtype=pl.Int64))
@@ -226,15 +265,21 @@ def materialize(
         )
     )
     entities = entities.with_columns(id=_batch_ids(entity_id, "entity", entities["title"]))
-    return conform(entities, ENTITIES), _relationships(graph, edge_mask, degree)
+    return conform(entities, ENTITIES), RelationshipBatches(graph, np.flatnonzero(edge_mask), degree)
 
 
-def _relationships(graph: CodedGraph, edge_mask: np.ndarray, degree: np.ndarray) -> pl.DataFrame:
-    """The kept edges as ``RELATIONSHIPS`` rows; unit lists are cut out of ``pair_units``."""
-    source, target = graph.source[edge_mask], graph.target[edge_mask]
-    raw_weight = graph.raw_weight[edge_mask]
-    offsets = np.concatenate(([0], np.cumsum(raw_weight))).astype(np.int64)
-    units = graph.unit_ids.gather(pl.Series(graph.pair_units[np.repeat(edge_mask, graph.raw_weight)]))
+def _relationships(
+    graph: CodedGraph, edges: np.ndarray, degree: np.ndarray, offsets: np.ndarray, first_row: int
+) -> pl.DataFrame:
+    """``RELATIONSHIPS`` rows of the ascending edge codes ``edges``, numbered from ``first_row``;
+    unit lists are cut out of ``pair_units`` (``offsets``: where each edge's units start)."""
+    source, target = graph.source[edges], graph.target[edges]
+    raw_weight = graph.raw_weight[edges]
+    list_offsets = np.concatenate(([0], np.cumsum(raw_weight))).astype(np.int64)
+    # positions in pair_units of every unit of these edges, edge after edge
+    starts = np.repeat(offsets[edges] - list_offsets[:-1], raw_weight)
+    units = graph.unit_ids.gather(pl.Series(graph.pair_units[starts + np.arange(list_offsets[-1], dtype=np.int64)]))
+    del starts
     # string views share the unit ids' bytes: the lists cost 16 bytes per entry, not a copy of each id.
     # Arrow list offsets over them copy nothing. polars alone cannot make a list column from offsets,
     # and its ways round that (a group_by on the edge, list.gather or list.slice over int ranges)
@@ -242,7 +287,9 @@ def _relationships(graph: CodedGraph, edge_mask: np.ndarray, degree: np.ndarray)
     # when an nlp index builds its relationships, not with the module.
     import pyarrow as pa
 
-    unit_lists = pa.LargeListArray.from_arrays(pa.array(offsets), units.to_arrow(compat_level=pl.CompatLevel.newest()))
+    unit_lists = pa.LargeListArray.from_arrays(
+        pa.array(list_offsets), units.to_arrow(compat_level=pl.CompatLevel.newest())
+    )
     del units
     titles = graph.nodes["title"]
     relationships = pl.DataFrame(
@@ -250,13 +297,13 @@ def _relationships(graph: CodedGraph, edge_mask: np.ndarray, degree: np.ndarray)
             "source": titles.gather(source),
             "target": titles.gather(target),
             "raw_weight": raw_weight,
-            "weight": graph.weight[edge_mask],
+            "weight": graph.weight[edges],
             "combined_degree": degree[source] + degree[target],
             "text_unit_ids": pl.Series(unit_lists, dtype=pl.List(pl.String)),
         }
     )
     relationships = relationships.with_columns(
-        human_readable_id=pl.int_range(pl.len(), dtype=pl.Int64),
+        human_readable_id=pl.int_range(first_row, first_row + pl.len(), dtype=pl.Int64),
         description=pl.format(
             "{} and {} appear together in {} text unit{}.",
             "source",

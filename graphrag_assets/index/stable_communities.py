@@ -42,18 +42,24 @@ import igraph
 import polars as pl
 
 from graphrag_assets.core.schemas import empty_frame
+from graphrag_assets.index.coded_graph import (
+    CodedEdges,
+    CodedRelationships,
+    coded_frame,
+    edges_of_frame,
+    normalized_edges,
+)
 from graphrag_assets.index.communities import (
     ASSIGNMENTS,
     N_ITERATIONS,
-    _graph_from_edges,
     _largest_component,
     _leiden_per_component,
     _run_seed,
     assemble_hierarchy,
     communities_from_assignments,
+    graph_from_codes,
     hierarchical_leiden,
     leiden_options,
-    normalize_edges,
     partition_modularity,
     resolve_backend,
 )
@@ -122,9 +128,10 @@ def modularity_drift(fresh_modularity: float, kept_modularity: float) -> float:
     return (fresh_modularity - kept_modularity) / fresh_modularity
 
 
-def cluster_for_update(edges: pl.DataFrame, request: ClusteringRequest) -> ClusteringOutcome:
+def cluster_for_update(edges: pl.DataFrame | CodedEdges, request: ClusteringRequest) -> ClusteringOutcome:
     """The hierarchy an update should store: fresh, or warm-started from ``request.previous``."""
     settings = request.settings
+    edges = edges if isinstance(edges, CodedEdges) else edges_of_frame(edges)
     fresh = hierarchical_leiden(edges, leiden_options(settings))
     fresh_q = partition_modularity(edges, fresh, resolution=settings.resolution)
 
@@ -148,31 +155,42 @@ def cluster_for_update(edges: pl.DataFrame, request: ClusteringRequest) -> Clust
 
 
 def communities_for_update(
-    entities: pl.DataFrame, relationships: pl.DataFrame, request: ClusteringRequest, period: str
+    entities: pl.DataFrame,
+    relationships: pl.DataFrame | CodedRelationships,
+    request: ClusteringRequest,
+    period: str,
 ) -> tuple[pl.DataFrame, ClusteringOutcome]:
     """The ``communities`` table an update stores, and how it was clustered.
 
     Relationships are clustered by entity title (see
-    :func:`~graphrag_assets.index.communities.build_communities`, which this equals in exact mode).
+    :func:`~graphrag_assets.index.communities.build_communities`, which this equals in exact mode);
+    the step passes them coded against :func:`entity_titles` (:mod:`.coded_graph`).
     """
     titles = entities.select("id", "title").unique().sort("title", "id")
-    known = titles["title"].implode()
-    rels = relationships.filter(pl.col("source").is_in(known) & pl.col("target").is_in(known))
-    edges = rels.select("source", "target", *(["weight"] if "weight" in rels.columns else []))
-    outcome = cluster_for_update(edges, request)
-    return communities_from_assignments(titles, rels, outcome.assignments, period), outcome
+    coded = relationships
+    if not isinstance(coded, CodedRelationships):
+        coded = coded_frame(entity_titles(entities), relationships)
+    outcome = cluster_for_update(normalized_edges(coded.titles, coded.edges), request)
+    return communities_from_assignments(titles, coded, outcome.assignments, period), outcome
 
 
-def warm_start_hierarchy(edges: pl.DataFrame, previous: pl.DataFrame, settings: CommunitySettings) -> pl.DataFrame:
+def entity_titles(entities: pl.DataFrame) -> pl.Series:
+    """The sorted distinct titles relationships are coded against (a code is a position in it)."""
+    return entities["title"].drop_nulls().unique().sort()
+
+
+def warm_start_hierarchy(
+    edges: pl.DataFrame | CodedEdges, previous: pl.DataFrame, settings: CommunitySettings
+) -> pl.DataFrame:
     """The hierarchy of ``edges`` warm-started from ``previous`` (``ASSIGNMENTS``; see the module docstring).
 
     Same graph (largest component with ``use_lcc``), same size rule and numbering as
     :func:`~graphrag_assets.index.communities.hierarchical_leiden`.
     """
-    normalized = normalize_edges(edges)
-    if normalized.is_empty():
+    coded = edges if isinstance(edges, CodedEdges) else edges_of_frame(edges)
+    if coded.is_empty:
         return empty_frame(ASSIGNMENTS)
-    graph = _graph_from_edges(normalized)
+    graph = graph_from_codes(coded)
     backend = resolve_backend(settings.backend, graph.vcount())  # decided on the whole graph, as a rebuild does
     if settings.use_lcc:
         graph = _largest_component(graph)

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 import polars as pl
@@ -92,6 +92,38 @@ def write_staged(path: str | Path, table: str, frame: pl.DataFrame) -> None:
             conn.execute("reset memory_limit")
 
 
+def write_staged_batches(
+    path: str | Path, table: str, batches: Iterable[pl.DataFrame], kept_columns: Sequence[str]
+) -> pl.DataFrame:
+    """Write ``batches`` as the staged ``table``, one after another, and return their ``kept_columns``.
+
+    For a table made in batches so that it is never whole in memory; each batch is written as
+    :func:`write_staged` writes a chunk (the same memory limit, a commit per batch).
+    """
+    kept: list[pl.DataFrame] = []
+    first = True
+    with connect(path) as conn:
+        conn.execute(f"set memory_limit = '{STAGE_MEMORY_LIMIT}'")
+        try:
+            for batch in batches:
+                for start in range(0, max(batch.height, 1), _chunk_rows(batch)):
+                    conn.register("_incoming", FrameStream(batch.slice(start, _chunk_rows(batch))))
+                    try:
+                        verb = (
+                            f"create or replace table {_staged(table)} as" if first else f"insert into {_staged(table)}"
+                        )
+                        conn.execute(f"{verb} select * from _incoming")
+                    finally:
+                        conn.unregister("_incoming")
+                    first = False
+                kept.append(batch.select(kept_columns))
+        finally:
+            conn.execute("reset memory_limit")
+    if first:
+        raise ValueError(f"no batch to write for {table}")
+    return pl.concat(kept)
+
+
 def _chunk_rows(frame: pl.DataFrame) -> int:
     row_bytes = frame.estimated_size() / max(frame.height, 1)
     return STAGE_CHUNK_ROWS if row_bytes < WIDE_ROW_BYTES else max(1, int(WIDE_CHUNK_BYTES // row_bytes))
@@ -105,6 +137,73 @@ def read_staged(path: str | Path, table: str) -> pl.DataFrame | None:
         if table_exists(conn, table):
             return frame_of(conn.sql(f"select * from {quote(table)}"))
     return None
+
+
+def read_staged_without(path: str | Path, table: str, left_out: Sequence[str]) -> pl.DataFrame | None:
+    """:func:`read_staged` without the columns ``left_out`` (lists a step does not need)."""
+    with connect(path) as conn:
+        source = _readable(conn, table)
+        if source is None:
+            return None
+        return frame_of(conn.sql(f"select * exclude ({', '.join(quote(c) for c in left_out)}) from {source}"))
+
+
+def internal_link_counts(path: str | Path) -> dict[int, int]:
+    """Per community, its distinct ``relationship_ids`` that the relationships table holds.
+
+    Counted by DuckDB on the staged (else published) tables: as strings in memory, the ids of
+    every community of every level were several times the relationships table itself.
+    """
+    with connect(path) as conn:
+        communities, relationships = _readable(conn, "communities"), _readable(conn, "relationships")
+        if communities is None:
+            return {}
+        if relationships is None or not conn.execute(f"select count(*) from {relationships}").fetchall()[0][0]:
+            known = ""  # no relationships to check against: every id counts
+        else:
+            known = f"where id in (select id from {relationships})"
+        rows = conn.execute(
+            f"select community, count(distinct id) from (select community, unnest(relationship_ids) as id "
+            f"from {communities}) {known} group by community"
+        ).fetchall()
+    return {int(community): int(count) for community, count in rows}
+
+
+def _readable(conn, table: str) -> str | None:
+    """The staged version of ``table`` when this run wrote one, else the published one (None: neither)."""
+    if staged_table_exists(conn, table):
+        return _staged(table)
+    return quote(table) if table_exists(conn, table) else None
+
+
+def read_staged_batches(
+    path: str | Path, table: str, columns: Sequence[str], batch_rows: int = STAGE_CHUNK_ROWS
+) -> Iterator[pl.DataFrame]:
+    """``columns`` of :func:`read_staged`'s table, ``batch_rows`` rows at a time, in table order.
+
+    For a step that codes a table of millions of rows as it reads it: the whole table as a frame
+    of strings and lists is what it must not hold (see :mod:`graphrag_assets.index.coded_graph`).
+    """
+    selected = ", ".join(quote(column) for column in columns)
+    with connect(path) as conn:
+        source = _readable(conn, table)
+        if source is None:
+            return
+        last = conn.execute(f"select max(rowid) from {source}").fetchall()[0][0]
+        for start in range(0, -1 if last is None else last + 1, batch_rows):
+            yield frame_of(
+                conn.sql(f"select {selected} from {source} where rowid >= {start} and rowid < {start + batch_rows}")
+            )
+
+
+def staged_list_values(path: str | Path, table: str, column: str) -> pl.Series:
+    """The sorted distinct values of list column ``column`` of :func:`read_staged`'s table."""
+    with connect(path) as conn:
+        source = _readable(conn, table)
+        if source is None:
+            return pl.Series(column, [], dtype=pl.String)
+        frame = frame_of(conn.sql(f"select distinct unnest({quote(column)}) as value from {source}"))
+    return frame["value"].drop_nulls().sort().rename(column)
 
 
 def staged_tables(path: str | Path, *, read_only: bool = False, wait_seconds: float = 30.0) -> list[str]:

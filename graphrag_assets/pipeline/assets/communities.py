@@ -16,17 +16,30 @@ from dagster import (
     AssetIn,
     AssetOut,
     MetadataValue,
+    Nothing,
     Output,
     multi_asset,
 )
 
 from graphrag_assets.core.progress import Counter
+from graphrag_assets.index.coded_graph import CodedRelationships, code_relationships
 from graphrag_assets.index.community_checks import check_hierarchy
-from graphrag_assets.index.stable_communities import ClusteringRequest, communities_for_update, previous_assignments
+from graphrag_assets.index.stable_communities import (
+    ClusteringRequest,
+    communities_for_update,
+    entity_titles,
+    previous_assignments,
+)
 from graphrag_assets.pipeline.assets.metadata import largest_communities, preview
 from graphrag_assets.pipeline.partitions import STAGED_METADATA
 from graphrag_assets.pipeline.resources import GraphRAGProject
-from graphrag_assets.storage.corpus import CLUSTERING_TABLE, last_clustering, write_staged
+from graphrag_assets.storage.corpus import (
+    CLUSTERING_TABLE,
+    last_clustering,
+    read_staged_batches,
+    staged_list_values,
+    write_staged,
+)
 from graphrag_assets.storage.tables import read_table
 
 CHECKS = [
@@ -50,17 +63,16 @@ CHECKS = [
             metadata=STAGED_METADATA,
         )
     },
-    ins={"entities": AssetIn(), "relationships": AssetIn()},
+    # relationships: read by the step itself, in coded batches (see _coded_relationships)
+    ins={"entities": AssetIn(), "relationships": AssetIn(dagster_type=Nothing)},
     check_specs=CHECKS,
     group_name="graph",
 )
-def communities(
-    context: AssetExecutionContext, project: GraphRAGProject, entities: pl.DataFrame, relationships: pl.DataFrame
-):
+def communities(context: AssetExecutionContext, project: GraphRAGProject, entities: pl.DataFrame):
     settings = project.settings
     period = datetime.now(UTC).date().isoformat()
     progress = Counter("communities", 1, context.log).start()
-    table, clustering = _cluster(context, settings, entities, relationships, period)
+    table, clustering = _cluster(context, settings, entities, _coded_relationships(settings, entities), period)
     progress.step()
     report = check_hierarchy(table, max_cluster_size=settings.communities.max_cluster_size)
     levels = {str(level): count for level, count in report.levels.items()}
@@ -96,8 +108,19 @@ def communities(
 RECLUSTER_TAG = "graphrag_assets/recluster"
 
 
+def _coded_relationships(settings, entities: pl.DataFrame) -> CodedRelationships:
+    """This run's relationships in codes, read in batches: the table as strings (ids, descriptions,
+    unit lists of millions of rows) was most of this step's memory."""
+    database = settings.database_path
+    return code_relationships(
+        entity_titles(entities),
+        read_staged_batches(database, "relationships", ("source", "target", "weight", "id", "text_unit_ids")),
+        staged_list_values(database, "relationships", "text_unit_ids"),
+    )
+
+
 def _cluster(
-    context: AssetExecutionContext, settings, entities: pl.DataFrame, relationships: pl.DataFrame, period: str
+    context: AssetExecutionContext, settings, entities: pl.DataFrame, relationships: CodedRelationships, period: str
 ):
     """The communities table and the clustering metadata, fresh or warm-started (stable mode).
 

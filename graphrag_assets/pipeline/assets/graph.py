@@ -31,8 +31,11 @@ from graphrag_assets.pipeline.assets.metadata import preview
 from graphrag_assets.pipeline.assets.model_session import ModelSession
 from graphrag_assets.pipeline.partitions import PARTITIONS_NAME, STAGED_METADATA
 from graphrag_assets.pipeline.resources import GraphRAGProject
-from graphrag_assets.storage.corpus import begin_corpus_run
+from graphrag_assets.storage.corpus import begin_corpus_run, write_staged_batches
 from graphrag_assets.storage.documents import indexed_documents, keep_only_documents
+
+# what check_graph and the preview read of a relationships table written in batches
+CHECKED_COLUMNS = ("id", "source", "target", "combined_degree", "weight", "description")
 
 CHECKS = [
     AssetCheckSpec(
@@ -96,7 +99,17 @@ def graph(
         "purged_rows": MetadataValue.json(purged),
     }
     built = _build(context, settings, extractions, text_units)
-    entities, relationships, aliases = built.entities, built.relationships, built.aliases
+    del extractions, graph_extractions
+    entities, aliases = built.entities, built.aliases
+    relationships = built.relationships
+    written = None
+    if not isinstance(relationships, pl.DataFrame):
+        # the nlp graph's relationships: written batch by batch, never held whole; what the
+        # checks and the preview need is kept (titles are views of the entities' strings)
+        written = relationships.count
+        relationships = write_staged_batches(
+            settings.database_path, "relationships", relationships.batches(), CHECKED_COLUMNS
+        )
     metadata.update(built.metadata)
 
     yield Output(
@@ -114,9 +127,10 @@ def graph(
         },
     )
     yield Output(
-        relationships,
+        relationships if written is None else None,  # None: written already
         output_name="relationships",
         metadata={
+            **({} if written is None else {"table": MetadataValue.text("relationships"), "dagster/row_count": written}),
             "relationships": relationships.height,
             "preview": preview(
                 relationships.sort("combined_degree", descending=True).select(

@@ -7,7 +7,7 @@ so an unchanged community costs nothing on the next run.
 """
 
 import polars as pl
-from dagster import AssetExecutionContext, AssetIn, MetadataValue, asset
+from dagster import AssetExecutionContext, AssetIn, MetadataValue, Nothing, asset
 
 from graphrag_assets.core.progress import Counter, warn
 from graphrag_assets.core.tokens import token_counter
@@ -22,14 +22,16 @@ from graphrag_assets.pipeline.assets.metadata import largest_communities, previe
 from graphrag_assets.pipeline.assets.model_session import ModelSession
 from graphrag_assets.pipeline.partitions import STAGED_METADATA
 from graphrag_assets.pipeline.resources import GraphRAGProject
+from graphrag_assets.storage.corpus import internal_link_counts, read_staged, read_staged_without
 from graphrag_assets.storage.tables import read_table
 
 
 @asset(
     ins={
-        "communities": AssetIn(),
+        # communities and relationships: read by the step, as much of them as the method needs
+        "communities": AssetIn(dagster_type=Nothing),
         "entities": AssetIn(),
-        "relationships": AssetIn(),
+        "relationships": AssetIn(dagster_type=Nothing),
         "covariates": AssetIn(),
         "text_units": AssetIn(),
     },
@@ -40,23 +42,34 @@ from graphrag_assets.storage.tables import read_table
 def community_reports(
     context: AssetExecutionContext,
     project: GraphRAGProject,
-    communities: pl.DataFrame,
     entities: pl.DataFrame,
-    relationships: pl.DataFrame,
     covariates: pl.DataFrame,
     text_units: pl.DataFrame,
 ) -> pl.DataFrame:
     settings = project.settings
     method = settings.resolved_method
+    database = settings.database_path
+    extractive = not method_steps(method).model_reports
+    # Extractive reports need a count of each community's relationships, which DuckDB makes;
+    # the ids themselves (every relationship once per level) and the relationships stay on disk.
+    communities = (
+        read_staged_without(database, "communities", ["relationship_ids"])
+        if extractive
+        else read_staged(database, "communities")
+    )
+    if communities is None:
+        raise RuntimeError("table communities does not exist yet; materialize communities first.")
     progress = Counter("community reports", communities.height, context.log).start()
     units = text_units.sort("document_key", "chunk_index").select("id", "text")
     usage: dict = {}
     reuse: dict = {}
     failed: list[tuple[int, str]] = []
-    if not method_steps(method).model_reports:
-        frame = extractive_reports(communities, entities, relationships, units)
+    if extractive:
+        links = internal_link_counts(database)
+        frame = extractive_reports(communities, entities, pl.DataFrame(), units, internal_links=links)
         progress.step(communities.height)
     else:
+        relationships = read_staged(database, "relationships")
         tables = ReportTables(communities, entities, relationships, covariates, units)
         previous = read_table(settings.database_path, "community_reports")  # the published build's
         with ModelSession(context, settings) as session:
