@@ -97,3 +97,26 @@ def reader_settings(root: Path | None) -> Settings:
 
 def print_json(data: Any) -> None:
     click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
+
+
+def project_roots_options(verb: str):
+    """``--root`` (repeatable) and ``--projects`` of the commands that serve several projects
+    (``serve``, ``mcp``); ``verb`` says what happens to each project found."""
+
+    def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
+        fn = click.option(
+            "--projects",
+            "projects_dir",
+            type=click.Path(file_okay=False, path_type=Path),
+            default=None,
+            help=f"A folder of project folders: each one that holds graphrag.yaml or an index is {verb}.",
+        )(fn)
+        return click.option(
+            "--root",
+            "roots",
+            multiple=True,
+            type=click.Path(file_okay=False, path_type=Path),
+            help="A project folder; give it once per project (default: $GRAPHRAG_ROOT or the current directory).",
+        )(fn)
+
+    return decorate

@@ -10,24 +10,11 @@ from pathlib import Path
 
 import click
 
-from graphrag_assets.cli.common import guard, until_stopped
+from graphrag_assets.cli.common import guard, project_roots_options, until_stopped
 
 
 @click.command(short_help="Serve the index to AI assistants as an MCP server on stdio.")
-@click.option(
-    "--root",
-    "roots",
-    multiple=True,
-    type=click.Path(file_okay=False, path_type=Path),
-    help="A project folder; give it once per project (default: $GRAPHRAG_ROOT or the current directory).",
-)
-@click.option(
-    "--projects",
-    "projects_dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=None,
-    help="A folder of project folders: each one that holds graphrag.yaml or an index is offered.",
-)
+@project_roots_options("offered")
 @guard
 @until_stopped
 def mcp(roots: tuple[Path, ...], projects_dir: Path | None) -> None:

@@ -6,24 +6,11 @@ from pathlib import Path
 
 import click
 
-from graphrag_assets.cli.common import guard, until_stopped
+from graphrag_assets.cli.common import guard, project_roots_options, until_stopped
 
 
 @click.command(short_help="Serve the index over HTTP: OpenAI-compatible chat, a native API and a web page.")
-@click.option(
-    "--root",
-    "roots",
-    multiple=True,
-    type=click.Path(file_okay=False, path_type=Path),
-    help="A project folder; give it once per project (default: $GRAPHRAG_ROOT or the current directory).",
-)
-@click.option(
-    "--projects",
-    "projects_dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=None,
-    help="A folder of project folders: each one that holds graphrag.yaml or an index is served.",
-)
+@project_roots_options("served")
 @click.option(
     "--host", default="127.0.0.1", show_default=True, help="Address to listen on; any but loopback needs an API key."
 )

@@ -23,7 +23,7 @@ from graphrag_assets.query.context_records import SOURCE_COLUMNS, source_records
 from graphrag_assets.query.context_tables import BudgetedTable, fill_table
 from graphrag_assets.query.extractive import no_llm_answer
 from graphrag_assets.query.hybrid_search import TextUnitHits, text_unit_hits
-from graphrag_assets.query.model_calls import TokenCounter
+from graphrag_assets.query.model_calls import ModelCalls, TokenCounter
 from graphrag_assets.query.query_data import QueryData
 from graphrag_assets.query.query_prompts import query_prompt
 from graphrag_assets.query.request import SearchRequest
@@ -82,6 +82,24 @@ def build_basic_context(
     return BasicContext(table, records, found.hits, found.mode, warnings)
 
 
+async def answer_from_sources(
+    request: SearchRequest, calls: ModelCalls, sources: str, records: ContextRecords, purpose: str
+) -> str:
+    """The answer from a Sources table: the model with the ``basic_search`` prompt, or extractive
+    without one (streamed to ``on_token`` either way). Lazy search answers this way too."""
+    if not calls.llm_available:
+        answer = no_llm_answer(request.question, request.data, records, calls)
+        if request.on_token is not None:
+            request.on_token(answer)
+        return answer
+    prompt = query_prompt("basic_search", request.prompts)
+    messages: list[Message] = [
+        {"role": "system", "content": prompt.format(context_data=sources, response_type=request.response_type)},
+        {"role": "user", "content": request.question},
+    ]
+    return await calls.answer(messages, purpose=purpose, prompt_version=prompt.version)
+
+
 async def basic_search(request: SearchRequest) -> QueryResult:
     """Answer the question from the best-matching text units."""
     data = request.data
@@ -92,17 +110,7 @@ async def basic_search(request: SearchRequest) -> QueryResult:
     context = build_basic_context(request.question, vector, data, options, calls.count, found)
     table, records = context.table, context.records
 
-    if calls.llm_available:
-        prompt = query_prompt("basic_search", request.prompts)
-        messages: list[Message] = [
-            {"role": "system", "content": prompt.format(context_data=table.text, response_type=request.response_type)},
-            {"role": "user", "content": request.question},
-        ]
-        answer = await calls.answer(messages, purpose=PURPOSE, prompt_version=prompt.version)
-    else:
-        answer = no_llm_answer(request.question, data, records, calls)
-        if request.on_token is not None:
-            request.on_token(answer)
+    answer = await answer_from_sources(request, calls, table.text, records, PURPOSE)
     score = dict(context.hits)
     return QueryResult(
         answer=answer,

@@ -33,14 +33,11 @@ import polars as pl
 from pydantic import BaseModel, ConfigDict, Field
 
 from graphrag_assets.core.ids import short_id
-from graphrag_assets.llm.types import Message
 from graphrag_assets.prompts.templates import load_prompt
-from graphrag_assets.query.basic_search import rank_text_units
+from graphrag_assets.query.basic_search import answer_from_sources, rank_text_units
 from graphrag_assets.query.context_records import SOURCE_COLUMNS, source_records, source_rows
 from graphrag_assets.query.context_tables import fill_table
-from graphrag_assets.query.extractive import no_llm_answer
 from graphrag_assets.query.model_calls import ModelCalls
-from graphrag_assets.query.query_prompts import query_prompt
 from graphrag_assets.query.registry import query_method
 from graphrag_assets.query.request import SearchRequest
 from graphrag_assets.query.results import ContextRecords, QueryResult
@@ -226,17 +223,7 @@ async def lazy_search(request: SearchRequest) -> QueryResult:
     """Answer from the chunks that passed the relevance tests."""
     calls = request.model_calls()
     table, records, details, warnings = await _context(request, calls)
-    if calls.llm_available:
-        prompt = query_prompt("basic_search", request.prompts)
-        messages: list[Message] = [
-            {"role": "system", "content": prompt.format(context_data=table.text, response_type=request.response_type)},
-            {"role": "user", "content": request.question},
-        ]
-        answer = await calls.answer(messages, purpose=PURPOSE, prompt_version=prompt.version)
-    else:
-        answer = no_llm_answer(request.question, request.data, records, calls)
-        if request.on_token is not None:
-            request.on_token(answer)
+    answer = await answer_from_sources(request, calls, table.text, records, PURPOSE)
     return QueryResult(
         answer=answer,
         method="lazy",
