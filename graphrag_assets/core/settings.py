@@ -41,6 +41,15 @@ class Price(_Section):
     output_per_million: float = Field(0.0, ge=0)
 
 
+def http_url(value: str | None) -> str | None:
+    """A server's URL as settings keep it (no trailing slash); blank is None; anything but http(s) is refused."""
+    if value in (None, ""):
+        return None
+    if not re.match(r"^https?://[^\s/]+", value):
+        raise ValueError("must start with http:// or https://")
+    return value.rstrip("/")
+
+
 class RerankerSettings(_Section):
     """A cross-encoder behind a ``/rerank`` API (llm/reranker.py has each API's request and reply)."""
 
@@ -52,12 +61,7 @@ class RerankerSettings(_Section):
     candidates: int = Field(30, ge=1)  # best search hits sent to the reranker
     timeout_seconds: float = Field(10.0, gt=0)
 
-    @field_validator("base_url")
-    @classmethod
-    def _url(cls, value: str) -> str:
-        if not re.match(r"^https?://[^\s/]+", value):
-            raise ValueError("must start with http:// or https://")
-        return value.rstrip("/")
+    _url = field_validator("base_url")(lambda cls, value: http_url(value))
 
 
 PRICE_TABLE = Path(__file__).parent / "data" / "model_prices.yaml"
@@ -100,14 +104,7 @@ class LLMSettings(_Section):
     prices: dict[str, Price] = Field(default_factory=default_prices)
     reranker: RerankerSettings | None = None  # reorders basic search's hits when set
 
-    @field_validator("base_url", "embedding_base_url")
-    @classmethod
-    def _url(cls, value: str | None) -> str | None:
-        if value in (None, ""):
-            return None
-        if not re.match(r"^https?://[^\s/]+", value):
-            raise ValueError("must start with http:// or https://")
-        return value.rstrip("/")
+    _url = field_validator("base_url", "embedding_base_url")(lambda cls, value: http_url(value))
 
     @field_validator("prices")
     @classmethod
@@ -339,14 +336,7 @@ class ObjectStoreSettings(_Section):
     secret_access_key: str | None = Field(None, repr=False)
     session_token: str | None = Field(None, repr=False)
 
-    @field_validator("endpoint_url")
-    @classmethod
-    def _url(cls, value: str | None) -> str | None:
-        if value in (None, ""):
-            return None
-        if not re.match(r"^https?://[^\s/]+", value):
-            raise ValueError("must start with http:// or https://")
-        return value.rstrip("/")
+    _url = field_validator("endpoint_url")(lambda cls, value: http_url(value))
 
 
 class StorageSettings(_Section):

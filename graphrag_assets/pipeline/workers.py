@@ -34,6 +34,7 @@ from dagster import (
     op,
 )
 
+from graphrag_assets.core.schemas import PER_DOCUMENT_TABLES
 from graphrag_assets.core.settings import Settings
 from graphrag_assets.pipeline.partitions import DOCUMENT_PARTITIONS
 from graphrag_assets.pipeline.resources import GraphRAGProject
@@ -47,15 +48,6 @@ WORKERS_JOB = "document_workers_job"
 # Steps pass each other only small shard references; Dagster keeps them as files under the instance.
 SHARD_REFS = "shard_refs"
 SHARD_REF_IO_MANAGER = FilesystemIOManager()
-# The document assets whose partitions a workers run materializes.
-DOCUMENT_ASSET_KEYS = (
-    "source_files",
-    "documents",
-    "text_units",
-    "graph_extractions",
-    "extraction_status",
-    "text_unit_embeddings",
-)
 SHARD_RETRIES = 2
 
 
@@ -115,7 +107,7 @@ def _collect(context: OpExecutionContext, settings: Settings, refs: list[ShardRe
         written = collect_shards(settings, refs)
     finally:
         let_go()  # a dask worker lives on: it must not keep the index file locked
-    for asset in DOCUMENT_ASSET_KEYS:
+    for asset in PER_DOCUMENT_TABLES:  # the document assets whose partitions the run materialized
         for partition in context.partition_keys:
             context.log_event(AssetMaterialization(asset_key=AssetKey(asset), partition=partition))
     context.log.info(f"{len(written)} document(s) written to the index")

@@ -19,6 +19,7 @@ from typing import Any
 
 import polars as pl
 
+from graphrag_assets.core.schemas import PER_DOCUMENT_TABLES
 from graphrag_assets.core.settings import Settings
 from graphrag_assets.index.input_files import InputFile
 from graphrag_assets.pipeline.assets.embeddings import embed_text_units
@@ -34,14 +35,7 @@ from graphrag_assets.storage.shard_rows import add_cache_rows, all_cache_rows, u
 from graphrag_assets.storage.table_names import CACHE_OWNERS, USAGE
 
 # The per-document tables a shard gives back, in the order the document assets write them.
-SHARD_TABLES = (
-    "source_files",
-    "documents",
-    "text_units",
-    "graph_extractions",
-    "extraction_status",
-    "text_unit_embeddings",
-)
+SHARD_TABLES = PER_DOCUMENT_TABLES
 SHARD_ROW_TABLES = (*SHARD_TABLES, *CACHE_TABLES, CACHE_OWNERS, USAGE)
 
 
