@@ -117,8 +117,10 @@ def main() -> None:
                 root, index_usage = built[index]
                 settings = load_settings(root)
                 before = len(server.calls("chat"))
+                tests = 0
                 for question in questions:
-                    answer_question(settings, question, QueryOptions(query_method, budget=budget))
+                    result = answer_question(settings, question, QueryOptions(query_method, budget=budget))
+                    tests += result.details.get("tests_spent", 0)
                 asked = usage_of(server, before)
                 rows.append(
                     {
@@ -126,6 +128,7 @@ def main() -> None:
                         "index": index,
                         "index_calls": index_usage["calls"],
                         "index_tokens": index_usage["tokens"],
+                        "chunks_tested_per_question": tests / len(questions),
                         "calls_per_question": asked["calls"] / len(questions),
                         "tokens_per_question": asked["tokens"] / len(questions),
                         "total_tokens_index_plus_10": index_usage["tokens"] + asked["tokens"] * 10 / len(questions),
@@ -140,7 +143,8 @@ def main() -> None:
     print("|---|---|---|---|---|---|---|")
     for r in rows:
         print(
-            f"| {r['query']} | {r['index']} | {r['index_calls']} | {r['index_tokens']:,} | {r['calls_per_question']:.1f} | "
+            f"| {r['query']} | {r['index']} | {r['index_calls']} | {r['index_tokens']:,} | "
+            f"{r['chunks_tested_per_question']:.1f} | {r['calls_per_question']:.1f} | "
             f"{r['tokens_per_question']:,.0f} | {r['total_tokens_index_plus_10']:,.0f} |"
         )
     if args.results:
