@@ -138,9 +138,10 @@ def main() -> None:
         server.stop()
     print(f"# lazy vs global on {args.corpus} (load average {started} -> {load_average()})")
     print(
-        "| query | index | index calls | index tokens | calls / question | tokens / question | index + 10 questions, tokens |"
+        "| query | index | index calls | index tokens | chunks tested / question | calls / question "
+        "| tokens / question | index + 10 questions, tokens |"
     )
-    print("|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|")
     for r in rows:
         print(
             f"| {r['query']} | {r['index']} | {r['index_calls']} | {r['index_tokens']:,} | "
