@@ -16,6 +16,7 @@ from click.testing import CliRunner
 from graphrag_assets.cli.main import main
 from graphrag_assets.core.settings import RerankerSettings
 from graphrag_assets.llm.reranker import SHAPES, Reranker, RerankError
+from graphrag_assets_testkit.projects import query_db
 from graphrag_assets_testkit.rerank_server import RerankServer, overlap
 
 QUESTION = "Who is the keeper of the Kestrel Point Lighthouse?"
@@ -87,8 +88,6 @@ def test_basic_search_answers_from_the_reranked_hits(nlp_index: Path, tmp_path: 
     sources = result["context_records"]["sources"]
     assert result["usage"]["calls_by_purpose"]["rerank"] == 1 and len(sources) == 3
     expected = sorted(range(len(sent)), key=lambda i: -(overlap(QUESTION, sent[i]) + 1.0 / (i + 2)))[:3]
-    from graphrag_assets_testkit.projects import query_db
-
     texts = [query_db(root, f"select text from text_units where id = '{r['id']}'")[0][0] for r in sources]
     assert texts == [sent[i] for i in expected]  # the context follows the reranker's order
 
@@ -109,3 +108,20 @@ def test_doctor_probes_the_reranker(nlp_index: Path, tmp_path: Path) -> None:
         server.stop()
     assert f"reranker    tei API at {server.url}/rerank" in result.output
     assert "answers            yes, in" in result.output
+
+
+def test_local_search_answers_from_the_reranked_text_units(nlp_index: Path, tmp_path: Path) -> None:
+    server = RerankServer("cohere")
+    try:
+        root = with_reranker(nlp_index, tmp_path / "p", {"api": "cohere", "base_url": server.url, "top_n": 4})
+        result = CliRunner().invoke(main, ["query", QUESTION, "--method", "local", "--root", str(root), "--json"])
+        assert result.exit_code == 0, result.output
+        sent = server.calls()[-1]["body"]["documents"]
+    finally:
+        server.stop()
+    answer = json.loads(result.output[result.output.index("{") :])
+    sources = answer["context_records"]["sources"]
+    assert answer["usage"]["calls_by_purpose"]["rerank"] == 1 and 0 < len(sources) <= 4
+    expected = sorted(range(len(sent)), key=lambda i: -(overlap(QUESTION, sent[i]) + 1.0 / (i + 2)))[:4]
+    texts = [query_db(root, f"select text from text_units where id = '{r['id']}'")[0][0] for r in sources]
+    assert texts == [sent[i] for i in expected][: len(texts)]  # the reranker's order, as many as fit

@@ -102,7 +102,7 @@ class LLMSettings(_Section):
     cache: bool = True
     # keyed by model name; the default table (core/data/model_prices.yaml) under the ones set here
     prices: dict[str, Price] = Field(default_factory=default_prices)
-    reranker: RerankerSettings | None = None  # reorders basic search's hits when set
+    reranker: RerankerSettings | None = None  # reorders basic and local search's passages when set
 
     _url = field_validator("base_url", "embedding_base_url")(lambda cls, value: http_url(value))
 

@@ -64,6 +64,7 @@ from graphrag_assets.query.model_calls import ModelCalls, TokenCounter
 from graphrag_assets.query.query_data import QueryData
 from graphrag_assets.query.query_prompts import query_prompt
 from graphrag_assets.query.request import SearchRequest
+from graphrag_assets.query.reranking import reranked_units
 from graphrag_assets.query.results import ContextRecords, QueryResult
 from graphrag_assets.query.retrieval import context_result
 
@@ -260,8 +261,8 @@ async def build_local_context(
 
     text = embedding_text(question, previous)
     ranked = rank_candidates(text, await calls.embed(text, purpose), data, settings, community_level)
-    mapped, reports, relationships, units = ranked.entities, ranked.reports, ranked.relationships, ranked.text_units
-    warnings: list[str] = []
+    mapped, reports, relationships = ranked.entities, ranked.reports, ranked.relationships
+    units, warnings = await reranked_units(request, calls, ranked.text_units)
     if mapped.is_empty():
         warnings.append("no entity matched the question (is the entity_description index empty?)")
 

@@ -1,4 +1,5 @@
-"""Search hits reordered by the configured cross-encoder (``llm.reranker``), when there is one.
+"""Search hits reordered by the configured cross-encoder (``llm.reranker``), when there is one:
+basic search's hits, and local (and DRIFT's local) search's candidate text units.
 
 The best ``candidates`` hits are sent with their texts; the reranker's ``top_n`` come back in its
 order, with its scores. A reranker that fails leaves the hits as they were and adds one warning,
@@ -32,3 +33,19 @@ async def reranked(request: SearchRequest, calls: ModelCalls, found: TextUnitHit
         return TextUnitHits(found.hits, found.mode, [*found.warnings, f"{exc}; the hits were not reranked."])
     calls.usage.calls_by_purpose[PURPOSE] = calls.usage.calls_by_purpose.get(PURPOSE, 0) + 1
     return TextUnitHits([(ids[index], score) for index, score in ranked], found.mode, found.warnings)
+
+
+async def reranked_units(
+    request: SearchRequest, calls: ModelCalls, units: pl.DataFrame
+) -> tuple[pl.DataFrame, list[str]]:
+    """Local search's candidate text units (best first) in the reranker's order, its ``top_n``
+    kept, and the warning when it failed (the units then stay as they were)."""
+    if request.reranker is None or units.is_empty():
+        return units, []
+    before = TextUnitHits([(unit_id, 0.0) for unit_id in units["id"].to_list()], "vector")
+    after = await reranked(request, calls, before)
+    if after.hits is before.hits:  # failed: the warning says so
+        return units, after.warnings
+    order = {unit_id: rank for rank, (unit_id, _) in enumerate(after.hits)}
+    kept = units.filter(pl.col("id").is_in(list(order)))
+    return kept.sort(pl.col("id").replace_strict(order, return_dtype=pl.Int64)), []
