@@ -16,7 +16,6 @@ import time
 from pathlib import Path
 
 import duckdb
-import polars as pl
 import pytest
 
 from graphrag_assets.core.errors import UserError
@@ -262,21 +261,6 @@ def test_a_reader_during_publishes_sees_one_whole_build(s3_server: S3Server, tmp
         __import__("pyarrow.fs").fs.FileSelector(location.path(INDEX_FOLDER), recursive=False)
     )
     assert len([info for info in kept if info.type.name == "Directory"]) == 2  # older copies deleted
-
-
-def test_polars_and_lancedb_reach_the_object_store(s3_server: S3Server, tmp_path: Path) -> None:
-    """The options each library needs for a custom endpoint (storage/object_store.py) work."""
-    import lancedb
-
-    url = s3_server.create_bucket("libraries") + "/x"
-    location = shared_location(load_settings(reader_project(tmp_path / "p", url, s3_server)))
-    frame = pl.DataFrame({"id": ["a", "b"], "n": [1, 2]})
-    frame.write_parquet(location.url_of("frame.parquet"), storage_options=location.polars_options())
-    assert pl.read_parquet(location.url_of("frame.parquet"), storage_options=location.polars_options()).equals(frame)
-    db = lancedb.connect(location.url_of("lancedb"), storage_options=location.lancedb_options())
-    db.create_table("vectors", data=[{"id": "a", "vector": [0.0, 1.0]}, {"id": "b", "vector": [1.0, 0.0]}])
-    reopened = lancedb.connect(location.url_of("lancedb"), storage_options=location.lancedb_options())
-    assert reopened.open_table("vectors").search([1.0, 0.1]).limit(1).to_list()[0]["id"] == "b"
 
 
 def test_the_aws_environment_reaches_the_object_store(s3_server: S3Server, tmp_path: Path) -> None:

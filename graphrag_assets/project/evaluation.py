@@ -233,7 +233,9 @@ def evaluate(
     )
 
 
-def _outcome(question: EvalQuestion, result: QueryResult, seconds: float, usage: UsageCounts, k: int):
+def _outcome(
+    question: EvalQuestion, result: QueryResult, seconds: float, usage: UsageCounts, k: int
+) -> QuestionOutcome:
     retrieved = retrieved_documents(result)
     hit, recall = retrieval_scores(retrieved, question.sources, k) if question.sources else (None, None)
     return QuestionOutcome(

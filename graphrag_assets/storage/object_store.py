@@ -1,21 +1,11 @@
-"""Where ``storage.shared_url`` points, and how each library reaches it.
+"""Where ``storage.shared_url`` points, and how the code reaches it.
 
 A shared location is a local folder (an NFS or other mounted disk, ``file://``) or an S3 prefix
-(``s3://bucket/prefix``) on AWS or any S3-compatible server. The three libraries that read and
-write it each name the same facts differently, so they are spelled once here:
-
-- pyarrow's ``S3FileSystem``: ``endpoint_override`` (with the scheme, e.g. ``http://127.0.0.1:9000``),
-  ``access_key``, ``secret_key``, ``session_token``, ``region``; it reads no environment by
-  itself when a key is given, so every value is passed.
-- polars (``storage_options`` of ``scan_parquet`` / ``write_parquet``, the Rust ``object_store``
-  crate): ``aws_endpoint_url``, ``aws_access_key_id``, ``aws_secret_access_key``,
-  ``aws_session_token``, ``aws_region`` and ``aws_allow_http`` for a plain-HTTP endpoint.
-- LanceDB (``lancedb.connect(uri, storage_options=…)``, the same crate through Lance): ``aws_endpoint``,
-  ``aws_access_key_id``, ``aws_secret_access_key``, ``aws_session_token``, ``aws_region`` and
-  ``allow_http``.
-
-Both object_store users address a custom endpoint by path (``endpoint/bucket/key``), which is what
-S3-compatible servers such as MinIO and moto expect.
+(``s3://bucket/prefix``) on AWS or any S3-compatible server. Every read and write of it (the
+published builds, the workers' exchange) goes through pyarrow's file systems; its
+``S3FileSystem`` takes ``endpoint_override`` (with the scheme, e.g. ``http://127.0.0.1:9000``),
+``access_key``, ``secret_key``, ``session_token`` and ``region``, and reads no environment by
+itself when a key is given, so every value is passed.
 """
 
 from __future__ import annotations
@@ -57,10 +47,6 @@ class Credentials:
             values["region"] = env.get("AWS_DEFAULT_REGION") or "us-east-1"
         return cls(**values)
 
-    @property
-    def allow_http(self) -> bool:
-        return bool(self.endpoint_url and self.endpoint_url.startswith("http://"))
-
 
 @dataclass(frozen=True)
 class SharedLocation:
@@ -101,36 +87,6 @@ class SharedLocation:
             request_timeout=REQUEST_TIMEOUT_SECONDS,
             retry_strategy=fs.AwsStandardS3RetryStrategy(max_attempts=2),
         )
-
-    def polars_options(self) -> dict[str, str] | None:
-        """``storage_options`` for polars' parquet readers and writers (None: a local folder)."""
-        if not self.is_s3:
-            return None
-        c = self.credentials
-        options = {
-            "aws_endpoint_url": c.endpoint_url,
-            "aws_access_key_id": c.access_key_id,
-            "aws_secret_access_key": c.secret_access_key,
-            "aws_session_token": c.session_token,
-            "aws_region": c.region,
-            "aws_allow_http": "true" if c.allow_http else None,
-        }
-        return {key: value for key, value in options.items() if value}
-
-    def lancedb_options(self) -> dict[str, str] | None:
-        """``storage_options`` for ``lancedb.connect`` (None: a local folder)."""
-        if not self.is_s3:
-            return None
-        c = self.credentials
-        options = {
-            "aws_endpoint": c.endpoint_url,
-            "aws_access_key_id": c.access_key_id,
-            "aws_secret_access_key": c.secret_access_key,
-            "aws_session_token": c.session_token,
-            "aws_region": c.region,
-            "allow_http": "true" if c.allow_http else None,
-        }
-        return {key: value for key, value in options.items() if value}
 
 
 def shared_location(settings: Settings, environ: dict[str, str] | None = None) -> SharedLocation | None:
