@@ -44,7 +44,7 @@ async def reranked_units(
         return units, []
     before = TextUnitHits([(unit_id, 0.0) for unit_id in units["id"].to_list()], "vector")
     after = await reranked(request, calls, before)
-    if after.hits is before.hits:  # failed: the warning says so
+    if after.warnings:  # the reranker failed (the candidates came with no warning of their own)
         return units, after.warnings
     order = {unit_id: rank for rank, (unit_id, _) in enumerate(after.hits)}
     kept = units.filter(pl.col("id").is_in(list(order)))
