@@ -1,6 +1,10 @@
-"""Latency and load of ``graphrag-assets serve`` on the *A Christmas Carol* index.
+"""Latency and load of ``graphrag-assets serve`` on the *A Christmas Carol* index (or any index).
 
     python bench/bench_serve.py [--workdir /tmp/graphrag-bench] [--rounds 5] [--requests 200] [--concurrency 20]
+    python bench/bench_serve.py --index ROOT   # an existing project, e.g. a kept bench_scale index
+
+With ``--index`` the questions ask about the index's 20 most connected entities (``show entities
+--json``) instead of the book's, and the server's peak resident memory is printed too.
 
 The book (``../shared/data/nano-graphrag/tests/mock_data.txt``; skipped with a message when
 absent) is indexed offline with the nlp method into ``WORKDIR/serve-carol`` (kept and reused when
@@ -143,6 +147,26 @@ def summary(values: list[float]) -> dict[str, float]:
     }
 
 
+def index_questions(root: Path) -> list[str]:
+    """Questions about the 20 most connected entities of the project at ``root``."""
+    shown = subprocess.run(
+        cli_command("show", "entities", "--root", str(root), "--limit", str(len(QUESTIONS)), "--json"),
+        env=offline_env(),
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return [f"What connects {row['title'].title()} to the others?" for row in json.loads(shown.stdout)]
+
+
+def peak_rss_mb(pid: int) -> float:
+    """The process's peak resident memory (VmHWM), in MB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return round(int(line.split()[1]) / 1024, 1)
+    return float("nan")
+
+
 def sequential(port: int, rounds: int) -> dict[str, Any]:
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
     for question in QUESTIONS[:3]:  # warm up: first LanceDB searches, first tokenizer use
@@ -233,17 +257,25 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--requests", type=int, default=200)
     parser.add_argument("--concurrency", type=int, default=20)
+    parser.add_argument("--index", type=Path, default=None, help="an existing project to serve instead of the book's")
     args = parser.parse_args()
-    if not CHRISTMAS_CAROL.exists():
+    if args.index is not None:
+        root = args.index.resolve()
+        QUESTIONS[:] = index_questions(root)
+        title = f"graphrag-assets serve on {root}"
+    elif not CHRISTMAS_CAROL.exists():
         print(f"skipped: {CHRISTMAS_CAROL} is absent (../shared is not here).")
         return
-    root = args.workdir / "serve-carol"
-    build_index(root)
+    else:
+        root = args.workdir / "serve-carol"
+        build_index(root)
+        title = "graphrag-assets serve on A Christmas Carol (nlp index)"
     machine, load_start = machine_info(), load_average()
     process, port, _ = start_server(root)
     try:
         seq = sequential(port, args.rounds)
         under_load = load(port, args.requests, args.concurrency)
+        serve_peak_mb = peak_rss_mb(process.pid)
     finally:
         stop(process)
     engine = in_process(root, args.rounds)
@@ -274,11 +306,8 @@ def main() -> None:
         ]
     )
     met = {m: routes[m]["median_ms"] <= TARGET_MEDIAN_MS for m in METHODS}
-    print(
-        header_block(
-            "graphrag-assets serve on A Christmas Carol (nlp index)", invocation(), load_start, load_end, machine
-        )
-    )
+    print(header_block(title, invocation(), load_start, load_end, machine))
+    print(f"serve's peak resident memory: {serve_peak_mb} MB")
     print()
     print(markdown_table(["what is timed", "n", "median ms", "p95 ms", "mean ms", "× in-process"], rows))
     print()
@@ -309,7 +338,7 @@ def main() -> None:
         f"({under_load['errors']} of {under_load['requests']}; sequential failures {seq['failures']})"
     )
     path = write_results(
-        "serve.json",
+        "serve.json" if args.index is None else "serve_index.json",
         {
             "machine": machine,
             "git": git_state(),
@@ -320,6 +349,7 @@ def main() -> None:
             "sequential": seq,
             "in_process": engine,
             "load": under_load,
+            "serve_peak_rss_mb": serve_peak_mb,
             "target_median_ms": TARGET_MEDIAN_MS,
             "targets_met": {**met, "zero_errors": under_load["errors"] == 0 and seq["failures"] == 0},
         },
