@@ -187,8 +187,10 @@ async def run_variants(
     embedder,
     settings,
     unit_document: dict[str, str],
+    context_only: bool = False,
 ) -> dict[str, list[dict[str, Any]]]:
-    """Per variant, one row per question: timings and the rank of each gold file."""
+    """Per variant, one row per question: timings and the rank of each gold file (``context_only``:
+    from the context alone, without the no-LLM answer, whose sources are the context's)."""
     configured = {v: variant_settings(settings.query, v) for v in variants}
     encoding = settings.chunking.encoding
     rows: dict[str, list[dict[str, Any]]] = {v: [] for v in variants}
@@ -196,8 +198,21 @@ async def run_variants(
         for variant in variants:
             method, query_settings = VARIANTS[variant][0], configured[variant]
             started = time.perf_counter()
-            await context_sources(method, q["question"], data, embedder, query_settings, encoding)
+            sources = await context_sources(method, q["question"], data, embedder, query_settings, encoding)
             context_seconds = time.perf_counter() - started
+            if context_only:
+                documents = retrieved_documents(sources, unit_document)
+                rows[variant].append(
+                    {
+                        "id": q["id"],
+                        "context_seconds": context_seconds,
+                        "seconds": context_seconds,
+                        "sources": len(sources),
+                        "documents": len(documents),
+                        "gold_ranks": gold_ranks(documents, q["gold"]),
+                    }
+                )
+                continue
             started = time.perf_counter()
             request = SearchRequest(
                 q["question"],
@@ -381,6 +396,9 @@ def main() -> None:
     )
     parser.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
     parser.add_argument("--limit", type=int, default=None, help="first N scored questions only (for a quick try)")
+    parser.add_argument(
+        "--context-only", action="store_true", help="build the contexts only (same hits; no answer, no query times)"
+    )
     args = parser.parse_args()
 
     if not (LIHUA_ZIP.exists() and LIHUA_QA.exists()):
@@ -409,7 +427,9 @@ def main() -> None:
     embedder = build_embedding_model(settings.llm, settings.embeddings, settings.database_path, UsageMeter())
 
     print(f"{', '.join(args.variants)} over {len(questions)} questions ...", file=sys.stderr, flush=True)
-    per_method = asyncio.run(run_variants(args.variants, questions, data, embedder, settings, unit_document))
+    per_method = asyncio.run(
+        run_variants(args.variants, questions, data, embedder, settings, unit_document, args.context_only)
+    )
     summary = {method: {**by_type(rows, questions), "timing": timing(rows)} for method, rows in per_method.items()}
     if len(per_method) > 1:
         summary["either"] = by_type(either(per_method, questions), questions)
