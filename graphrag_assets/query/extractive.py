@@ -8,13 +8,16 @@ was used. Nothing is paraphrased, so nothing can be invented.
 
 Score of a sentence (the cues come from :mod:`graphrag_assets.query.answer_focus`):
 
-- relevance: cosine similarity of the hashing embeddings of sentence and question
-  + ``KEYWORD_WEIGHT`` × the share of the question's content words (crudely stemmed, weighted by
-  rarity among the candidate sentences) it contains;
+- relevance: cosine similarity of the hashing embeddings of sentence and question, both without
+  the words of the question's names (the subject term below scores those)
+  + ``KEYWORD_WEIGHT`` × the share of the question's content words other than its names (crudely
+  stemmed, irregular past forms to their verb, weighted by rarity among the candidate sentences) it contains;
 - subject: + ``SUBJECT_WEIGHT`` × the share of the question's names it mentions, each weighted by
-  its rarity among the candidates (at least ``MIN_RARITY``; a surname counts;
+  its rarity among the candidates (at least ``MIN_RARITY``; a surname counts, but only
+  ``PART_SHARE`` after another given name or a title: "Mrs. Cratchit" for Martha Cratchit;
   a sentence right after one that names the subject and starting with a pronoun counts ``PRONOUN_SHARE``);
-- answer kind: + ``KIND_WEIGHT`` when, next to the subject (or a keyword), it holds what the
+- answer kind: + ``KIND_WEIGHT`` when, next to the subject (or holding ``NEAR_OVERLAP`` of the
+  asked words), it holds what the
   question asks for and the question lacks: a name for "who", a time for "when", a quantity for
   "how many/much", a place for "where"; ``DEFINITION_WEIGHT`` for "X, a ..." / "X is the ..." when
   the question is "who/what is X?";
