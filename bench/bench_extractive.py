@@ -37,7 +37,15 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_nlp import offline_env  # noqa: E402
-from common import REPO_ROOT, cli_command, invocation, machine_info, markdown_table, write_results  # noqa: E402
+from common import (  # noqa: E402
+    REPO_ROOT,
+    cli_command,
+    invocation,
+    load_average,
+    machine_info,
+    markdown_table,
+    write_results,
+)
 
 import graphrag_assets  # noqa: E402
 from graphrag_assets.core.settings import load_settings  # noqa: E402
@@ -119,6 +127,7 @@ def main() -> None:
         "command": invocation(),
         "code": str(Path(graphrag_assets.__file__).resolve().parent.parent),
         "label": args.label,
+        "load_average_start": load_average(),
         "first_sentences": FIRST,
         "corpora": {},
     }
@@ -142,7 +151,9 @@ def main() -> None:
                 for r in answered:
                     if not r["hit"]:
                         print(f"MISS [{corpus}/{method}] {r['question']}\n   " + "\n   ".join(r["first"]) + "\n")
-    print(f"extractive answers ({args.label}: {results['code']}) — answer within the first {FIRST} sentences\n")
+    results["load_average_end"] = load_average()
+    print(f"extractive answers ({args.label}: {results['code']}) — answer within the first {FIRST} sentences")
+    print(f"load average at start {results['load_average_start']}, at end {results['load_average_end']}\n")
     print(markdown_table(["corpus", "method", "questions", "answered", "median ms"], table))
     path = write_results(f"extractive_{args.label}.json", results)
     print(f"\nwritten to {path.relative_to(REPO_ROOT)}")

@@ -8,11 +8,12 @@ from graphrag_assets.query.answer_focus import (
     PERSON,
     QUANTITY,
     TIME,
+    another_bearer,
     is_dialogue_tag,
     offers,
     question_focus,
 )
-from graphrag_assets.query.extractive import extractive_answer
+from graphrag_assets.query.extractive import extractive_answer, keywords, stem
 
 
 def first_sentence(question: str, text: str) -> str:
@@ -63,3 +64,47 @@ def test_the_asked_kind_next_to_the_subject_wins() -> None:
     assert first_sentence("How many member boats does the Vellmouth Fishing Cooperative have?", boats) == (
         "It negotiates prices for its forty-one member boats."
     )
+
+
+def test_a_name_with_of_is_defined_and_a_clause_is_not() -> None:
+    assert question_focus("Who is the Ghost of Christmas Present?").wants == DEFINITION
+    assert question_focus("What was Scrooge eating when Marley's ghost came?").wants != DEFINITION
+    assert question_focus("Who is Tiny Tim?").named
+    assert not question_focus("Who was the mediator in the reef case?").named
+
+
+def test_an_alias_or_a_list_entry_opens_a_definition() -> None:
+    tiny_tim = question_focus("Who is Tiny Tim?")
+    words = frozenset({"tiny", "tim"})
+    assert offers(tiny_tim, 'Tim Cratchit ("Tiny Tim"), a cripple, youngest son of Bob Cratchit.', words) == 1.0
+    martha = question_focus("Who is Martha Cratchit?")
+    cast = "Belinda and Martha Cratchit, daughters of the preceding."
+    assert offers(martha, cast, frozenset({"martha", "cratchit"})) == 1.0
+
+
+def test_another_bearer_of_the_surname_is_someone_else() -> None:
+    assert another_bearer("Mrs. Cratchit, wife of Bob Cratchit.", "MARTHA CRATCHIT")
+    assert not another_bearer("Cratchit laughed.", "MARTHA CRATCHIT")
+    assert not another_bearer("Martha Cratchit laughed.", "MARTHA CRATCHIT")
+    text = (
+        "Mrs. Cratchit, wife of Bob Cratchit. Bob Cratchit, clerk to Ebenezer Scrooge. "
+        "Belinda and Martha Cratchit, daughters of the preceding."
+    )
+    assert first_sentence("Who is Martha Cratchit?", text) == "Belinda and Martha Cratchit, daughters of the preceding."
+
+
+def test_how_old_counts_years_and_the_name_alone_is_no_answer() -> None:
+    focus = question_focus("How old was Old Joe?")
+    words = frozenset({"old", "joe"})
+    assert offers(focus, "Old Joe counted out their several gains.", words) == 0.0
+    assert offers(focus, "Old Joe was nearly seventy years of age.", words) == 1.0
+    text = (
+        "Look here, old Joe, here's a chance! "
+        "By the stove sat old Joe, a grey-haired rascal, nearly seventy years of age."
+    )
+    assert first_sentence("How old was Old Joe?", text).endswith("nearly seventy years of age.")
+
+
+def test_irregular_past_forms_match_their_verb() -> None:
+    assert "say" in keywords("'Humbug!' said Scrooge.") & keywords("What did Scrooge say?")
+    assert stem("bought") == stem("buy") == "buy"

@@ -15,7 +15,7 @@ import pytest
 from graphrag_assets.core.settings import EmbeddingSettings, LLMSettings
 from graphrag_assets.llm.factory import build_embedding_model
 from graphrag_assets.llm.local_embedder import LocalEmbedder
-from graphrag_assets.llm.static_embedder import StaticEmbedder, map_safetensors
+from graphrag_assets.llm.static_embedder import StaticEmbedder, TableRows, map_safetensors
 from graphrag_assets.llm.static_model_files import TOKENIZER_FILE, local_embedder_name, package_dir
 from graphrag_assets.llm.usage import UsageMeter
 
@@ -167,3 +167,13 @@ def test_combined_vectors_weigh_both_cosines() -> None:
     expected = 0.5 * float(static[0] @ static[1]) + 0.5 * float(hashed[0] @ hashed[1])
     assert abs(float(vectors[0] @ vectors[1]) - expected) < 1e-5
     assert combined.model == f"{StaticEmbedder().model}+local-hash-v1-128-s0.5"
+
+
+def test_only_the_rows_asked_for_are_read_and_they_match_the_file() -> None:
+    table = map_safetensors(package_dir() / "weights" / "l2_supercat_256.safetensors", "embedding.weight")
+    rows = TableRows(table)
+    ids = np.array([31999, 5, 9, 5])
+    assert np.array_equal(rows[ids], np.asarray(table[ids]))
+    assert rows.held == 3
+    assert np.array_equal(rows[np.array([9, 1200])], np.asarray(table[[9, 1200]]))
+    assert rows.held == 4

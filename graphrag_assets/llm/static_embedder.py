@@ -11,8 +11,9 @@ Why not ``wordllama.WordLlama.load()``: it looks for the tokenizer in a folder t
 have and then downloads it, and importing the package pulls in ``requests`` and its clustering
 extensions. Here the package is only *located* (``importlib.util.find_spec``, which runs none of
 its code); the tokenizer is read with the ``tokenizers`` library from the wheel's own file, and the
-weights are memory-mapped straight out of the safetensors file (an 8-byte header length, a JSON
-header, then the raw table), so nothing is downloaded and only the pages of tokens in use are read.
+weights are located in the safetensors file (an 8-byte header length, a JSON header, then the
+raw table) and read row by row as tokens are first met (:class:`TableRows`), so nothing is
+downloaded and only the rows of tokens in use are held in memory.
 
 Both are loaded lazily, on the first :meth:`StaticEmbedder.embed_sync`: building the embedder (a
 query that never embeds, ``status``) costs nothing. The model name
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import struct
 import threading
 from collections.abc import Sequence
@@ -66,10 +68,60 @@ def map_safetensors(path: Path, name: str) -> np.ndarray:
     return np.memmap(path, dtype=dtype, mode="r", offset=8 + header_length + begin, shape=tuple(entry["shape"]))
 
 
+class TableRows:
+    """The rows of a memory-mapped table, read with ``pread`` the first time they are asked for and
+    kept side by side in a compact array.
+
+    Indexing the map itself would make every page it touches resident: eight rows share a 4 KB page,
+    so the ~9,000 distinct tokens of *A Christmas Carol* touched nearly all of the 16 MB. Read row
+    by row, the process keeps only the rows in use (512 bytes each), and the file's pages stay in
+    the kernel's page cache, shared and not counted in its memory.
+    """
+
+    def __init__(self, table: np.memmap) -> None:
+        self.vocabulary, self.dimension = table.shape
+        self._dtype = table.dtype
+        self._row_bytes = self.dimension * table.dtype.itemsize
+        self._path, self._offset = str(table.filename), table.offset
+        self._slot = np.full(self.vocabulary, -1, dtype=np.int64)  # token id -> row of _rows
+        self._rows = np.empty((0, self.dimension), dtype=table.dtype)
+        self._count = 0
+        self._lock = threading.Lock()
+
+    @property
+    def held(self) -> int:
+        """How many rows have been read so far."""
+        return self._count
+
+    def __getitem__(self, ids: np.ndarray) -> np.ndarray:
+        """The rows of these token ids (each in ``[0, vocabulary)``), in the order given."""
+        with self._lock:
+            missing = np.unique(ids[self._slot[ids] < 0])
+            if missing.size:
+                self._read(missing)
+            return self._rows[self._slot[ids]]
+
+    def _read(self, ids: np.ndarray) -> None:
+        needed = self._count + ids.size
+        if needed > self._rows.shape[0]:
+            grown = np.empty((max(needed, 2 * self._rows.shape[0], 1024), self.dimension), dtype=self._dtype)
+            grown[: self._count] = self._rows[: self._count]
+            self._rows = grown
+        fd = os.open(self._path, os.O_RDONLY)
+        try:
+            for token in ids.tolist():
+                raw = os.pread(fd, self._row_bytes, self._offset + token * self._row_bytes)
+                self._rows[self._count] = np.frombuffer(raw, dtype=self._dtype)
+                self._slot[token] = self._count
+                self._count += 1
+        finally:
+            os.close(fd)
+
+
 @dataclass(frozen=True)
 class _Model:
     tokenizer: Tokenizer
-    table: np.ndarray  # (vocabulary, dimension), memory-mapped float16
+    table: TableRows  # (vocabulary, dimension) float16, rows read on demand from the weights file
 
 
 def _load() -> _Model:
@@ -86,7 +138,7 @@ def _load() -> _Model:
     tokenizer = Tokenizer.from_file(str(tokenizer_file))
     tokenizer.no_padding()
     tokenizer.no_truncation()
-    return _Model(tokenizer, map_safetensors(weights, TABLE_NAME))
+    return _Model(tokenizer, TableRows(map_safetensors(weights, TABLE_NAME)))
 
 
 class StaticEmbedder:
@@ -148,7 +200,7 @@ def _token_ids(tokenizer: Tokenizer, text: str, pieces: dict[str, tuple[int, ...
     return np.fromiter(itertools.chain.from_iterable(pieces[w] for w in words), dtype=np.int64)
 
 
-def _pool(table: np.ndarray, ids: list[np.ndarray], out: np.ndarray) -> None:
+def _pool(table: TableRows, ids: list[np.ndarray], out: np.ndarray) -> None:
     """Mean of each text's token rows, written into ``out`` (a text with no token stays zero).
 
     Each text is pooled on its own, over its distinct tokens in id order weighted by their counts
@@ -157,7 +209,7 @@ def _pool(table: np.ndarray, ids: list[np.ndarray], out: np.ndarray) -> None:
     the chunk's distinct tokens, so an incremental run (a few changed texts) and a rebuild (all of
     them) gave vectors 2e-8 apart, and the index no longer equalled a rebuild.
     """
-    last = table.shape[0] - 1
+    last = table.vocabulary - 1
     for row, text_ids in enumerate(ids):
         if not text_ids.size:
             continue

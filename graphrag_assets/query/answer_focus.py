@@ -55,7 +55,21 @@ _DEFINITION_QUESTION = re.compile(
     r"[^?,]{1,60}?)\s*\??\s*$",
     re.IGNORECASE,
 )
-_DEFINITION_VERBS = re.compile(r"\b(?:of|does|do|did|made|called|named|name|happened|happen)\b", re.IGNORECASE)
+_DEFINITION_VERBS = re.compile(
+    r"\b(?:of|does|do|did|made|called|named|name|happened|happen"
+    r"|when|while|where|whenever|after|before|because|since|if|that|which|who|whom)\b",
+    re.IGNORECASE,
+)  # "what was X made of?", "what was X eating when Y came?": not "what is X?"
+_NAME_OF = re.compile(r"\b([A-Z][\w'-]*\s+)of\s+(?:the\s+)?(?=[A-Z])")  # "Ghost of Christmas Present" is one name
+_UNITS = {  # what "how old/long/far ..." counts, though the question does not say it
+    "how old": frozenset({"year", "age", "month", "birthday"}),
+    "how long": frozenset({"year", "month", "week", "day", "hour", "minute", "second", "night", "time"}),
+    "how far": frozenset({"mile", "yard", "kilometre", "kilometer", "metre", "meter", "league", "foot", "feet"}),
+    "how deep": frozenset({"metre", "meter", "foot", "feet", "fathom", "yard", "mile"}),
+    "how tall": frozenset({"metre", "meter", "foot", "feet", "inch", "storey", "story"}),
+    "how high": frozenset({"metre", "meter", "foot", "feet", "inch", "storey", "story"}),
+    "how wide": frozenset({"metre", "meter", "foot", "feet", "inch", "yard", "mile"}),
+}
 
 
 @dataclass(frozen=True)
@@ -65,6 +79,8 @@ class Focus:
     wants: str
     subjects: tuple[str, ...]  # upper-case phrases, as :func:`mention_key` spells them
     question_words: frozenset[str]  # lower-case words of the question (an answer must add something)
+    units: frozenset[str] = frozenset()  # what a quantity is counted in when the question implies it ("how old": years)
+    named: bool = True  # the subjects are names from the question (not the phrase of "what is the lantern festival?")
 
 
 def question_focus(question: str) -> Focus:
@@ -72,11 +88,11 @@ def question_focus(question: str) -> Focus:
     words = frozenset(w.lower() for w in re.findall(r"[\w'-]+", question))
     definition = _DEFINITION_QUESTION.match(question)
     defined = definition.group("subject") if definition else ""
-    if definition and not _DEFINITION_VERBS.search(defined) and not _is_role(question, defined):
+    found = _QUESTION_WORD.match(question)
+    word = " ".join(found.group("w").lower().split()) if found else ""
+    if definition and not _DEFINITION_VERBS.search(_NAME_OF.sub(r"\1", defined)) and not _is_role(question, defined):
         wants = DEFINITION
     else:
-        found = _QUESTION_WORD.match(question)
-        word = " ".join(found.group("w").lower().split()) if found else ""
         if word in ("who", "whom", "whose"):
             wants = PERSON
         elif word == "when" or word.startswith(("what ", "which ")):
@@ -87,7 +103,9 @@ def question_focus(question: str) -> Focus:
             wants = PLACE
         else:
             wants = OTHER
-    return Focus(wants, _subjects(question, defined or None), words)
+    names = _subjects(question, None)
+    subjects = names or _subjects(question, defined or None)
+    return Focus(wants, subjects, words, _UNITS.get(word, frozenset()), named=bool(names))
 
 
 def _is_role(question: str, defined: str) -> bool:
@@ -136,6 +154,24 @@ def mentions(key: str, subject: str) -> float:
     return PART_SHARE if any(f" {w} " in key for w in words[:-1]) else 0.0
 
 
+_GIVEN_BEFORE = re.compile(r"([A-Z][\w'-]*)\.?\s+$")
+
+
+def another_bearer(sentence: str, subject: str) -> bool:
+    """Whether the sentence names a two-word subject's last word only after another capitalised
+    word: "Bob Cratchit" or "Mrs. Cratchit" for "Martha Cratchit" is someone else of the family."""
+    parts = subject.split(" ")
+    if len(parts) != 2:
+        return False
+    found = False
+    for m in re.finditer(rf"\b{re.escape(parts[1])}\b", sentence, re.IGNORECASE):
+        before = _GIVEN_BEFORE.search(sentence, 0, m.start())
+        if before is None or before.group(1).upper() == parts[0]:
+            return False  # the name alone, or in full
+        found = True
+    return found
+
+
 def narrative(sentence: str) -> str:
     """The sentence without its quoted speech."""
     return _QUOTED.sub(" ", sentence)
@@ -176,7 +212,7 @@ def _counts_something_asked(focus: Focus, told: str, subject_words: frozenset[st
         "how",
         "many",
         "much",
-    }
+    } | {u[:4] for u in focus.units}
     for i, (word, span) in enumerate(words):
         if not _QUANTITY.fullmatch(word) and not (_QUANTITY.match(word) and word[:1].isdigit()):
             continue
@@ -200,8 +236,22 @@ _DETERMINER = r"(?:a|an|the|one|his|her|their|its)\s+"
 # "X, a bachelor" / "X, Scrooge's nephew" / "X, clerk to ..." / "X is a ..." / "X (the ...)"; the
 # word after the comma must be a content word ("Topper, who could growl" describes nothing).
 _APPOSITION = re.compile(
-    rf"(?:'s)?(?:,\s*(?:{_DETERMINER}|[A-Z][\w-]*'s\s+)?(?P<word>[a-z][\w-]*)"
+    rf"(?:'s)?(?:[\"\u201d')]*,\s*(?:{_DETERMINER}|[A-Z][\w-]*'s\s+)?(?P<word>[a-z][\w-]*)"
     rf"|\s+(?:is|was|are|were|became|has been|had been)\s+{_DETERMINER}|\s*\(\s*{_DETERMINER})"
+)
+
+
+def _names_another(sentence: str, start: int, subject: str) -> bool:
+    before = _GIVEN_BEFORE.search(sentence, 0, start)
+    return before is not None and before.group(1).upper() != subject.split(" ")[0]
+
+
+# what may stand before a name that opens a sentence: a title, or a full name whose alias the name is
+# ("Tim Cratchit (\"Tiny Tim\"), a cripple")
+_OPENING = re.compile(
+    r"(?:(?:Mr|Mrs|Ms|Dr|Old|Young|Little)\.?\s+)?\W*"
+    r"|(?:[A-Z][\w'-]*\s+){1,3}\(\W*"  # an alias: Tim Cratchit ("Tiny Tim"), a cripple
+    r"|(?:[A-Z][\w'-]*,?\s+)+and\s+"  # one of a list: Belinda and Martha Cratchit, daughters
 )
 
 
@@ -213,9 +263,11 @@ def _defines(sentence: str, focus: Focus) -> float:
         for form in (subject, subject.rsplit(" ", 1)[-1]):
             name = r"\W+".join(re.escape(w) for w in form.split())
             for m in re.finditer(rf"\b(?i:{name})", sentence):
+                if form != subject and _names_another(sentence, m.start(), subject):
+                    continue
                 found = _APPOSITION.match(sentence, m.end())
                 if not found or (found.group("word") or "x").lower() in function_words():
                     continue
-                opening = re.fullmatch(r"(?:(?:Mr|Mrs|Ms|Dr|Old|Young|Little)\.?\s+)?\W*", sentence[: m.start()])
+                opening = _OPENING.fullmatch(sentence[: m.start()])
                 best = max(best, 1.0 if opening else 0.6)
     return best

@@ -8,13 +8,16 @@ was used. Nothing is paraphrased, so nothing can be invented.
 
 Score of a sentence (the cues come from :mod:`graphrag_assets.query.answer_focus`):
 
-- relevance: cosine similarity of the hashing embeddings of sentence and question
-  + ``KEYWORD_WEIGHT`` × the share of the question's content words (crudely stemmed, weighted by
-  rarity among the candidate sentences) it contains;
+- relevance: cosine similarity of the hashing embeddings of sentence and question, both without
+  the words of the question's names (the subject term below scores those)
+  + ``KEYWORD_WEIGHT`` × the share of the question's content words other than its names (crudely
+  stemmed, irregular past forms to their verb, weighted by rarity among the candidate sentences) it contains;
 - subject: + ``SUBJECT_WEIGHT`` × the share of the question's names it mentions, each weighted by
-  its rarity among the candidates (at least ``MIN_RARITY``; a surname counts;
+  its rarity among the candidates (at least ``MIN_RARITY``; a surname counts, but only
+  ``PART_SHARE`` after another given name or a title: "Mrs. Cratchit" for Martha Cratchit;
   a sentence right after one that names the subject and starting with a pronoun counts ``PRONOUN_SHARE``);
-- answer kind: + ``KIND_WEIGHT`` when, next to the subject (or a keyword), it holds what the
+- answer kind: + ``KIND_WEIGHT`` when, next to the subject (or holding ``NEAR_OVERLAP`` of the
+  asked words), it holds what the
   question asks for and the question lacks: a name for "who", a time for "when", a quantity for
   "how many/much", a place for "where"; ``DEFINITION_WEIGHT`` for "X, a ..." / "X is the ..." when
   the question is "who/what is X?";
@@ -45,7 +48,16 @@ from graphrag_assets.core.ids import short_id
 from graphrag_assets.core.sentences import mention_key, sentences_with_keys, split_sentences
 from graphrag_assets.core.words import function_words
 from graphrag_assets.llm.local_embedder import LocalEmbedder, words_of
-from graphrag_assets.query.answer_focus import DEFINITION, Focus, is_dialogue_tag, mentions, offers, question_focus
+from graphrag_assets.query.answer_focus import (
+    DEFINITION,
+    PART_SHARE,
+    Focus,
+    another_bearer,
+    is_dialogue_tag,
+    mentions,
+    offers,
+    question_focus,
+)
 from graphrag_assets.query.model_calls import ModelCalls
 from graphrag_assets.query.query_data import QueryData
 from graphrag_assets.query.results import ContextRecords
@@ -64,6 +76,7 @@ SHORT_PENALTY = 0.4
 MIN_WORDS = 3  # "Scrooge." or "Christmas Day." answer nothing
 REPORT_PENALTY = 0.3  # a report sums up sentences the sources state first-hand
 MIN_COSINE = 0.1
+NEAR_OVERLAP = 0.5  # a sentence holding this share of the asked words is about the question, named subject or not
 MIN_RARITY = 0.3  # the least weight a subject's mention keeps, however common the subject
 MAX_SUBJECT_UNITS = 40
 PRONOUN_SHARE = 0.8  # "She was refloated ..." right after a sentence naming the Meridian Crest
@@ -77,9 +90,56 @@ class _Candidate:
     text: str
 
 
+# the past forms of common irregular verbs: "what did Scrooge say?" is answered by "said Scrooge"
+_IRREGULAR = {
+    past: base
+    for base, forms in {
+        "say": "said",
+        "make": "made",
+        "come": "came",
+        "go": "went gone",
+        "see": "saw seen",
+        "take": "took taken",
+        "give": "gave given",
+        "buy": "bought",
+        "tell": "told",
+        "find": "found",
+        "think": "thought",
+        "bring": "brought",
+        "know": "knew known",
+        "eat": "ate eaten",
+        "leave": "left",
+        "feel": "felt",
+        "keep": "kept",
+        "hold": "held",
+        "stand": "stood",
+        "sit": "sat",
+        "begin": "began begun",
+        "run": "ran",
+        "write": "wrote written",
+        "speak": "spoke spoken",
+        "get": "got gotten",
+        "pay": "paid",
+        "sell": "sold",
+        "send": "sent",
+        "spend": "spent",
+        "build": "built",
+        "meet": "met",
+        "lose": "lost",
+        "win": "won",
+        "become": "became",
+        "die": "died",
+    }.items()
+    for past in forms.split()
+}
+
+
 def stem(word: str) -> str:
-    """A crude English stem: possessive and one common suffix removed when 3+ letters remain."""
+    """A crude English stem: an irregular past form's verb, else the word without its possessive
+    and one common suffix (when 3+ letters remain)."""
     word = word.removesuffix("'s")
+    if word in _IRREGULAR:
+        return _IRREGULAR[word]
     for suffix in _SUFFIXES:
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:
             return word[: -len(suffix)]
@@ -129,12 +189,11 @@ def extractive_answer(
     if not candidates or max_sentences < 1:
         return f"{HEADER}\n\n{NO_MATCH}"
 
-    vectors = embedder.embed_sync([question] + [c.text for c in candidates])
-    cosine = vectors[1:] @ vectors[0]
     focus = question_focus(question)
-    wanted = keywords(question)
     # Names are scored as subjects; the keywords then say what is asked about them.
-    wanted = (wanted - keywords(" ".join(focus.subjects).lower())) or wanted
+    wanted = keywords(question) - (keywords(" ".join(focus.subjects).lower()) if focus.named else set())
+    vectors = embedder.embed_sync(_without_subjects([question] + [c.text for c in candidates], focus))
+    cosine = vectors[1:] @ vectors[0]
     overlap = _keyword_overlap(wanted, [keywords(c.text) for c in candidates])
     cues = _cue_scores(focus, candidates, overlap, related)
     score = cosine.astype(np.float64) + KEYWORD_WEIGHT * overlap + cues.bonus
@@ -144,6 +203,19 @@ def extractive_answer(
         return f"{HEADER}\n\n{NO_MATCH}"
     lines = [f"{candidates[i].text} [Data: {candidates[i].label}]" for i in ranked]
     return HEADER + "\n\n" + "\n\n".join(lines)
+
+
+def _without_subjects(texts: list[str], focus: Focus) -> list[str]:
+    """The texts with the words of the question's subjects taken out.
+
+    The subject is scored on its own (``SUBJECT_WEIGHT``); left in, it would count again in the
+    cosine, most in the shortest sentences ("Ah, poor Tiny Tim!"), which name it and say nothing.
+    """
+    words = {w for s in focus.subjects for w in s.lower().split() if len(w) > 2 and w not in function_words()}
+    if not words or not focus.named:  # a phrase the question defines ("the mediator in the reef case") is what it asks
+        return texts
+    names = re.compile(r"\b(?:" + "|".join(sorted(map(re.escape, words))) + r")(?:'s)?\b", re.IGNORECASE)
+    return [names.sub(" ", text) for text in texts]
 
 
 def _keyword_overlap(wanted: set[str], found: list[set[str]]) -> np.ndarray:
@@ -173,7 +245,10 @@ def _cue_scores(focus: Focus, candidates: Sequence[_Candidate], overlap: np.ndar
     named_by = [sum(mentions(key, s) == 1.0 for key in keys) / max(1, len(keys)) for s in focus.subjects]
     rarity = [max(MIN_RARITY, 1.0 - share) for share in named_by]
     for i, (candidate, key) in enumerate(zip(candidates, keys, strict=True)):
-        shares = [mentions(key, s) for s in focus.subjects]
+        shares = [
+            PART_SHARE if share == 1.0 and f" {s} " not in key and another_bearer(candidate.text, s) else share
+            for s, share in zip(focus.subjects, (mentions(key, s) for s in focus.subjects), strict=True)
+        ]
         named = [s for s, share in zip(focus.subjects, shares, strict=True) if share == 1.0]
         if focus.subjects:
             subject[i] = sum(share * rarity[j] for j, share in enumerate(shares)) / len(focus.subjects)
@@ -181,7 +256,8 @@ def _cue_scores(focus: Focus, candidates: Sequence[_Candidate], overlap: np.ndar
             follows = i > 0 and candidates[i - 1].label == candidate.label and subject[i - 1] > 0
             if not subject[i] and follows and first_word in _PRONOUN_START:
                 subject[i] = PRONOUN_SHARE * subject[i - 1]
-        near = subject[i] > 0 or (not focus.subjects and overlap[i] > 0)
+        # next to the subject, or holding most of what is asked ("by Three Spirits" for "how many spirits will haunt Scrooge?")
+        near = subject[i] > 0 or overlap[i] >= NEAR_OVERLAP or (not focus.subjects and overlap[i] > 0)
         if near:
             bonus[i] += (DEFINITION_WEIGHT if focus.wants == DEFINITION else KIND_WEIGHT) * offers(
                 focus, candidate.text, subject_words

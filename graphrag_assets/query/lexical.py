@@ -5,6 +5,10 @@ Opening LanceDB costs about a second of imports, which is most of a command-line
 small index, so an index small enough to tokenize in a few milliseconds is searched here instead
 (see ``project/query_data.py``). Same contract: the ids of the texts that contain query words,
 best first; texts without any query word are not returned.
+
+Words are runs of two or more letters or digits: an underscore separates words, so a chat log
+stamped ``Time: 20260405_10:00`` is found by "20260405" (bm25s's default, ``\w\w+``, keeps
+``20260405_10`` as one word that no question holds).
 """
 
 from __future__ import annotations
@@ -13,6 +17,8 @@ from collections.abc import Sequence
 
 import bm25s
 from bm25s.tokenization import Tokenizer
+
+WORD = r"(?u)[^\W_]{2,}"
 
 
 class Bm25Index:
@@ -23,7 +29,7 @@ class Bm25Index:
         # must not depend on the order the rows were stored in (a rebuild and an update differ).
         pairs = sorted(zip(ids, texts))
         self._ids = [i for i, _ in pairs]
-        self._tokenizer = Tokenizer(stopwords="en")
+        self._tokenizer = Tokenizer(stopwords="en", splitter=WORD)
         self._retriever = bm25s.BM25()
         if self._ids:
             self._retriever.index(
