@@ -1,0 +1,156 @@
+"""Citations down to the character: every cited passage is re-read from the original file.
+
+A small corpus in every input format (txt with a byte-order mark and CRLF line ends, md with
+headings and a decomposed accent, csv with a multi-line quoted value, a json array, jsonl with a
+blank line) is indexed offline with small chunks, so most passages start deep inside their file.
+Questions are answered extractively (basic and local search) and by a model (lazy search through
+the scripted OpenAI-compatible server); for every citation the span ``start:end`` of the document
+re-read from disk — through the format's own parser for structured files — must equal the cited
+text.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from graphrag_assets.core.settings import load_settings
+from graphrag_assets.pipeline.indexing import index_project
+from graphrag_assets.project.querying import answer_question
+from graphrag_assets.query.request import QueryOptions
+from graphrag_assets.query.results import Citation
+from graphrag_assets_testkit.projects import make_project
+
+TXT = (
+    "\ufeffThe keeper of the Greyness lighthouse is Marta Quell. Café owners on the quay say she never sleeps.\r\n"
+    "\r\n"
+    "In March the lamp of the lighthouse failed during a gale. Marta Quell repaired the lamp with a spare lens "
+    "from the schooner Tern — within one night.\r\n"
+    "\r\n"
+    "The harbour master, Ivo Brandt, praised the repair in a letter to the council. 日本 sailors also noticed.\r\n"
+)
+MD = (
+    "# Harbour guide\n\n"
+    "## Boats\n\n"
+    "The schooner Tern carries timber from Vellmouth to the islands. Its captain is Rosa Kell.\n\n"
+    "## Food\n\n"
+    "The cafe\u0301 on the quay serves smoked herring. Rosa Kell eats there after every crossing.\n\n"
+    "- The ferry leaves at seven.\n"
+    "- The ferry returns at noon.\n"
+)
+CSV_ROWS = [
+    (
+        "t1",
+        "Spring tides",
+        "  The spring tide flooded the lower quay in April.\nSandbags were laid by the fishermen.  ",
+    ),
+    ("t2", "Neap tides", "Neap tides left the schooner Tern aground for two days. Rosa Kell waited for the flood."),
+]
+JSON_RECORDS = [
+    {"title": "Council minutes", "text": "The council thanked Marta Quell for repairing the lighthouse lamp."},
+    {"title": "Budget", "text": "The council set aside money for a new lighthouse lens. Ivo Brandt will order it."},
+]
+JSONL_RECORDS = [
+    {"title": "Interview one", "text": "Ivo Brandt said the harbour had never been so busy. Ships waited at anchor."},
+    {"title": "Interview two", "text": "Rosa Kell said the Tern would sail to the islands again in May."},
+]
+QUESTIONS = (
+    "Who repaired the lamp of the lighthouse?",
+    "Who is the captain of the schooner Tern?",
+    "What did the spring tide flood?",
+    "What will Ivo Brandt order?",
+)
+# The scripted model finds a passage relevant when it shares two words of five letters with the question.
+MODEL_QUESTIONS = (
+    "What did the council say about Marta Quell?",
+    "Where does the schooner carry timber?",
+    "What did the spring tide flood?",
+)
+
+
+def write_corpus(folder: Path) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "keeper.txt").write_bytes(TXT.encode("utf-8"))
+    (folder / "guide.md").write_text(MD, encoding="utf-8")
+    with (folder / "tides.csv").open("w", encoding="utf-8", newline="") as handle:
+        writer = csv.writer(handle, lineterminator="\n")
+        writer.writerow(["id", "title", "text"])
+        writer.writerows(CSV_ROWS)
+    (folder / "council.json").write_text(json.dumps(JSON_RECORDS, ensure_ascii=False, indent=1), encoding="utf-8")
+    lines = [json.dumps(record, ensure_ascii=False) for record in JSONL_RECORDS]
+    (folder / "interviews.jsonl").write_text(lines[0] + "\n\n" + lines[1] + "\n", encoding="utf-8")
+
+
+@pytest.fixture(scope="module")
+def corpus_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = make_project(tmp_path_factory.mktemp("citations") / "project", with_sample=False)
+    write_corpus(root / "data" / "input")
+    (root / "graphrag.yaml").write_text(
+        "method: nlp\nllm:\n  embeddings: local\nchunking:\n  size: 24\n  overlap: 6\n", encoding="utf-8"
+    )
+    report = index_project(load_settings(root, environ={}))
+    assert report.success, report.as_dict()
+    return root
+
+
+def original_text(input_dir: Path, citation: Citation) -> str:
+    """The document's text as the citation's offsets count it, re-read from the file."""
+    path = input_dir / (citation.path or "")
+    suffix = path.suffix
+    if suffix in (".txt", ".md"):
+        assert citation.record is None
+        return path.read_text(encoding="utf-8-sig")  # text mode: CRLF reads as one "\n"
+    if suffix == ".csv":
+        with path.open(encoding="utf-8", newline="") as handle:
+            records: list[dict[str, Any]] = list(csv.DictReader(handle))
+    elif suffix == ".json":
+        records = json.loads(path.read_text(encoding="utf-8"))
+    else:
+        records = [json.loads(line) for line in path.read_text(encoding="utf-8").split("\n") if line.strip()]
+    assert citation.record is not None
+    record = records[citation.record]
+    assert (record.get("title") or "") == citation.title
+    return record["text"].strip()
+
+
+def checked_citations(root: Path, results: list[Any]) -> list[Citation]:
+    """Every citation of the results, each asserted to equal its span of the original file."""
+    checked = []
+    for result in results:
+        for citation in result.citations:
+            assert citation.start is not None and citation.end is not None, citation
+            text = original_text(root / "data" / "input", citation)
+            assert text[citation.start : citation.end] == citation.text, citation
+            checked.append(citation)
+    return checked
+
+
+def test_every_extractive_citation_is_its_sentence_in_the_original_file(corpus_index: Path) -> None:
+    settings = load_settings(corpus_index, environ={})
+    results = [
+        answer_question(settings, question, QueryOptions(method))
+        for question in QUESTIONS
+        for method in ("basic", "local")
+    ]
+    assert not any(r.llm_used for r in results)
+    checked = checked_citations(corpus_index, results)
+    # every format is cited, each answer line by the sentence it shows, and passages start deep in files
+    assert {Path(c.path or "").suffix for c in checked} == {".txt", ".md", ".csv", ".json", ".jsonl"}
+    assert all(c.scope == "sentence" and c.claim in " ".join(c.text.split()) for c in checked if c.path != "guide.md")
+    assert any(c.start > 100 for c in checked if c.path == "keeper.txt")
+    for result in results:
+        lines = [line for line in result.answer.split("\n\n")[1:] if "[Data: Sources" in line]
+        assert len({c.claim for c in result.citations}) == len(lines)
+
+
+def test_a_model_answer_cites_its_passages_in_the_original_file(corpus_index: Path, graphrag_server) -> None:
+    environ = {"OPENAI_API_KEY": "sk-test-not-secret", "OPENAI_BASE_URL": graphrag_server.base_url}
+    settings = load_settings(corpus_index, environ=environ)
+    results = [answer_question(settings, question, QueryOptions("lazy")) for question in MODEL_QUESTIONS]
+    assert all(r.llm_used for r in results)
+    checked = checked_citations(corpus_index, results)
+    assert checked and all(c.scope in ("sentence", "text_unit") for c in checked)
