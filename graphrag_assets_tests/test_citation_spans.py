@@ -154,3 +154,85 @@ def test_a_model_answer_cites_its_passages_in_the_original_file(corpus_index: Pa
     assert all(r.llm_used for r in results)
     checked = checked_citations(corpus_index, results)
     assert checked and all(c.scope in ("sentence", "text_unit") for c in checked)
+
+
+# --- the server: native API, OpenAI-compatible API (whole and streamed), the page ----------------
+
+KEY = "citation-test-key-5e1"
+AUTH = {"Authorization": f"Bearer {KEY}"}
+ASKED = "Who repaired the lamp of the lighthouse?"
+
+
+@pytest.fixture(scope="module")
+def client(corpus_index: Path):
+    from starlette.testclient import TestClient
+
+    from graphrag_assets.serve.app import create_app
+    from graphrag_assets.serve.config import build_config
+
+    config = build_config([corpus_index], None, "127.0.0.1", 0, KEY)
+    with TestClient(create_app(config), raise_server_exceptions=False) as test_client:
+        yield test_client
+
+
+def stream_events(text: str) -> list[Any]:
+    blocks = [b for b in text.strip().split("\n\n") if b.strip()]
+    datas = ["\n".join(line[5:].strip() for line in b.splitlines() if line.startswith("data:")) for b in blocks]
+    return [json.loads(d) for d in datas if d and d != "[DONE]"]
+
+
+def test_the_apis_give_each_citation_with_its_offsets_and_the_passage_it_lies_in(client, corpus_index: Path) -> None:
+    body = client.post("/api/query", json={"question": ASKED, "method": "basic"}, headers=AUTH).json()
+    citations = body["citations"]
+    assert citations and all(c["scope"] == "sentence" for c in citations)
+    for c in citations:
+        cited = Citation(**{k: v for k, v in c.items() if k != "href"})
+        assert original_text(corpus_index / "data" / "input", cited)[c["start"] : c["end"]] == c["text"]
+        source = client.get(c["href"], headers=AUTH).json()  # the passage, and where it starts in the document
+        assert source["text"][c["start"] - source["start_char"] : c["end"] - source["start_char"]] == c["text"]
+    chat = {"model": "project/graphrag-basic", "messages": [{"role": "user", "content": ASKED}]}
+    whole = client.post("/v1/chat/completions", json=chat, headers=AUTH).json()
+    assert whole["citations"] == citations
+    streamed = client.post("/v1/chat/completions", json={**chat, "stream": True}, headers=AUTH)
+    final = [e for e in stream_events(streamed.text) if e["choices"] and e["choices"][0]["finish_reason"] == "stop"]
+    assert final[0]["citations"] == citations
+
+
+def test_the_page_lists_the_cited_passages_and_marks_the_cited_characters(corpus_index: Path, chromium) -> None:
+    from graphrag_assets_tests.serve_process import ServeProcess
+
+    server = ServeProcess.start("--root", str(corpus_index), "--api-key", KEY)
+    try:
+        with chromium.connect() as browser:
+            page = browser.contexts[0].new_page()
+            errors: list[str] = []
+            page.on("pageerror", lambda error: errors.append(str(error)))
+            page.goto(server.url + "/")
+            page.fill("#key", KEY)
+            page.click("button[type=submit]")
+            page.wait_for_selector("#ask-form")
+            page.fill("#question", ASKED)
+            page.select_option("#method", "basic")
+            page.click("#ask")
+            page.wait_for_selector("#answer[data-done]", timeout=60_000)
+            passages = page.locator("#references .passages button")
+            assert passages.count() >= 2
+            for index in range(passages.count()):
+                passage = passages.nth(index)
+                quote = passage.locator(".quote").text_content()
+                passage.click()
+                page.wait_for_function(
+                    "q => (document.querySelector('#detail-text mark.cited-span') || {}).textContent === q", arg=quote
+                )
+                shown = page.text_content("#detail-text")  # the whole passage, the cited characters marked in it
+                start = int(passage.get_attribute("data-start"))
+                offset = int(
+                    page.evaluate(
+                        "() => Number(/chars (\\d+)/.exec(document.getElementById('detail-meta').textContent)[1])"
+                    )
+                )
+                assert shown[start - offset : start - offset + len(quote)] == quote
+            assert not errors
+            page.close()
+    finally:
+        server.stop()
