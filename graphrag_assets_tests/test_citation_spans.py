@@ -15,6 +15,7 @@ import csv
 import json
 from pathlib import Path
 from typing import Any
+from unicodedata import normalize
 
 import pytest
 
@@ -64,6 +65,7 @@ QUESTIONS = (
     "What did the spring tide flood?",
     "What will Ivo Brandt order?",
 )
+ASKED = "Who repaired the lamp of the lighthouse?"
 # The scripted model finds a passage relevant when it shares two words of five letters with the question.
 MODEL_QUESTIONS = (
     "What did the council say about Marta Quell?",
@@ -140,7 +142,7 @@ def test_every_extractive_citation_is_its_sentence_in_the_original_file(corpus_i
     checked = checked_citations(corpus_index, results)
     # every format is cited, each answer line by the sentence it shows, and passages start deep in files
     assert {Path(c.path or "").suffix for c in checked} == {".txt", ".md", ".csv", ".json", ".jsonl"}
-    assert all(c.scope == "sentence" and c.claim in " ".join(c.text.split()) for c in checked if c.path != "guide.md")
+    assert all(c.scope == "sentence" and c.claim in " ".join(normalize("NFC", c.text).split()) for c in checked)
     assert any(c.start > 100 for c in checked if c.path == "keeper.txt")
     for result in results:
         lines = [line for line in result.answer.split("\n\n")[1:] if "[Data: Sources" in line]
@@ -156,11 +158,26 @@ def test_a_model_answer_cites_its_passages_in_the_original_file(corpus_index: Pa
     assert checked and all(c.scope in ("sentence", "text_unit") for c in checked)
 
 
+def test_query_json_prints_the_citations(corpus_index: Path, offline_env) -> None:
+    from click.testing import CliRunner
+
+    from graphrag_assets.cli.main import main
+
+    printed = CliRunner().invoke(main, ["query", ASKED, "--method", "basic", "--root", str(corpus_index), "--json"])
+    assert printed.exit_code == 0, printed.output
+    citations = json.loads(printed.output)["citations"]
+    assert citations and {"document_id", "title", "start", "end", "text"} <= set(citations[0])
+    for c in citations:
+        assert original_text(corpus_index / "data" / "input", Citation(**c))[c["start"] : c["end"]] == c["text"]
+    shown = CliRunner().invoke(main, ["query", ASKED, "--method", "basic", "--root", str(corpus_index)]).output
+    assert "cited passages (character offsets in the original document):" in shown
+    assert all(f"{c['path']}, chars {c['start']}-{c['end']}: " in shown for c in citations if c["record"] is None)
+
+
 # --- the server: native API, OpenAI-compatible API (whole and streamed), the page ----------------
 
 KEY = "citation-test-key-5e1"
 AUTH = {"Authorization": f"Bearer {KEY}"}
-ASKED = "Who repaired the lamp of the lighthouse?"
 
 
 @pytest.fixture(scope="module")
