@@ -259,9 +259,11 @@ class _MappedText:
             offset += len(line) + 1
         return mapped.removed(headings)
 
-    def _rebuilt(self, pieces: list[tuple[int, int, str | None]]) -> _MappedText:
+    def _rebuilt(self, pieces: list[tuple[int, int, str]]) -> _MappedText:
         """The text with each (start, end, replacement) piece replaced; a replacement's characters
-        all map to the whole original span of what they replace (None keeps the piece as it is)."""
+        all map to the whole original span of what they replace."""
+        if not pieces:
+            return self
         text: list[str] = []
         starts: list[int] = []
         ends: list[int] = []
