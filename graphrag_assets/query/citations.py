@@ -13,9 +13,14 @@ citation is that sentence's span, else the whole unit. Offsets count characters 
 - ``.txt`` / ``.md``: the file's text as decoded (a UTF-8 byte-order mark is not part of it, and
   line ends count as one ``\\n``, as Python's text mode reads them);
 - ``.csv`` / ``.json`` / ``.jsonl``: the text field (``input.text_column``) of the record numbered
-  ``record`` (from 0: the n-th row of the CSV after its header, the n-th object of the JSON array,
-  the n-th object line of the JSONL file, blank ones not counted), with the whitespace around the
-  value removed, as it was indexed.
+  ``record`` (from 0: the n-th row of the CSV after its header, blank lines not counted; the n-th
+  object of the JSON array, or 0 for a file holding one object; the n-th JSON object line of the
+  JSONL file, blank lines not counted), with the whitespace around the value removed, as it was
+  indexed (a value that is not a string is indexed, and counted, as its JSON text).
+
+Units without offsets (imported from Microsoft GraphRAG, or indexed by a version before offsets and
+not indexed again yet: the next ``index`` run reads every document again) are cited without them
+(``start``/``end`` None).
 """
 
 from __future__ import annotations
@@ -129,13 +134,13 @@ def _units_by_short_id(data: QueryData, records: ContextRecords, shorts: set[str
     """The cited text units by the short id they are cited by. The context's own sources come first:
     a short id is a prefix, so at scale two units can share one, and the context says which was meant."""
     in_context = {r.citation: r.id for r in records.sources if r.citation in shorts}
-    table = data.text_units
-    wanted = table.filter(
-        pl.col("id").is_in(list(in_context.values()))
-        | pl.col("id").str.replace_all("-", "").str.slice(0, 8).is_in(list(shorts - set(in_context)))
-    )
+    wanted = pl.col("id").is_in(list(in_context.values()))
+    elsewhere = shorts - set(in_context)
+    if elsewhere:  # sources an extractive answer found outside the context: the whole id column is scanned
+        wanted = wanted | pl.col("id").str.replace_all("-", "").str.slice(0, 8).is_in(list(elsewhere))
     units: dict[str, dict[str, Any]] = {}
-    for row in wanted.select("id", "text", "document_id", "start_char", "end_char").iter_rows(named=True):
+    rows = data.text_units.filter(wanted).select("id", "text", "document_id", "start_char", "end_char")
+    for row in rows.iter_rows(named=True):
         short = short_id(row["id"])
         if in_context.get(short, row["id"]) == row["id"] and short not in units:
             units[short] = row
