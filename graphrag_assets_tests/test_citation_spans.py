@@ -253,3 +253,34 @@ def test_the_page_lists_the_cited_passages_and_marks_the_cited_characters(corpus
             page.close()
     finally:
         server.stop()
+
+
+def test_the_mcp_search_tool_gives_the_citations_with_their_offsets(corpus_index: Path) -> None:
+    import anyio
+    from mcp.client.session import ClientSession
+    from mcp.shared.memory import create_client_server_memory_streams
+
+    from graphrag_assets.serve.config import build_config
+    from graphrag_assets.serve.mcp_server import mcp_server, served_projects
+
+    async def search() -> dict[str, Any]:
+        config = build_config([corpus_index], None, "127.0.0.1", 0, None)
+        projects = served_projects(config)
+        server = mcp_server(projects, config.limits)
+        await projects.start()
+        try:
+            async with create_client_server_memory_streams() as (client_streams, server_streams):
+                async with anyio.create_task_group() as tasks:
+                    tasks.start_soon(server.run, *server_streams, server.create_initialization_options())
+                    async with ClientSession(*client_streams) as session:
+                        await session.initialize()
+                        result = await session.call_tool("search", {"question": ASKED, "method": "basic"})
+                    tasks.cancel_scope.cancel()
+        finally:
+            await projects.stop()
+        return result.structured_content or {}
+
+    citations = anyio.run(search)["citations"]
+    assert citations
+    for c in citations:
+        assert original_text(corpus_index / "data" / "input", Citation(**c))[c["start"] : c["end"]] == c["text"]
