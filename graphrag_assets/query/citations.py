@@ -82,7 +82,7 @@ def answer_citations(answer: str, data: QueryData, records: ContextRecords) -> l
     documents = _documents(data, {unit["document_id"] for unit in units.values()})
     spans: dict[str, list[SentenceSpan]] = {}
     citations: list[Citation] = []
-    seen: set[tuple[str, int | None, int | None]] = set()
+    seen: set[tuple[str, int | None, str]] = set()
     for claim, short in pairs:
         unit = units.get(short)
         if unit is None:
@@ -92,7 +92,7 @@ def answer_citations(answer: str, data: QueryData, records: ContextRecords) -> l
             spans[short] = sentence_spans(prose_in_place(text))
         sentence = _quoted_sentence(claim, spans[short])
         citation = _citation(short, unit, documents.get(unit["document_id"], {}), sentence, claim)
-        key = (unit["id"], citation.start, citation.end) if citation.start is not None else (unit["id"], None, None)
+        key = (unit["id"], citation.start, citation.text)
         if key not in seen:
             seen.add(key)
             citations.append(citation)
