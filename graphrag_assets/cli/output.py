@@ -7,8 +7,10 @@ from typing import Any
 
 import polars as pl
 
+from graphrag_assets.core.sentences import shorten
 from graphrag_assets.index.report_reuse import CHILD_REPORT_CHANGED, CONTEXT_CHANGED, MEMBERS_CHANGED
 from graphrag_assets.query.citations import cited_records
+from graphrag_assets.query.results import Citation
 
 CELL_WIDTH = 60  # longer text is cut with "…": the table stays readable; --json and --csv hold it whole
 
@@ -251,6 +253,17 @@ def _corpus_state(corpus: dict[str, Any], pending: bool) -> str:
 
 
 SHOWN_RELATIONSHIPS = 20
+QUOTE_CHARS = 100
+
+
+def passage_line(citation: Citation) -> str:
+    """``Sources (3f9a2c1b): notes.txt, chars 120-188: "…"``; a row of a tabular file is named too."""
+    where = citation.path or citation.title
+    if citation.record is not None:
+        where += f" record {citation.record} ({citation.title})"
+    span = "offsets unknown" if citation.start is None else f"chars {citation.start}-{citation.end}"
+    quote = shorten(" ".join(citation.text.split()), QUOTE_CHARS)
+    return f'Sources ({citation.citation}): {where}, {span}: "{quote}"'
 
 
 def render_query_result(result, *, show_answer: bool = True, show_context: bool = False) -> str:
@@ -270,6 +283,10 @@ def render_query_result(result, *, show_answer: bool = True, show_context: bool 
         lines.append("cited:")
         for kind, citation, title in cited:
             lines.append(f"  {kind.capitalize()} ({citation}): {title}")
+    if result.citations:
+        lines.append("")
+        lines.append("cited passages (character offsets in the original document):")
+        lines += [f"  {passage_line(c)}" for c in result.citations]
     counts = ", ".join(
         f"{len(getattr(records, kind))} {kind}"
         for kind in ("reports", "entities", "relationships", "claims", "sources")

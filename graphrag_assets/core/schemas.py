@@ -38,6 +38,10 @@ TEXT_UNITS = {
     "document_key": pl.String,
     "chunk_index": pl.Int64,
     "start_token": pl.Int64,
+    # Where the unit's text lies in its document's text: document.text[start_char:end_char] == text
+    # (characters, i.e. code points; null for units imported from Microsoft GraphRAG, which has no offsets)
+    "start_char": pl.Int64,
+    "end_char": pl.Int64,
 }
 
 # One row per input file seen by the last ingestion of its partition (drives change detection).

@@ -150,8 +150,41 @@ def split_sentences(text: str) -> list[str]:
 
 def sentences_with_keys(text: str) -> list[tuple[str, str]]:
     """:func:`split_sentences` paired with each sentence's :func:`mention_key` (one tokenisation)."""
-    prepared = prepare_text(text)
-    result: list[tuple[str, str]] = []
+    return [(sentence, key) for _, _, sentence, key in _sentence_bounds(prepare_text(text))]
+
+
+@dataclass(frozen=True, slots=True)
+class SentenceSpan:
+    """A sentence of :func:`split_sentences` and where it lies in the text it was split from."""
+
+    text: str  # as split_sentences gives it (quotes normalised, whitespace collapsed)
+    key: str  # its mention_key
+    start: int  # text[start:end] is the sentence as written, from its first character to its last
+    end: int
+
+
+def sentence_spans(text: str) -> list[SentenceSpan]:
+    """The sentences of :func:`sentences_with_keys`, each with its span in ``text``.
+
+    A citation quotes the characters as written, while a sentence is shown normalised: the text is
+    prepared as :func:`prepare_text` does, but every prepared character remembers the characters
+    it came from, so a sentence's first and last characters lead back to the original.
+    """
+    prepared = _MappedText.prepared(text)
+    spans = []
+    for begin, stop, sentence, key in _sentence_bounds(prepared.text):
+        start, end = prepared.starts[begin], prepared.ends[stop - 1]
+        while start < end and text[start].isspace():
+            start += 1
+        while end > start and text[end - 1].isspace():
+            end -= 1
+        spans.append(SentenceSpan(sentence, key, start, end))
+    return spans
+
+
+def _sentence_bounds(prepared: str) -> list[tuple[int, int, str, str]]:
+    """(begin, stop, sentence, mention key) of each sentence of a prepared text."""
+    result: list[tuple[int, int, str, str]] = []
     begin: int | None = None
     pending_end: int | None = None
     words: list[str] = []
@@ -161,7 +194,7 @@ def sentences_with_keys(text: str) -> list[tuple[str, str]]:
         if begin is not None:
             sentence = " ".join(prepared[begin:stop].split())
             if any(ch.isalpha() for ch in sentence):
-                result.append((sentence, " " + " ".join(words) + " "))
+                result.append((begin, stop, sentence, " " + " ".join(words) + " "))
         begin, pending_end, words = None, None, []
 
     for token in tokenize(prepared):
@@ -188,6 +221,102 @@ def sentences_with_keys(text: str) -> list[tuple[str, str]]:
         flush(pending_end)
     flush(len(prepared))
     return result
+
+
+_SOFT_HYPHENS = re.compile(_SOFT_HYPHEN)
+_LINE_ENDS = re.compile(r"\r\n?")
+_MARKS_AFTER = re.compile(r".[\u1160-\u11ff]*", re.DOTALL)  # Hangul vowel / final jamo compose with the syllable before
+
+
+@dataclass(slots=True)
+class _MappedText:
+    """A text derived from an original one, each character with the span of the original it came from."""
+
+    text: str
+    starts: list[int]
+    ends: list[int]
+
+    @classmethod
+    def prepared(cls, original: str) -> _MappedText:
+        """:func:`prepare_text` step by step, keeping the map (its text equals prepare_text's)."""
+        mapped = cls(original, list(range(len(original))), list(range(1, len(original) + 1)))
+        mapped = mapped.normalized()
+        mapped.text = mapped.text.translate(_QUOTES)  # one character for one
+        for pattern, replacement in (
+            (_SOFT_HYPHENS, ""),
+            (_LINE_ENDS, "\n"),
+            (_LINE_HYPHEN, "-"),
+            (_URL, " ; "),
+        ):
+            mapped = mapped.replaced(pattern, replacement)
+        if not any(ch.islower() for ch in mapped.text):
+            return mapped.lowered()
+        offset = 0
+        headings = []
+        for line in mapped.text.split("\n"):
+            if not any(ch.islower() for ch in line) and _HEADING_WORD.search(line):
+                headings.append((offset, offset + len(line)))
+            offset += len(line) + 1
+        return mapped.removed(headings)
+
+    def _rebuilt(self, pieces: list[tuple[int, int, str]]) -> _MappedText:
+        """The text with each (start, end, replacement) piece replaced; a replacement's characters
+        all map to the whole original span of what they replace."""
+        if not pieces:
+            return self
+        text: list[str] = []
+        starts: list[int] = []
+        ends: list[int] = []
+        last = 0
+        for start, end, replacement in pieces:
+            text.append(self.text[last:start])
+            starts.extend(self.starts[last:start])
+            ends.extend(self.ends[last:start])
+            if replacement:
+                text.append(replacement)
+                starts.extend([self.starts[start]] * len(replacement))
+                ends.extend([self.ends[end - 1]] * len(replacement))
+            last = end
+        text.append(self.text[last:])
+        starts.extend(self.starts[last:])
+        ends.extend(self.ends[last:])
+        return _MappedText("".join(text), starts, ends)
+
+    def replaced(self, pattern: re.Pattern[str], replacement: str) -> _MappedText:
+        return self._rebuilt([(m.start(), m.end(), replacement) for m in pattern.finditer(self.text)])
+
+    def removed(self, spans: list[tuple[int, int]]) -> _MappedText:
+        return self._rebuilt([(start, end, "") for start, end in spans if end > start])
+
+    def normalized(self) -> _MappedText:
+        """NFC, composed one character (with the marks that follow it) at a time."""
+        if unicodedata.is_normalized("NFC", self.text):
+            return self
+        pieces = []
+        for m in _MARKS_AFTER.finditer(self.text):
+            end = m.end()
+            while end < len(self.text) and unicodedata.combining(self.text[end]):
+                end += 1
+            if end > m.end() or not unicodedata.is_normalized("NFC", m.group()):
+                pieces.append((m.start(), end, unicodedata.normalize("NFC", self.text[m.start() : end])))
+        return self._rebuilt(_disjoint(pieces))
+
+    def lowered(self) -> _MappedText:
+        lower = self.text.lower()
+        if len(lower) == len(self.text):
+            return _MappedText(lower, self.starts, self.ends)
+        return self._rebuilt(
+            [(i, i + 1, ch.lower()) for i, ch in enumerate(self.text) if len(ch.lower()) != 1]
+        ).lowered()
+
+
+def _disjoint(pieces: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
+    """Pieces without overlaps (a later piece starting inside an earlier one is dropped)."""
+    kept: list[tuple[int, int, str]] = []
+    for piece in pieces:
+        if not kept or piece[0] >= kept[-1][1]:
+            kept.append(piece)
+    return kept
 
 
 def mention_key(text: str) -> str:

@@ -11,6 +11,12 @@ over two to four tokens, so a window edge can cut one in half. Such a half chara
 of the window's text instead of becoming a U+FFFD replacement character; with an overlap of at
 least three tokens it is whole in the neighbouring window. ``n_tokens`` and ``start_token`` still
 describe the whole window.
+
+Each chunk also knows where its text lies in the document: ``start_char`` and ``end_char`` are
+character (code point) offsets into the text that was chunked, so ``text[start_char:end_char]``
+is the chunk's text, and a citation can point at the exact characters of the source. They are
+counted from the bytes the tokens cover (a character starts at every byte that is not a UTF-8
+continuation byte), so they cost no second pass over the text.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from graphrag_assets.core import ids, schemas
 from graphrag_assets.core.tokens import get_tokenizer
 
 SEGMENT_CHARS = 1 << 16
+_CONTINUATION_BYTES = bytes(range(0x80, 0xC0))
 
 
 @dataclass(frozen=True)
@@ -32,6 +39,11 @@ class Chunk:
     start_token: int
     text: str
     n_tokens: int
+    start_char: int = 0  # where ``text`` starts in the chunked text (characters)
+
+    @property
+    def end_char(self) -> int:
+        return self.start_char + len(self.text)
 
 
 def _segments(text: str, segment_chars: int) -> Iterator[str]:
@@ -69,6 +81,11 @@ def _utf8_length(lead: int) -> int:
     return 4
 
 
+def characters_begun(data: bytes) -> int:
+    """How many characters begin in a slice of UTF-8 (its bytes that are not continuation bytes)."""
+    return len(data.translate(None, _CONTINUATION_BYTES))
+
+
 def whole_characters(data: bytes) -> str:
     """Decode a slice of UTF-8, leaving out a character cut off at either end of it."""
     start = 0
@@ -93,19 +110,25 @@ def chunk_text(
     step = size - overlap
     buffer: list[int] = []
     buffer_start = 0  # absolute token position of buffer[0]
+    buffer_start_char = 0  # characters begun before buffer[0]'s first byte
     index = 0
     emitted_until = 0  # absolute position up to which tokens have been covered by a chunk
     for segment in _segments(text, segment_chars):
         buffer.extend(tokenizer.encode_ordinary(segment))
         while len(buffer) >= size:
             window = buffer[:size]
-            yield Chunk(index, buffer_start, whole_characters(tokenizer.decode_bytes(window)), len(window))
+            yield Chunk(
+                index, buffer_start, whole_characters(tokenizer.decode_bytes(window)), len(window), buffer_start_char
+            )
             index += 1
             emitted_until = buffer_start + size
+            buffer_start_char += characters_begun(tokenizer.decode_bytes(buffer[:step]))
             del buffer[:step]
             buffer_start += step
     if buffer and buffer_start + len(buffer) > emitted_until:
-        yield Chunk(index, buffer_start, whole_characters(tokenizer.decode_bytes(buffer)), len(buffer))
+        yield Chunk(
+            index, buffer_start, whole_characters(tokenizer.decode_bytes(buffer)), len(buffer), buffer_start_char
+        )
 
 
 def chunk_documents(documents: pl.DataFrame, size: int, overlap: int, encoding: str) -> pl.DataFrame:
@@ -123,6 +146,8 @@ def chunk_documents(documents: pl.DataFrame, size: int, overlap: int, encoding: 
                     "document_key": doc["document_key"],
                     "chunk_index": chunk.index,
                     "start_token": chunk.start_token,
+                    "start_char": chunk.start_char,
+                    "end_char": chunk.end_char,
                 }
             )
     if not rows:

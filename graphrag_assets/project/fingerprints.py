@@ -19,7 +19,8 @@ from graphrag_assets.prompts.templates import load_prompt
 # Bumped when a release changes how documents are read or chunked (e.g. line endings, cut
 # characters at chunk edges), so existing indexes re-ingest their documents on the next run.
 # 3: the text units' LanceDB table stores their text under a full-text index (hybrid search).
-DOCUMENT_PIPELINE_VERSION = 3
+# 4: text units record their character offsets in the document (start_char/end_char) for citations.
+DOCUMENT_PIPELINE_VERSION = 4
 
 # ``communities`` settings that choose how an update clusters, not what a rebuild produces.
 UPDATE_POLICY_SETTINGS = ("update", "drift_threshold", "recluster_every")

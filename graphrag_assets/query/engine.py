@@ -15,6 +15,7 @@ from pathlib import Path
 from graphrag_assets.core.errors import UserError
 from graphrag_assets.core.tokens import token_counter
 from graphrag_assets.prompts.templates import PromptTemplate, load_prompt
+from graphrag_assets.query.citations import answer_citations
 from graphrag_assets.query.evidence import assess
 from graphrag_assets.query.query_data import QueryData
 from graphrag_assets.query.query_prompts import QUERY_PROMPT_PLACEHOLDERS
@@ -76,6 +77,7 @@ async def run_query(request: SearchRequest) -> QueryResult:
     check_method_settings(request.settings)
     engine = method.context_function() if options.context_only else method.search_function()
     result = await engine(request.asking(request.question.strip()))
+    result.citations = answer_citations(result.answer, request.data, result.context_records)
     evidence = assess(request.question, result.context_text, options.method)
     result.details["evidence"] = evidence.as_dict()
     if evidence.weak:

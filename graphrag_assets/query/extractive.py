@@ -165,6 +165,16 @@ def prose(text: str) -> str:
     return _CITATION.sub("", _HEADING.sub("", text))
 
 
+def prose_in_place(text: str) -> str:
+    """:func:`prose` with what it removes blanked out (line breaks kept) rather than cut, so a
+    position in it is the same position in ``text``: a citation's span is counted in ``text``."""
+    return _CITATION.sub(_blank, _HEADING.sub(_blank, text))
+
+
+def _blank(match: re.Match[str]) -> str:
+    return re.sub(r"[^\n]", " ", match.group())
+
+
 def extractive_answer(
     question: str,
     sources: Sequence[tuple[str, str]],

@@ -49,6 +49,29 @@ class ContextRecords:
         return [r.citation for r in getattr(self, kind)]
 
 
+@dataclass(frozen=True)
+class Citation:
+    """A passage an answer cites, down to its characters in the original document.
+
+    ``start``/``end`` are character (code point) offsets into the document's text: the decoded
+    file for .txt/.md, the text field of record number ``record`` for .csv/.json/.jsonl (see
+    :mod:`graphrag_assets.query.citations`); ``text`` is exactly those characters. They are None
+    for text units that carry no offsets (an index imported from Microsoft GraphRAG).
+    """
+
+    citation: str  # the short id the answer cites, as in [Data: Sources (3f9a2c1b)]
+    text_unit_id: str
+    document_id: str
+    title: str  # the document's title
+    path: str | None  # the file, relative to the input folder
+    record: int | None  # the record's number in a .csv/.json/.jsonl file (from 0); None for .txt/.md
+    start: int | None
+    end: int | None
+    text: str
+    scope: str  # "sentence": the cited sentence itself; "text_unit": the whole passage the answer drew on
+    claim: str  # the answer's words the citation is attached to
+
+
 @dataclass
 class QueryUsage:
     """Model usage of one query. Tokens come from the server; for streamed answers they are estimated."""
@@ -75,6 +98,7 @@ class QueryResult:
     llm_used: bool
     warnings: list[str] = field(default_factory=list)
     details: dict[str, Any] = field(default_factory=dict)  # method-specific, JSON-serializable
+    citations: list[Citation] = field(default_factory=list)  # the cited sources' passages (query.citations)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -86,6 +110,7 @@ class QueryResult:
             "usage": self.usage.to_dict(),
             "warnings": list(self.warnings),
             "details": self.details,
+            "citations": [asdict(c) for c in self.citations],
         }
 
 

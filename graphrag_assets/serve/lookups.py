@@ -305,6 +305,8 @@ def source_detail(data: QueryData, ref: str) -> dict[str, Any]:
         "text": u["text"] or "",
         "n_tokens": u["n_tokens"],
         "chunk_index": u["chunk_index"],
+        "start_char": u["start_char"],  # where the text lies in its document (characters; null when imported)
+        "end_char": u["end_char"],
         "document": _documents(data).get(u["document_id"]),
     }
 

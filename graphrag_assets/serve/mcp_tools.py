@@ -30,7 +30,7 @@ from graphrag_assets.serve.answers import Question, answer
 from graphrag_assets.serve.lookups import Page
 from graphrag_assets.serve.native_api import MAX_PAGE
 from graphrag_assets.serve.projects import Project, Projects
-from graphrag_assets.serve.references import references
+from graphrag_assets.serve.references import citations, references
 from graphrag_assets.storage.readonly_sql import run_readonly_query
 
 MAX_SQL_ROWS = 1_000
@@ -169,6 +169,7 @@ async def _search(call: Call) -> dict[str, Any]:
         "answer": r.answer,
         "llm_used": r.llm_used,
         "references": _records(call.project, r),
+        "citations": [{k: v for k, v in c.items() if k != "href"} for c in citations(r, f"/p/{call.project.name}")],
         "usage": r.usage.to_dict(),
         "warnings": list(r.warnings),
     }
@@ -268,7 +269,9 @@ def mcp_tools() -> tuple[McpTool, ...]:
     cites = (
         "The answer cites records inline, as [Data: Entities (3); Sources (3f9a2c1b)]; 'references' lists every "
         "record of the context with its kind, the value it is cited by, its title, whether the answer cites it, "
-        "and the show_* tool and ref that return it whole."
+        "and the show_* tool and ref that return it whole; 'citations' gives each cited source passage with its "
+        "document id, title, file path, record number (csv/json/jsonl) and the start/end character offsets of the "
+        "quoted text in the original document."
     )
     return (
         McpTool(

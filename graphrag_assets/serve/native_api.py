@@ -21,7 +21,7 @@ from graphrag_assets.serve.answers import Answered, Question, answer, stream_ans
 from graphrag_assets.serve.errors import describe, error_body
 from graphrag_assets.serve.lookups import Page
 from graphrag_assets.serve.projects import Project
-from graphrag_assets.serve.references import references
+from graphrag_assets.serve.references import citations, references
 from graphrag_assets.serve.server import SSE_HEADERS, build_headers, project_of, project_prefix, server_of, sse
 from graphrag_assets.serve.snapshot import Snapshot
 
@@ -102,6 +102,7 @@ def _result_body(project: Project, answered: Answered) -> dict[str, Any]:
         "llm_used": r.llm_used,
         "context_only": bool(r.details.get("context_only")),
         "references": references(r, project_prefix(project)),
+        "citations": citations(r, project_prefix(project)),
         "context_text": r.context_text,
         "usage": r.usage.to_dict(),
         "warnings": r.warnings,

@@ -10,7 +10,8 @@ ignored: the project's settings decide them.
 
 The references come as structured data as well as the inline ``[Data: …]`` citations: in the body's
 ``references`` field, and when streaming, in the chunk that carries ``finish_reason: "stop"``
-(before the usage chunk and ``[DONE]``). A failure after streaming began arrives as a chunk with an
+(before the usage chunk and ``[DONE]``); the ``citations`` field next to it gives each cited
+source passage with its document and character offsets (:func:`.references.citations`). A failure after streaming began arrives as a chunk with an
 ``error`` object, which OpenAI's clients raise as an error.
 """
 
@@ -30,7 +31,7 @@ from graphrag_assets.query.request import QueryOptions
 from graphrag_assets.serve.answers import Answered, Question, answer, stream_answer
 from graphrag_assets.serve.errors import ServeError, describe, error_body
 from graphrag_assets.serve.projects import Project
-from graphrag_assets.serve.references import references
+from graphrag_assets.serve.references import citations, references
 from graphrag_assets.serve.server import SSE_HEADERS, build_headers, project_of, project_prefix, server_of, sse
 from graphrag_assets.serve.snapshot import Snapshot
 
@@ -168,6 +169,7 @@ async def chat_completions(body: ChatCompletionRequest, request: Request) -> Any
             ],
             "usage": _usage(answered),
             "references": references(answered.result, project_prefix(project)),
+            "citations": citations(answered.result, project_prefix(project)),
             "graphrag": _graphrag(project, answered),
         },
         headers=build_headers(project, snapshot),
@@ -200,6 +202,7 @@ async def _chat_events(
                     {},
                     "stop",
                     references=references(item.result, project_prefix(project)),
+                    citations=citations(item.result, project_prefix(project)),
                     graphrag=_graphrag(project, item),
                 )
                 if include_usage:

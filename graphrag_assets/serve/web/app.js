@@ -1,7 +1,8 @@
 /* graphrag-assets serve: the page at /.
  *
  * Ask (the answer streams from POST api/query as server-sent events; its [Data: …] citations
- * become buttons), browse communities by level, and draw the community map or an entity's
+ * become buttons, and the passages it cites are listed with their character offsets in the original
+ * document; a cited source opens with the cited characters marked), browse communities by level, and draw the community map or an entity's
  * neighbourhood with the graph view of `export --format html` (GraphView.mount, view.js).
  * Every URL is relative to <base>, which the server sets to / or /p/NAME/, so one page serves
  * every project. Text from the index is only ever set with textContent, never parsed as HTML.
@@ -17,7 +18,7 @@
   var CITED_KIND = /(Reports|Entities|Relationships|Claims|Sources)\s*\(([^)]*)\)/g;
   var PAGE = 50;
 
-  var state = { mapData: null, view: null, communityLevel: null, communityOffset: 0 };
+  var state = { mapData: null, view: null, communityLevel: null, communityOffset: 0, citations: [] };
 
   function $(id) { return document.getElementById(id); }
 
@@ -112,6 +113,7 @@
     answer.removeAttribute("data-done");
     $("answer-meta").textContent = "asking (" + body.method + " search)…";
     $("references").textContent = "";
+    state.citations = [];
     $("warnings").textContent = "";
     $("context").hidden = true;
     $("ask").disabled = true;
@@ -153,7 +155,9 @@
       (usage.seconds || 0).toFixed(2) + " s", "build " + (result.build.run_id || result.build.published_at || "unversioned")];
     $("answer-meta").textContent = parts.join(" · ");
     (result.warnings || []).forEach(function (w) { el("li", {}, w, $("warnings")); });
+    state.citations = result.citations || [];
     renderReferences(result.references || {});
+    renderCitations(state.citations);
     if (result.context_only || result.context_text) {
       $("context-text").textContent = result.context_text || "";
       $("context").hidden = !result.context_text;
@@ -191,6 +195,54 @@
         b.addEventListener("click", function () { showRecord(kind, r.citation); });
       });
     });
+  }
+
+  /* --- cited passages: where each lies in its document, down to the character --- */
+  function where(c) {
+    var parts = [c.path || c.title];
+    if (c.record !== null && c.record !== undefined) parts.push("record " + c.record + " (" + c.title + ")");
+    parts.push(c.start === null ? "offsets unknown" : "chars " + c.start + "–" + c.end);
+    return parts.join(" · ");
+  }
+
+  function renderCitations(citations) {
+    if (!citations.length) return;
+    var box = $("references");
+    var heading = el("h3", {}, "Cited passages (" + citations.length + ")");
+    box.insertBefore(heading, box.firstChild);
+    var ul = el("ul", { "class": "passages" });
+    box.insertBefore(ul, heading.nextSibling);
+    citations.forEach(function (c) {
+      var b = el("button", { type: "button", "class": "passage", "data-ref": c.citation, "data-start": c.start, "data-end": c.end }, null, el("li", {}, null, ul));
+      el("span", { "class": "where" }, where(c), b);
+      el("span", { "class": "quote" }, c.text, b);
+      b.addEventListener("click", function () { showCitation(c); });
+    });
+  }
+
+  /* the passage's text into ``parent`` with the characters of each span marked; spans count
+     characters of the document, ``offset`` is where the passage starts in it (text indexes count
+     UTF-16 code units, the offsets code points: Array.from splits the text into code points) */
+  function markedText(parent, text, offset, spans) {
+    var chars = Array.from(text), at = 0;
+    spans.filter(function (c) { return c.start !== null && offset !== null && offset !== undefined; })
+      .map(function (c) { return [Math.max(0, c.start - offset), Math.min(chars.length, c.end - offset)]; })
+      .filter(function (s) { return s[1] > s[0]; })
+      .sort(function (a, b) { return a[0] - b[0]; })
+      .forEach(function (s) {
+        if (s[0] < at) return;  // overlapping spans: the first one is marked
+        parent.appendChild(document.createTextNode(chars.slice(at, s[0]).join("")));
+        el("mark", { "class": "cited-span" }, chars.slice(s[0], s[1]).join(""), parent);
+        at = s[1];
+      });
+    parent.appendChild(document.createTextNode(chars.slice(at).join("")));
+  }
+
+  function showCitation(c) {
+    detail("Loading…");
+    $("detail").setAttribute("data-kind", "sources");
+    return api("api/sources/" + encodeURIComponent(c.citation)).then(function (s) { showSource(s, [c]); })
+      .catch(function (error) { detail("Not found", "").appendChild(el("p", { "class": "error" }, error.message)); });
   }
 
   /* --- the detail panel --- */
@@ -273,10 +325,18 @@
     sourceList(body, c.sources);
   }
 
-  function showSource(s) {
+  /* a source's text with the characters the answer cites marked (``marked``: those citations,
+     else every citation of this source in the last answer) */
+  function showSource(s, marked) {
     var doc = s.document || {};
-    var body = detail(doc.path || doc.title || "Source " + s.citation, "source " + s.citation + " · part " + ((s.chunk_index || 0) + 1) + " · " + s.n_tokens + " tokens");
-    el("pre", { id: "detail-text" }, s.text, body);
+    var spans = marked || state.citations.filter(function (c) { return c.citation === s.citation; });
+    var meta = ["source " + s.citation, "part " + ((s.chunk_index || 0) + 1), s.n_tokens + " tokens"];
+    if (s.start_char !== null && s.start_char !== undefined) meta.push("chars " + s.start_char + "–" + s.end_char + " of the document");
+    var body = detail(doc.path || doc.title || "Source " + s.citation, meta.join(" · "));
+    spans.forEach(function (c) { el("p", { "class": "muted cited-where" }, "cited: " + where(c), body); });
+    markedText(el("pre", { id: "detail-text" }, null, body), s.text, s.start_char, spans);
+    var mark = body.querySelector("mark");
+    if (mark && mark.scrollIntoView) mark.scrollIntoView({ block: "nearest" });
   }
 
   function recordList(parent, heading, items) {
