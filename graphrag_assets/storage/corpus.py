@@ -128,16 +128,15 @@ def write_staged_batches(path: str | Path, table: str, batches: Iterable[pl.Data
 GRAPH_PROBLEMS_SQL = {
     # relationships with an end that is no entity
     "orphan_relationships": """
-        select distinct id from {relationships}
-        where source not in (select title from _entities) or target not in (select title from _entities)
+        select id from {relationships} r anti join _entities e on r.source = e.title
+        union select id from {relationships} r anti join _entities e on r.target = e.title
         order by id""",
     "duplicate_titles": "select title from _entities group by title having count(*) > 1 order by title",
     # entities whose degree is not their number of distinct neighbours, then relationships whose
-    # combined degree is not the sum of those numbers
+    # combined degree is not the sum of those numbers (an end that is no entity counts 0)
     "entity_degree_mismatches": """
         with expected as ({expected})
-        select e.title from _entities e left join expected x on e.title = x.title
-        where e.degree != coalesce(x.expected, 0) order by e.title""",
+        select title from expected where degree != expected order by title""",
     "relationship_degree_mismatches": """
         with expected as ({expected})
         select r.id from {relationships} r
@@ -145,9 +144,11 @@ GRAPH_PROBLEMS_SQL = {
         where r.combined_degree != coalesce(s.expected, 0) + coalesce(t.expected, 0) order by r.id""",
 }
 EXPECTED_DEGREES_SQL = """
-    select title, count(*) as expected from (
-        select a as title from pairs union all select b as title from pairs
-    ) group by title"""
+    select e.title, e.degree, coalesce(x.expected, 0) as expected from _entities e left join (
+        select title, count(*) as expected from (
+            select a as title from pairs union all select b as title from pairs
+        ) group by title
+    ) x on e.title = x.title"""
 DISTINCT_PAIRS_SQL = "select distinct least(source, target) as a, greatest(source, target) as b from {relationships}"
 
 
