@@ -206,7 +206,14 @@ def _coded_edges(units: np.ndarray, nodes: np.ndarray, n_nodes: int) -> _Edges:
         targets.append((edge_keys % n_nodes).astype(np.int32))
     if not sources:
         return _Edges(empty, empty, empty, pair_units)
-    return _Edges(np.concatenate(sources), np.concatenate(targets), np.concatenate(weights), pair_units)
+    return _Edges(_joined(sources), _joined(targets), _joined(weights), pair_units)
+
+
+def _joined(parts: list[np.ndarray]) -> np.ndarray:
+    """The parts as one array; the list is emptied, so only one column is ever held twice."""
+    whole = np.concatenate(parts)
+    parts.clear()
+    return whole
 
 
 EDGE_WEIGHT_CHUNK = 1_000_000  # edges whose PMI weights are computed at once
