@@ -61,6 +61,8 @@ from common import (  # noqa: E402  (bench/ is not a package)
 )
 from scale_corpus import write_jsonl_corpus, write_text_corpus  # noqa: E402
 
+from graphrag_assets.storage.corpus import graph_sizes  # noqa: E402
+
 MODEL_VARIABLES = ("GRAPHRAG_ROOT", "OPENAI_BASE_URL", "OPENAI_API_KEY", "GRAPHRAG_API_KEY")
 
 
@@ -164,6 +166,7 @@ def index_corpus(
         "load_average_start": load_start,
         "load_average_end": load_average(),
         "runs": [(run["job"], run["success"], len(run["partitions"])) for run in report["runs"]],
+        "graph": graph_sizes(root / "data" / "graphrag.duckdb"),
         "duckdb_mb": round(size_on_disk(root / "data" / "graphrag.duckdb") / 1e6, 1),
         "lancedb_mb": round(size_on_disk(root / "data" / "lancedb") / 1e6, 1),
         "dagster_mb": round(size_on_disk(root / "data" / "dagster") / 1e6, 1),
@@ -246,6 +249,9 @@ def render(results: dict[str, Any]) -> str:
             r["ms_per_document"]["steps"],
             r["ms_per_document"]["orchestration"],
             " / ".join(f"{x:.2f}" for x in r["load_average_start"]),
+            r.get("graph", {}).get("entities", ""),
+            r.get("graph", {}).get("relationships", ""),
+            round(r["graph"]["relationships"] / r["documents"], 1) if r.get("graph") else "",
         ]
         for r in results["runs"]
     ]
@@ -268,6 +274,9 @@ def render(results: dict[str, Any]) -> str:
                 "steps ms/doc",
                 "orchestration ms/doc",
                 "load avg at start",
+                "entities",
+                "relationships",
+                "relationships/doc",
             ],
             rows,
         ),

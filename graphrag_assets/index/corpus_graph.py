@@ -129,7 +129,7 @@ def noun_graph(
 ) -> CorpusGraph:
     """The nlp method's graph: noun phrases that occur together, pruned (``models``: see
     :func:`noun_graph_needs_models`)."""
-    from graphrag_assets.index.nlp_graph import code_noun_graph, materialize_batches, prune_codes
+    from graphrag_assets.index.nlp_graph import code_noun_graph, kept_part, materialize_batches, prune_codes
 
     ordered_units = text_units.sort("document_key", "chunk_index").select("id", "text")
     # three steps (build, prune, relationships) and one per text unit (the entity descriptions)
@@ -152,6 +152,8 @@ def noun_graph(
         kept = None
     progress.step()
     before = (graph.node_count, graph.edge_count)
+    if kept is not None:
+        graph, kept = kept_part(graph, kept)  # the unpruned arrays are freed here
     entities, relationships = materialize_batches(graph, kept, ordered_units, progress.step)
     del graph  # the batches hold what they need of it
     progress.step()

@@ -92,16 +92,16 @@ def write_staged(path: str | Path, table: str, frame: pl.DataFrame) -> None:
             conn.execute("reset memory_limit")
 
 
-def write_staged_batches(
-    path: str | Path, table: str, batches: Iterable[pl.DataFrame], kept_columns: Sequence[str]
-) -> pl.DataFrame:
-    """Write ``batches`` as the staged ``table``, one after another, and return their ``kept_columns``.
+def write_staged_batches(path: str | Path, table: str, batches: Iterable[pl.DataFrame]) -> int:
+    """Write ``batches`` as the staged ``table``, one after another; returns the rows written.
 
     For a table made in batches so that it is never whole in memory; each batch is written as
-    :func:`write_staged` writes a chunk (the same memory limit, a commit per batch).
+    :func:`write_staged` writes a chunk (the same memory limit, a commit per batch), and nothing
+    of it is kept: what the step checks and shows is read back by DuckDB
+    (:func:`staged_graph_problems`, :func:`staged_top_rows`).
     """
-    kept: list[pl.DataFrame] = []
     first = True
+    rows = 0
     with connect(path) as conn:
         conn.execute(f"set memory_limit = '{STAGE_MEMORY_LIMIT}'")
         try:
@@ -116,12 +116,76 @@ def write_staged_batches(
                     finally:
                         conn.unregister("_incoming")
                     first = False
-                kept.append(batch.select(kept_columns))
+                rows += batch.height
+                del batch
         finally:
             conn.execute("reset memory_limit")
     if first:
         raise ValueError(f"no batch to write for {table}")
-    return pl.concat(kept)
+    return rows
+
+
+GRAPH_PROBLEMS_SQL = {
+    # relationships with an end that is no entity
+    "orphan_relationships": """
+        select id from {relationships} r anti join _entities e on r.source = e.title
+        union select id from {relationships} r anti join _entities e on r.target = e.title
+        order by id""",
+    "duplicate_titles": "select title from _entities group by title having count(*) > 1 order by title",
+    # entities whose degree is not their number of distinct neighbours, then relationships whose
+    # combined degree is not the sum of those numbers (an end that is no entity counts 0)
+    "entity_degree_mismatches": """
+        with expected as ({expected})
+        select title from expected where degree != expected order by title""",
+    "relationship_degree_mismatches": """
+        with expected as ({expected})
+        select r.id from {relationships} r
+        left join expected s on r.source = s.title left join expected t on r.target = t.title
+        where r.combined_degree != coalesce(s.expected, 0) + coalesce(t.expected, 0) order by r.id""",
+}
+EXPECTED_DEGREES_SQL = """
+    select e.title, e.degree, coalesce(x.expected, 0) as expected from _entities e left join (
+        select title, count(*) as expected from (
+            select a as title from pairs union all select b as title from pairs
+        ) group by title
+    ) x on e.title = x.title"""
+DISTINCT_PAIRS_SQL = "select distinct least(source, target) as a, greatest(source, target) as b from {relationships}"
+
+
+def staged_graph_problems(path: str | Path, entities: pl.DataFrame) -> dict[str, list[str]]:
+    """The graph step's invariants (as :func:`~graphrag_assets.index.graph_checks.check_graph`
+    states them) checked by DuckDB against the staged ``relationships`` and ``entities`` (a frame:
+    ``title``, ``degree``), under the staging memory limit.
+
+    For a relationships table of millions of rows written in batches: checked in polars, its
+    string columns (ids, titles) and the joins over them were the graph step's peak memory
+    (+0.5 GB over the written table's 1.9 M rows at 10,000 documents).
+    Keys: ``orphan_relationships``, ``duplicate_titles``, ``entity_degree_mismatches`` and
+    ``relationship_degree_mismatches`` (sorted ids or titles).
+    """
+    relationships = _staged("relationships")
+    pairs = DISTINCT_PAIRS_SQL.format(relationships=relationships)
+    expected = f"with pairs as ({pairs}) {EXPECTED_DEGREES_SQL}"
+    problems: dict[str, list[str]] = {}
+    with connect(path) as conn:
+        conn.register("_entities", FrameStream(entities.select("title", "degree")))
+        conn.execute(f"set memory_limit = '{STAGE_MEMORY_LIMIT}'")
+        try:
+            for name, sql in GRAPH_PROBLEMS_SQL.items():
+                query = sql.format(relationships=relationships, expected=expected)
+                problems[name] = [row[0] for row in conn.execute(query).fetchall()]
+        finally:
+            conn.execute("reset memory_limit")
+            conn.unregister("_entities")
+    return problems
+
+
+def staged_top_rows(path: str | Path, table: str, columns: Sequence[str], order_by: str, rows: int) -> pl.DataFrame:
+    """The first ``rows`` rows of the staged ``table`` by ``order_by`` (SQL), only ``columns``: a
+    preview that does not need the table in memory."""
+    selected = ", ".join(quote(column) for column in columns)
+    with connect(path) as conn:
+        return frame_of(conn.sql(f"select {selected} from {_staged(table)} order by {order_by} limit {int(rows)}"))
 
 
 def _chunk_rows(frame: pl.DataFrame) -> int:

@@ -24,18 +24,22 @@ from dagster import (
 
 from graphrag_assets.core.buckets import is_bucket_key
 from graphrag_assets.index.corpus_graph import CorpusGraph, noun_graph, noun_graph_needs_models, summarized_graph
-from graphrag_assets.index.graph_checks import check_graph
+from graphrag_assets.index.graph_checks import GraphReport, check_graph
 from graphrag_assets.index.methods import method_steps
 from graphrag_assets.index.resolution_clusters import largest_clusters
 from graphrag_assets.pipeline.assets.metadata import preview
 from graphrag_assets.pipeline.assets.model_session import ModelSession
 from graphrag_assets.pipeline.partitions import PARTITIONS_NAME, STAGED_METADATA
 from graphrag_assets.pipeline.resources import GraphRAGProject
-from graphrag_assets.storage.corpus import begin_corpus_run, write_staged_batches
+from graphrag_assets.storage.corpus import (
+    begin_corpus_run,
+    staged_graph_problems,
+    staged_top_rows,
+    write_staged_batches,
+)
 from graphrag_assets.storage.documents import indexed_documents, keep_only_documents
 
-# what check_graph and the preview read of a relationships table written in batches
-CHECKED_COLUMNS = ("id", "source", "target", "combined_degree", "weight", "description")
+PREVIEW_COLUMNS = ("source", "target", "weight", "description")
 
 CHECKS = [
     AssetCheckSpec(
@@ -100,18 +104,9 @@ def graph(
     }
     built = _build(context, settings, extractions, text_units)
     del extractions, graph_extractions
-    entities, aliases = built.entities, built.aliases
+    entities, aliases, covariates = built.entities, built.aliases, built.covariates
     relationships = built.relationships
-    written = None
-    if not isinstance(relationships, pl.DataFrame):
-        # the nlp graph's relationships: written batch by batch, never held whole; what the
-        # checks and the preview need is kept (titles are views of the entities' strings)
-        written = relationships.count
-        relationships = write_staged_batches(
-            settings.database_path, "relationships", relationships.batches(), CHECKED_COLUMNS
-        )
     metadata.update(built.metadata)
-
     yield Output(
         entities,
         output_name="entities",
@@ -126,22 +121,37 @@ def graph(
             ),
         },
     )
-    yield Output(
-        relationships if written is None else None,  # None: written already
-        output_name="relationships",
-        metadata={
-            **({} if written is None else {"table": MetadataValue.text("relationships"), "dagster/row_count": written}),
-            "relationships": relationships.height,
-            "preview": preview(
-                relationships.sort("combined_degree", descending=True).select(
-                    "source", "target", "weight", "description"
-                )
-            ),
-        },
-    )
-    yield Output(built.covariates, output_name="covariates", metadata={"covariates": built.covariates.height})
+    if isinstance(relationships, pl.DataFrame):
+        report = check_graph(entities, relationships)
+        yield Output(
+            relationships,
+            output_name="relationships",
+            metadata={
+                "relationships": relationships.height,
+                "preview": preview(relationships.sort("combined_degree", descending=True).select(*PREVIEW_COLUMNS)),
+            },
+        )
+    else:
+        # the nlp graph's relationships: written batch by batch, never held whole; the checks and
+        # the preview read the written table in DuckDB
+        written = write_staged_batches(settings.database_path, "relationships", relationships.batches())
+        del relationships, built
+        report = _written_graph_report(settings.database_path, entities)
+        top = staged_top_rows(
+            settings.database_path, "relationships", PREVIEW_COLUMNS, "combined_degree desc, human_readable_id", 5
+        )
+        yield Output(
+            None,  # written already
+            output_name="relationships",
+            metadata={
+                "table": MetadataValue.text("relationships"),
+                "dagster/row_count": written,
+                "relationships": written,
+                "preview": preview(top),
+            },
+        )
+    yield Output(covariates, output_name="covariates", metadata={"covariates": covariates.height})
     yield Output(aliases, output_name="entity_aliases", metadata=_alias_metadata(settings, aliases))
-    report = check_graph(entities, relationships)
     yield AssetCheckResult(
         check_name="relationship_endpoints_exist",
         asset_key="relationships",
@@ -159,6 +169,16 @@ def graph(
         asset_key="entities",
         passed=not report.degree_mismatches,
         metadata={"mismatches": len(report.degree_mismatches)},
+    )
+
+
+def _written_graph_report(database_path, entities: pl.DataFrame) -> GraphReport:
+    """:func:`check_graph`'s report on the staged relationships, checked by DuckDB."""
+    problems = staged_graph_problems(database_path, entities)
+    return GraphReport(
+        orphan_relationships=problems["orphan_relationships"],
+        duplicate_titles=problems["duplicate_titles"],
+        degree_mismatches=problems["entity_degree_mismatches"] + problems["relationship_degree_mismatches"],
     )
 
 

@@ -1,0 +1,90 @@
+"""Peak RSS of the nlp graph step's phases, in this process, on an index's extraction rows.
+
+    python bench/profile_graph_step.py PROJECT_ROOT [--scratch /tmp/graph_step.duckdb]
+
+Reads ``graph_extractions`` and ``text_units`` of the project's index (built by ``index``, e.g. a
+project kept by ``bench/bench_scale.py --keep``), builds the graph as the ``graph`` step does and
+writes its relationships to a scratch DuckDB file, then runs the step's checks on them; prints each
+phase's peak resident memory (sampled every 20 ms) and the load average. Cheaper than a whole
+``bench_scale`` run for finding what holds the graph step's memory (issue 35).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import threading
+import time
+from pathlib import Path
+
+
+def rss_mb() -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) // 1024
+    return 0
+
+
+class Phases:
+    """Peak RSS since the previous phase, sampled in a thread."""
+
+    def __init__(self) -> None:
+        self.peak = rss_mb()
+        self.started = time.time()
+        threading.Thread(target=self._sample, daemon=True).start()
+
+    def _sample(self) -> None:
+        while True:
+            self.peak = max(self.peak, rss_mb())
+            time.sleep(0.02)
+
+    def done(self, name: str) -> None:
+        print(f"| {name} | {self.peak} | {rss_mb()} | {time.time() - self.started:.1f} |", flush=True)
+        self.peak, self.started = rss_mb(), time.time()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("root", type=Path)
+    parser.add_argument("--scratch", type=Path, default=Path("/tmp/graph_step.duckdb"))
+    args = parser.parse_args()
+    print(f"load average at start: {os.getloadavg()}")
+    print("| phase | peak RSS MB | RSS after MB | seconds |\n|---|---|---|---|")
+    phases = Phases()
+    from graphrag_assets.core.settings import load_settings
+    from graphrag_assets.index import nlp_graph
+    from graphrag_assets.index.corpus_graph import noun_graph
+    from graphrag_assets.storage import corpus
+    from graphrag_assets.storage.tables import read_table
+
+    database = args.root / "data" / "graphrag.duckdb"
+    args.scratch.unlink(missing_ok=True)
+    extractions, text_units = read_table(database, "graph_extractions"), read_table(database, "text_units")
+    phases.done(f"read inputs ({extractions.height:,} extraction rows)")
+    for name in ("code_noun_graph", "prune_codes", "kept_part"):
+        measured = getattr(nlp_graph, name)
+
+        def timed(*a, _measured=measured, _name=name, **k):
+            result = _measured(*a, **k)
+            phases.done(_name)
+            return result
+
+        setattr(nlp_graph, name, timed)
+    built = noun_graph(load_settings(args.root), extractions, text_units, None, None)
+    del extractions
+    phases.done("descriptions and entities")
+    entities = built.entities
+    written = corpus.write_staged_batches(args.scratch, "relationships", built.relationships.batches())
+    del built
+    phases.done(f"write {written:,} relationships")
+    corpus.staged_graph_problems(args.scratch, entities)
+    phases.done("checks in DuckDB")
+    print(
+        f"\nprocess peak: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024} MB; load average at end: {os.getloadavg()}"
+    )
+    args.scratch.unlink(missing_ok=True)
+
+
+if __name__ == "__main__":
+    main()
