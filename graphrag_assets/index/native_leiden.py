@@ -63,7 +63,7 @@ class _Level:
         local = np.full(n, -1, dtype=np.int64)
         local[member] = np.arange(member.size)
         comp = _components(member.size, local[src], local[dst])
-        self.order = member[np.lexsort((member, comp))]
+        self.order = member[np.argsort(comp * n + member)]  # by graph, then node (one int key: 6x a lexsort)
         comp_sorted = comp[local[self.order]]
         self.starts = np.flatnonzero(np.r_[True, comp_sorted[1:] != comp_sorted[:-1]])
         self.ends = np.r_[self.starts[1:], self.order.size]
@@ -73,7 +73,7 @@ class _Level:
         rows = np.concatenate([position[src], position[dst]])
         cols = np.concatenate([position[dst], position[src]])
         data = np.concatenate([weight, weight])
-        by_row = np.lexsort((cols, rows))
+        by_row = np.argsort(rows * self.order.size + cols)  # pairs are distinct: any sort gives one order
         rows, cols, self.data = rows[by_row], cols[by_row], data[by_row]
         graph_start = np.repeat(self.starts, self.ends - self.starts)  # first position of each row's graph
         self.indices = (cols - graph_start[rows]).astype(np.int32)
