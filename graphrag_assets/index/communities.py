@@ -33,9 +33,10 @@ buys in reports regenerated per edit is measured by ``bench/bench_incremental.py
 
 Engine: the default backend (``auto``) is graspologic-native's Rust Leiden (the engine Microsoft
 GraphRAG uses) from NATIVE_FROM_NODES nodes and igraph's until-stable Leiden below. graspologic
-runs one Leiden cycle per run, every run then *polished* by leidenalg's node-level local moving
-until no single node gains by moving (see :func:`_node_optimal`), and the hierarchy is built level
-by level on integer arrays (:mod:`graphrag_assets.index.native_leiden`). igraph's Leiden run until
+runs one Leiden cycle per run, every run then *polished* by node-level moving until no single
+node gains by moving (:mod:`graphrag_assets.index.local_moving`, vectorized over all the graphs of a
+level), and the hierarchy is built level by level on integer arrays
+(:mod:`graphrag_assets.index.native_leiden`). igraph's Leiden run until
 stable, the previous default, did not scale: on a 200,000-node / 1M-edge planted partition each
 iteration took 3-6 s and modularity stopped improving after about 11 iterations (0.91479), but
 nodes tied between communities kept moving, so "until stable" ran for tens of iterations (not

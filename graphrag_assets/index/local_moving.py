@@ -60,15 +60,28 @@ def _entries(graph: LevelGraph, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarr
 
 
 class _State:
-    """Labels, degrees and cluster totals of a level being polished."""
+    """Labels, degrees, cluster totals and each node's weight into its own cluster, of a level being polished.
+
+    ``own`` and ``total`` are kept up to date move by move (:meth:`move`) and recomputed from the
+    edges by :meth:`refresh`, so the last check before the polish ends is exact.
+    """
 
     def __init__(self, graph: LevelGraph, label: np.ndarray, resolution: float) -> None:
         self.graph = graph
         self.resolution = resolution
-        self.rows = np.repeat(np.arange(graph.size), np.diff(graph.indptr))  # row of each stored entry
+        self.counts = np.diff(graph.indptr)
+        self.rows = np.repeat(np.arange(graph.size), self.counts)  # row of each stored entry
         self.degree = np.bincount(self.rows, weights=graph.data, minlength=graph.size)
-        self.two_m = np.bincount(graph.graph_of, weights=self.degree)
+        self.two_m = np.bincount(graph.graph_of, weights=self.degree)[graph.graph_of]  # per node: its graph's 2m
         self.label = label
+        self.refresh()
+
+    def refresh(self) -> None:
+        """Recompute ``own`` and ``total`` from the edges (no drift from adding moves up)."""
+        label = self.label
+        # Every row's label: repeating labels by row length is cheaper than gathering them.
+        inside = np.repeat(label, self.counts) == label[self.graph.indices]
+        self.own = np.bincount(self.rows[inside], weights=self.graph.data[inside], minlength=self.graph.size)
         self.total = np.bincount(label, weights=self.degree)
 
     def best_moves(self, nodes: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -78,18 +91,18 @@ class _State:
         out of its cluster, all of it into one cluster of no weight), so only nodes where that
         bound is positive have their weight into each neighbouring cluster summed (a sort).
         """
+        label, k, own, two_m = self.label, self.degree, self.own, self.two_m
         if nodes is None:
-            rows, cols, weight = self.rows, self.graph.indices, self.graph.data
-        else:
-            rows, cols, weight = _entries(self.graph, nodes)
-        label = self.label
-        inside = label[cols] == label[rows]
-        own_weight = np.bincount(rows[inside], weights=weight[inside], minlength=self.graph.size)
-        k, two_m = self.degree, self.two_m[self.graph.graph_of]
-        bound = k - 2 * own_weight + self.resolution * k * (self.total[label] - k) / two_m
-        hopeful = bound > GAIN_TOLERANCE
-        keep = hopeful[rows] & ~inside
-        rows, cluster, weight = rows[keep], label[cols[keep]], weight[keep]
+            nodes = np.arange(self.graph.size)
+        bound = (
+            k[nodes]
+            - 2 * own[nodes]
+            + self.resolution * k[nodes] * (self.total[label[nodes]] - k[nodes]) / two_m[nodes]
+        )
+        rows, cols, weight = _entries(self.graph, nodes[bound > GAIN_TOLERANCE])
+        cluster = label[cols]
+        outside = cluster != label[rows]
+        rows, cluster, weight = rows[outside], cluster[outside], weight[outside]
         if rows.size == 0:
             return rows, cluster, weight
         # Weight from each node into each neighbouring cluster: (node, cluster) runs after a sort.
@@ -99,7 +112,7 @@ class _State:
         node, cluster, weight_into = rows[at], cluster[at], np.add.reduceat(weight, at)
         gain = (
             weight_into
-            - own_weight[node]
+            - own[node]
             - self.resolution * k[node] * (self.total[cluster] - self.total[label[node]] + k[node]) / two_m[node]
         )
         keep = gain > GAIN_TOLERANCE
@@ -111,8 +124,8 @@ class _State:
         head = np.r_[True, node[1:] != node[:-1]]
         return node[head], cluster[head], gain[head]
 
-    def move(self, node: np.ndarray, target: np.ndarray, gain: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Make a set of proposals that raises modularity; returns (moved nodes, proposals not made).
+    def move(self, node: np.ndarray, target: np.ndarray, gain: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Make a set of proposals that raises modularity; returns (moved nodes, proposals not made, their neighbours).
 
         Proposals from neighbours conflict (their edge weights into clusters change): of two
         neighbours only the one of higher priority may move. Moves sharing a cluster interact
@@ -135,22 +148,30 @@ class _State:
         joining = np.bincount(target[free], weights=k[free], minlength=self.total.size)
         leaving = np.bincount(source[free], weights=k[free], minlength=self.total.size)
         shared = joining[target] + leaving[source] - 2 * k
-        win = free & (gain > self.resolution * k * shared / self.two_m[self.graph.graph_of[node]])
+        win = free & (gain > self.resolution * k * shared / self.two_m[node])
         if not win.any():
             best_of_cluster = np.full(self.total.size, -1, dtype=np.int64)
             np.maximum.at(best_of_cluster, source, priority)
             np.maximum.at(best_of_cluster, target, priority)
             win = free & (best_of_cluster[source] == priority) & (best_of_cluster[target] == priority)
-        moved, to = node[win], target[win]
-        np.subtract.at(self.total, source[win], k[win])
+        moved, to, came_from = node[win], target[win], source[win]
+        np.subtract.at(self.total, came_from, k[win])
         np.add.at(self.total, to, k[win])
         self.label[moved] = to
-        return moved, node[~win]
+        # Own-cluster weights: movers are not adjacent, so their neighbours kept their labels.
+        counts = self.counts[moved]
+        _, neighbour, weight = _entries(self.graph, moved)
+        near = self.label[neighbour]
+        joined, left = near == np.repeat(to, counts), near == np.repeat(came_from, counts)
+        np.add.at(self.own, neighbour, np.where(joined, weight, 0.0) - np.where(left, weight, 0.0))
+        mover = np.repeat(np.arange(moved.size), counts)
+        self.own[moved] = np.bincount(mover, weights=np.where(joined, weight, 0.0), minlength=moved.size)
+        return moved, node[~win], neighbour
 
     def split_disconnected(self) -> bool:
         """Give every connected piece of a cluster its own label; whether any cluster was split."""
         graph, label = self.graph, self.label
-        inside = label[self.rows] == label[graph.indices]
+        inside = np.repeat(label, self.counts) == label[graph.indices]
         indptr = np.r_[0, np.cumsum(np.bincount(self.rows[inside], minlength=graph.size))]
         links = np.ones(int(indptr[-1]), dtype=np.int8)
         matrix = csr_matrix((links, graph.indices[inside], indptr), shape=(graph.size, graph.size))
@@ -158,7 +179,7 @@ class _State:
         if pieces == np.unique(label).size:
             return False
         self.label = piece.astype(np.int64)
-        self.total = np.bincount(self.label, weights=self.degree)
+        self.refresh()
         return True
 
 
@@ -168,20 +189,23 @@ def node_optimal(graph: LevelGraph, label: np.ndarray, resolution: float = 1.0) 
     Returned labels are cluster numbers, not necessarily consecutive.
     """
     state = _State(graph, np.asarray(label, dtype=np.int64).copy(), resolution)
-    state.split_disconnected()
     active = None  # every node
-    moved_since_split = False  # only a move can disconnect a cluster
+    exact = True  # ``own`` and ``total`` just computed from the edges
+    moved_since_split = True  # only a move can disconnect a cluster; Leiden's own clusters are checked once too
     while True:
         node, target, gain = state.best_moves(active)
         if node.size == 0:
-            if active is not None:  # nothing near the moves gains: look at every node once more
+            if active is not None or not exact:  # nothing near the moves gains: check every node, exactly
+                if not exact:
+                    state.refresh()
+                    exact = True
                 active = None
-                continue
-            if moved_since_split and state.split_disconnected():
+            elif moved_since_split and state.split_disconnected():
                 moved_since_split = False
-                continue
-            return state.label
-        moved, waiting = state.move(node, target, gain)
+            else:
+                return state.label
+            continue
+        moved, waiting, neighbours = state.move(node, target, gain)
+        exact = False
         moved_since_split |= moved.size > 0
-        _, neighbours, _ = _entries(graph, moved)
         active = np.unique(np.concatenate([moved, waiting, neighbours]))
