@@ -33,9 +33,10 @@ buys in reports regenerated per edit is measured by ``bench/bench_incremental.py
 
 Engine: the default backend (``auto``) is graspologic-native's Rust Leiden (the engine Microsoft
 GraphRAG uses) from NATIVE_FROM_NODES nodes and igraph's until-stable Leiden below. graspologic
-runs one Leiden cycle per run, every run then *polished* by leidenalg's node-level local moving
-until no single node gains by moving (see :func:`_node_optimal`), and the hierarchy is built level
-by level on integer arrays (:mod:`graphrag_assets.index.native_leiden`). igraph's Leiden run until
+runs one Leiden cycle per run, every run then *polished* by node-level moving until no single
+node gains by moving (:mod:`graphrag_assets.index.local_moving`, vectorized over all the graphs of a
+level), and the hierarchy is built level by level on integer arrays
+(:mod:`graphrag_assets.index.native_leiden`). igraph's Leiden run until
 stable, the previous default, did not scale: on a 200,000-node / 1M-edge planted partition each
 iteration took 3-6 s and modularity stopped improving after about 11 iterations (0.91479), but
 nodes tied between communities kept moving, so "until stable" ran for tens of iterations (not
@@ -71,11 +72,11 @@ one report call that a reshuffled community costs.
 
 from __future__ import annotations
 
+import hashlib
 import random
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import partial
 from typing import Any, Literal
 
 import igraph
@@ -235,6 +236,25 @@ def _run_seed(seed: int, names: Sequence[str]) -> int:
     return int(stable_hash(seed, *names)[:8], 16) & 0x7FFFFFFF
 
 
+class _SeedOfMembers:
+    """:func:`_run_seed` of members given as indices into sorted titles, with each title encoded once.
+
+    The hierarchy hashes every clustered title once per level (a million strings at a million
+    nodes): one digest update per run over the joined bytes instead of one per title. The digest
+    equals :func:`~graphrag_assets.core.ids.stable_hash`'s, which joins the same bytes.
+    """
+
+    def __init__(self, seed: int, titles: pl.Series) -> None:
+        import numpy as np
+
+        self.prefix = str(seed).encode("utf-8", "surrogatepass") + b"\x1f"
+        self.encoded = np.array([t.encode("utf-8", "surrogatepass") for t in titles.to_list()], dtype=object)
+
+    def __call__(self, members) -> int:
+        joined = b"\x1f".join(self.encoded[members].tolist())
+        return int(hashlib.sha256(self.prefix + joined).hexdigest()[:8], 16) & 0x7FFFFFFF
+
+
 def _leiden(
     graph: igraph.Graph, backend: str, seed: int, resolution: float, n_iterations: int, *, polish: bool = False
 ) -> list[list[int]]:
@@ -258,7 +278,7 @@ def _leiden(
     elif backend == "graspologic":
         membership = _graspologic_membership(graph, seed, resolution, n_iterations)
         if polish:
-            membership = _node_optimal(graph, membership, seed, resolution)
+            membership = _node_optimal(graph, membership, resolution)
     elif backend == "leidenalg":
         import leidenalg
 
@@ -304,42 +324,26 @@ def _graspologic_membership(graph: igraph.Graph, seed: int, resolution: float, n
     return [labels[v] for v in range(n)]
 
 
-def _node_optimal(graph: igraph.Graph, membership: list[int], seed: int, resolution: float) -> list[int]:
+def _node_optimal(graph: igraph.Graph, membership: list[int], resolution: float) -> list[int]:
     """``membership`` moved node by node until no node gains by moving, every community connected.
 
     One Leiden cycle (graspologic's) ends on the aggregated graph, so single nodes may still gain
     by moving; stable mode's warm start moves exactly those nodes, so from an unpolished
-    partition its first update would reshuffle communities no edit touched. leidenalg's local
-    moving (run until no node gains) fixes that; a community it disconnects is split into its
-    pieces (which only raises modularity) and local moving runs again.
-    """
-    import leidenalg
-    import numpy as np
-
-    ends = np.array(graph.get_edgelist(), dtype=np.int64).reshape(-1, 2).T
-    optimiser = leidenalg.Optimiser()
-    optimiser.set_rng_seed(seed)
-    current = _connected_pieces(graph, ends, membership)
-    while True:
-        partition = leidenalg.RBConfigurationVertexPartition(
-            graph, initial_membership=current, weights="weight", resolution_parameter=resolution
-        )
-        optimiser.move_nodes(partition)
-        current = _connected_pieces(graph, ends, partition.membership)
-        if max(current) + 1 == len(set(partition.membership)):  # pieces refine the partition: no split
-            return current
-
-
-def _connected_pieces(graph: igraph.Graph, ends, membership: list[int]) -> list[int]:
-    """One label per connected piece of each community, numbered by smallest vertex (canonical).
-
-    ``ends``: the graph's edge list as two index arrays.
+    partition its first update would reshuffle communities no edit touched. The moving is
+    :func:`.local_moving.node_optimal`, the same as the level-wise array path runs.
     """
     import numpy as np
 
-    label = np.asarray(membership)
-    inside = np.flatnonzero(label[ends[0]] == label[ends[1]])
-    return graph.subgraph_edges(inside.tolist(), delete_vertices=False).connected_components().membership
+    from graphrag_assets.index.local_moving import LevelGraph, node_optimal
+
+    n = graph.vcount()
+    ends = np.array(graph.get_edgelist(), dtype=np.int64).reshape(-1, 2)
+    weight = np.array(graph.es["weight"], dtype=np.float64)
+    rows, cols = np.r_[ends[:, 0], ends[:, 1]], np.r_[ends[:, 1], ends[:, 0]]
+    by_row = np.lexsort((cols, rows))
+    indptr = np.r_[0, np.cumsum(np.bincount(rows, minlength=n))].astype(np.int64)
+    level = LevelGraph(indptr, cols[by_row], np.r_[weight, weight][by_row], np.zeros(n, dtype=np.int64))
+    return node_optimal(level, np.asarray(membership), resolution).tolist()
 
 
 def _leiden_per_component(
@@ -446,7 +450,6 @@ def _native_hierarchical_leiden(coded: CodedEdges, options: LeidenOptions, itera
     names = coded.names
     src, dst = coded.edges["source"].to_numpy(), coded.edges["target"].to_numpy()
     weight = coded.edges["weight"].to_numpy().astype(np.float64)
-    titles = names.to_list()  # a list: gathering from the Series costs ~1 ms per Leiden run
     nodes = largest_component(names.len(), src, dst) if options.use_lcc else None
     return native_hierarchy(
         names,
@@ -455,16 +458,9 @@ def _native_hierarchical_leiden(coded: CodedEdges, options: LeidenOptions, itera
         max_cluster_size=options.max_cluster_size,
         resolution=options.resolution,
         iterations=iterations,
-        seed_of=lambda members: _run_seed(options.seed, [titles[i] for i in members.tolist()]),
-        polish=partial(_polish_arrays, resolution=options.resolution) if options.polished else None,
+        seed_of=_SeedOfMembers(options.seed, names),
+        polish=options.polished,
     )
-
-
-def _polish_arrays(n: int, ends, weights, labels, seed: int, resolution: float = 1.0) -> list[int]:
-    """:func:`_node_optimal` on a graph given as arrays (``ends``: source and target index arrays)."""
-    graph = _Graph(n, list(zip(ends[0].tolist(), ends[1].tolist())))
-    graph.es["weight"] = weights.tolist()
-    return _node_optimal(graph, labels.tolist(), seed, resolution)
 
 
 # Clusters one graph of the hierarchy: (level being built, parent community or -1 at level 0, the

@@ -23,6 +23,7 @@ from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
 from graphrag_assets.core.schemas import empty_frame
+from graphrag_assets.index.local_moving import LevelGraph, node_optimal
 
 ASSIGNMENTS = {"node": pl.String, "community": pl.Int64, "level": pl.Int64, "parent": pl.Int64}
 
@@ -62,7 +63,7 @@ class _Level:
         local = np.full(n, -1, dtype=np.int64)
         local[member] = np.arange(member.size)
         comp = _components(member.size, local[src], local[dst])
-        self.order = member[np.lexsort((member, comp))]
+        self.order = member[np.argsort(comp * n + member)]  # by graph, then node (one int key: 6x a lexsort)
         comp_sorted = comp[local[self.order]]
         self.starts = np.flatnonzero(np.r_[True, comp_sorted[1:] != comp_sorted[:-1]])
         self.ends = np.r_[self.starts[1:], self.order.size]
@@ -72,33 +73,29 @@ class _Level:
         rows = np.concatenate([position[src], position[dst]])
         cols = np.concatenate([position[dst], position[src]])
         data = np.concatenate([weight, weight])
-        by_row = np.lexsort((cols, rows))
+        by_row = np.argsort(rows * self.order.size + cols)  # pairs are distinct: any sort gives one order
         rows, cols, self.data = rows[by_row], cols[by_row], data[by_row]
         graph_start = np.repeat(self.starts, self.ends - self.starts)  # first position of each row's graph
         self.indices = (cols - graph_start[rows]).astype(np.int32)
         self.indptr = np.r_[0, np.cumsum(np.bincount(rows, minlength=self.order.size))].astype(np.int64)
 
-    def labels(self, seed_of, resolution: float, iterations: int, polish=None) -> np.ndarray:
+    def labels(self, seed_of, resolution: float, iterations: int, polish: bool = False) -> np.ndarray:
         """A cluster number for every position: Leiden on each graph, numbers unique across graphs.
 
-        ``polish(n, ends, weights, labels, seed)`` returns the labels made node-optimal (None: as
-        found); it runs only on the graphs where some node would gain by moving (see
-        :meth:`_improvable_graphs`), since building a leidenalg partition per graph costs more
-        than the Leiden run itself.
+        ``polish`` makes the labels node-optimal (:func:`.local_moving.node_optimal`), all graphs
+        of the level in one pass.
         """
         import graspologic_native
 
         out = np.empty(self.order.size, dtype=np.int64)
-        seeds: dict[int, int] = {}
         offset = 0
-        for graph, (start, end) in enumerate(zip(self.starts.tolist(), self.ends.tolist())):
+        for start, end in zip(self.starts.tolist(), self.ends.tolist()):
             size = end - start
             lo, hi = int(self.indptr[start]), int(self.indptr[end])
             if size == 1 or hi == lo:
                 out[start:end] = offset
                 offset += 1
                 continue
-            seeds[graph] = seed = seed_of(self.order[start:end])
             _, membership = graspologic_native.leiden_csr(
                 self.indptr[start : end + 1] - lo,
                 self.indices[lo:hi],
@@ -106,7 +103,7 @@ class _Level:
                 size,
                 resolution=resolution,
                 iterations=max(1, iterations),
-                seed=seed,
+                seed=seed_of(self.order[start:end]),
             )
             label = np.empty(size, dtype=np.int64)
             label[np.fromiter(membership.keys(), dtype=np.int64, count=size)] = np.fromiter(
@@ -114,53 +111,17 @@ class _Level:
             )
             out[start:end] = label + offset
             offset += int(label.max()) + 1
-        if polish is not None:
-            for graph in self._improvable_graphs(out, resolution).tolist():
-                start, end = int(self.starts[graph]), int(self.ends[graph])
-                lo, hi = int(self.indptr[start]), int(self.indptr[end])
-                indptr, indices, data = self.indptr[start : end + 1] - lo, self.indices[lo:hi], self.data[lo:hi]
-                row = np.repeat(np.arange(end - start), np.diff(indptr))
-                upper = row < indices  # each undirected edge once, in (row, column) order
-                label = np.asarray(
-                    polish(end - start, (row[upper], indices[upper]), data[upper], out[start:end], seeds[graph])
-                )
-                out[start:end] = label + offset
-                offset += int(label.max()) + 1
+        if polish:
+            out = node_optimal(self.level_graph(), out, resolution)
         return np.unique(out, return_inverse=True)[1]
 
-    def _improvable_graphs(self, label: np.ndarray, resolution: float) -> np.ndarray:
-        """Graphs in which moving one node to a neighbouring cluster would raise modularity.
-
-        The gain of moving node i from cluster A to C, in leidenalg's units, is
-        ``w(i,C) - w(i,A) - resolution * k_i * (K_C - K_A + k_i) / 2m`` (w: edge weight from i into
-        a cluster without i, k: weighted degree, K: a cluster's total degree, m: the graph's total
-        weight). The tolerance is below the warm start's, so no node it would move is missed.
-        """
-        size = self.order.size
-        rows = np.repeat(np.arange(size), np.diff(self.indptr))
-        graph_start = np.repeat(self.starts, self.ends - self.starts)
-        cols = self.indices.astype(np.int64) + graph_start[rows]
-        degree = np.bincount(rows, weights=self.data, minlength=size)
+    def level_graph(self) -> LevelGraph:
+        """The level's CSR with columns made global positions, for :func:`.local_moving.node_optimal`."""
+        counts = np.diff(self.indptr)
+        graph_start = np.repeat(self.starts, self.ends - self.starts)  # first position of each row's graph
+        columns = self.indices + np.repeat(graph_start, counts)
         graph_of = np.repeat(np.arange(self.starts.size), self.ends - self.starts)
-        two_m = np.bincount(graph_of, weights=degree)
-        total = np.bincount(label, weights=degree)
-        # Weight from each node into each neighbouring cluster: (node, cluster) keys summed.
-        key = rows * (int(label.max()) + 1) + label[cols]
-        unique_key, inverse = np.unique(key, return_inverse=True)
-        weight_into = np.bincount(inverse, weights=self.data)
-        node = unique_key // (int(label.max()) + 1)
-        cluster = unique_key % (int(label.max()) + 1)
-        own_weight = np.zeros(size)
-        own = cluster == label[node]
-        own_weight[node[own]] = weight_into[own]
-        k = degree[node]
-        gain = (
-            weight_into
-            - own_weight[node]
-            - resolution * k * (total[cluster] - total[label[node]] + k) / two_m[graph_of[node]]
-        )
-        improvable = ~own & (gain > 1e-12 * np.maximum(1.0, two_m[graph_of[node]]))
-        return np.unique(graph_of[node[improvable]])
+        return LevelGraph(self.indptr, columns, self.data, graph_of)
 
 
 def native_hierarchy(
@@ -172,7 +133,7 @@ def native_hierarchy(
     resolution: float,
     iterations: int,
     seed_of,
-    polish=None,
+    polish: bool = False,
 ) -> pl.DataFrame:
     """``ASSIGNMENTS`` of the hierarchy over ``nodes`` (indices into the sorted ``names``; None: all).
 
