@@ -10,8 +10,9 @@ files with the coordinator's steps (:mod:`.workers_plan`, :mod:`.workers_shard`,
 op's retry policy; the other shards' outputs are kept.
 
 The executor comes from the settings (:func:`workers_executor`): Dagster's multiprocess executor
-with ``workers.count`` processes, or dagster-dask's on a running dask.distributed scheduler
-(:mod:`.workers_dask`, which also says why that engine's job fans out to fixed shard outputs).
+with ``workers.count`` processes, dagster-dask's on a running dask.distributed scheduler
+(:mod:`.workers_dask`, which also says why that engine's job fans out to fixed shard outputs), or
+dagster-k8s's, a pod per step (:mod:`.workers_k8s`).
 Both run each step in another process that rebuilds the job (:mod:`.workers_entry`).
 """
 
@@ -42,6 +43,7 @@ from graphrag_assets.pipeline.runtime.dagster_private import log_materialization
 from graphrag_assets.pipeline.runtime.step_server import START_METHOD
 from graphrag_assets.pipeline.workers_collect import clear_run, collect_shards
 from graphrag_assets.pipeline.workers_dask import dask_executor_def
+from graphrag_assets.pipeline.workers_k8s import k8s_executor_def
 from graphrag_assets.pipeline.workers_plan import ShardRef, exchange_location, plan_shards
 from graphrag_assets.pipeline.workers_shard import run_shard
 from graphrag_assets.storage.database import let_go
@@ -62,6 +64,8 @@ def workers_executor(settings: Settings) -> ExecutorDefinition:
         return multiprocess_executor.configured(
             {"max_concurrent": settings.workers.count, "start_method": start}, name="workers_multiprocess"
         )
+    if settings.workers.engine == "k8s":
+        return k8s_executor_def(settings)
     return dask_executor_def(settings)
 
 

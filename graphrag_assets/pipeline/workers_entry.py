@@ -34,7 +34,7 @@ def run_document_workers(
     """Run ``document_workers_job`` for these partitions through the project's instance and wait for it."""
     if settings.workers.engine == "dask":
         require_scheduler(str(settings.workers.dask_scheduler))
-    else:
+    elif settings.workers.engine == "multiprocess":
         start_step_server(STEP_MODULES)  # imports the pipeline while the run is set up
     job = build_reconstructable_job(
         __name__, workers_job_of.__name__, reconstructable_args=(str(settings.root), json.dumps(overrides or {}))
