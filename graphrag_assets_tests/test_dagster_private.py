@@ -18,6 +18,8 @@ import pytest
 import yaml
 from dagster import (
     AssetExecutionContext,
+    AssetKey,
+    AssetMaterialization,
     BackfillPolicy,
     DagsterEventType,
     DagsterInstance,
@@ -28,6 +30,8 @@ from dagster import (
     asset,
     define_asset_job,
     in_process_executor,
+    job,
+    op,
 )
 
 from graphrag_assets.pipeline.runtime import dagster_private as private
@@ -158,6 +162,31 @@ def test_our_storage_writes_through_the_private_sqlite_storages(range_run) -> No
     assert isinstance(rehydrated, BatchedSqliteEventLogStorage)
     rehydrated.dispose()
     storage.dispose()
+
+
+@op
+def note_letters(context) -> None:
+    private.log_materializations(context, [AssetMaterialization("noted", partition=key) for key in ("a", "b", "c")])
+
+
+@job(executor_def=in_process_executor)
+def note_job() -> None:
+    note_letters()
+
+
+def test_an_ops_materializations_are_stored_as_one_batch(tmp_path: Path) -> None:
+    """The workers job's collect step (pipeline/workers.py): every partition's materialization
+    stored, none left in the instance's batch buffer."""
+    instance = project_instance(tmp_path)
+    try:
+        result = execute_without_capture(note_job, run_config={}, instance=instance, partition_key=None, tags={})
+        assert result.success
+        stored = instance.fetch_materializations(AssetKey("noted"), limit=10).records
+        assert sorted(record.partition_key for record in stored) == ["a", "b", "c"]
+        assert {record.run_id for record in stored} == {result.run_id}
+        assert instance.get_materialized_partitions(AssetKey("noted")) == {"a", "b", "c"}
+    finally:
+        instance.dispose()
 
 
 def test_compute_logs_are_captured_by_our_manager(range_run) -> None:

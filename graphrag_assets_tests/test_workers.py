@@ -23,7 +23,7 @@ from graphrag_assets_testkit.projects import make_project
 from graphrag_assets_tests.conftest import make_llm_project
 
 OFFLINE = "method: nlp\nllm:\n  embeddings: local\n"
-STEP_PROCESS = "spawn_main"  # how Dagster's multiprocess executor starts a step's process (not its resource tracker)
+STEP_SERVER = "forkserver"  # the process the multiprocess executor forks each step's process from
 KILL_WAIT_SECONDS = 600  # a loaded machine takes minutes to start the index and its step processes
 
 
@@ -100,7 +100,7 @@ def kill_the_hanging_shard(server, index_pid: int) -> int:
     deadline = time.monotonic() + KILL_WAIT_SECONDS
     while time.monotonic() < deadline:
         delayed = [call for call in server.calls("chat") if call.get("outcome") == "delay"]
-        steps = child_pids(index_pid, STEP_PROCESS)
+        steps = [step for server in child_pids(index_pid, STEP_SERVER) for step in child_pids(server)]
         if delayed and len(steps) == 1:
             os.kill(steps[0], signal.SIGKILL)
             return steps[0]

@@ -401,13 +401,17 @@ class WorkerSettings(_Section):
     """Where the per-document steps run: in the indexing process (1), or on N workers (docs/SCALING.md).
 
     With ``count`` > 1 the document steps run as shards on worker processes (``engine``:
-    ``multiprocess`` on this machine, ``dask`` on a running dask.distributed scheduler) that
-    exchange Parquet files with the one process that writes the index.
+    ``multiprocess`` on this machine, ``dask`` on a running dask.distributed scheduler, ``k8s``
+    in Kubernetes pods through dagster-k8s) that exchange Parquet files with the one process that
+    writes the index.
     """
 
     count: int = Field(1, ge=1, le=256)  # also `index --workers N`
-    engine: Literal["multiprocess", "dask"] = "multiprocess"
+    engine: Literal["multiprocess", "dask", "k8s"] = "multiprocess"
     dask_scheduler: str | None = None  # tcp://host:port of a running scheduler (engine dask)
+    # engine k8s: the config of dagster-k8s's k8s_job_executor (job_image, job_namespace, env_secrets,
+    # step_k8s_config, ...); max_concurrent is `count`
+    k8s: dict[str, Any] = Field(default_factory=dict)
 
     @field_validator("dask_scheduler")
     @classmethod

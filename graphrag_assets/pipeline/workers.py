@@ -10,8 +10,9 @@ files with the coordinator's steps (:mod:`.workers_plan`, :mod:`.workers_shard`,
 op's retry policy; the other shards' outputs are kept.
 
 The executor comes from the settings (:func:`workers_executor`): Dagster's multiprocess executor
-with ``workers.count`` processes, or dagster-dask's on a running dask.distributed scheduler
-(:mod:`.workers_dask`, which also says why that engine's job fans out to fixed shard outputs).
+with ``workers.count`` processes, dagster-dask's on a running dask.distributed scheduler
+(:mod:`.workers_dask`, which also says why that engine's job fans out to fixed shard outputs), or
+dagster-k8s's, a pod per step (:mod:`.workers_k8s`).
 Both run each step in another process that rebuilds the job (:mod:`.workers_entry`).
 """
 
@@ -38,8 +39,11 @@ from graphrag_assets.core.schemas import PER_DOCUMENT_TABLES
 from graphrag_assets.core.settings import Settings
 from graphrag_assets.pipeline.partitions import DOCUMENT_PARTITIONS
 from graphrag_assets.pipeline.resources import GraphRAGProject
+from graphrag_assets.pipeline.runtime.dagster_private import log_materializations
+from graphrag_assets.pipeline.runtime.step_server import START_METHOD
 from graphrag_assets.pipeline.workers_collect import clear_run, collect_shards
 from graphrag_assets.pipeline.workers_dask import dask_executor_def
+from graphrag_assets.pipeline.workers_k8s import k8s_executor_def
 from graphrag_assets.pipeline.workers_plan import ShardRef, exchange_location, plan_shards
 from graphrag_assets.pipeline.workers_shard import run_shard
 from graphrag_assets.storage.database import let_go
@@ -49,12 +53,19 @@ WORKERS_JOB = "document_workers_job"
 SHARD_REFS = "shard_refs"
 SHARD_REF_IO_MANAGER = FilesystemIOManager()
 SHARD_RETRIES = 2
+# The module step processes rebuild the job from (imported once by the fork server, not per step).
+STEP_MODULES = ("graphrag_assets.pipeline.workers_entry",)
 
 
 def workers_executor(settings: Settings) -> ExecutorDefinition:
     """The executor that runs the shards in parallel, chosen by ``workers.engine``."""
     if settings.workers.engine == "multiprocess":
-        return multiprocess_executor.configured({"max_concurrent": settings.workers.count}, name="workers_multiprocess")
+        start = {START_METHOD: {"preload_modules": list(STEP_MODULES)}}  # see pipeline/runtime/step_server.py
+        return multiprocess_executor.configured(
+            {"max_concurrent": settings.workers.count, "start_method": start}, name="workers_multiprocess"
+        )
+    if settings.workers.engine == "k8s":
+        return k8s_executor_def(settings)
     return dask_executor_def(settings)
 
 
@@ -107,9 +118,12 @@ def _collect(context: OpExecutionContext, settings: Settings, refs: list[ShardRe
         written = collect_shards(settings, refs)
     finally:
         let_go()  # a dask worker lives on: it must not keep the index file locked
-    for asset in PER_DOCUMENT_TABLES:  # the document assets whose partitions the run materialized
-        for partition in context.partition_keys:
-            context.log_event(AssetMaterialization(asset_key=AssetKey(asset), partition=partition))
+    partitions = context.partition_keys
+    # the document assets whose partitions the run materialized, stored as one batch
+    materialized = [
+        AssetMaterialization(AssetKey(asset), partition=key) for asset in PER_DOCUMENT_TABLES for key in partitions
+    ]
+    log_materializations(context, materialized)
     context.log.info(f"{len(written)} document(s) written to the index")
     if refs:
         clear_run(settings, refs[0].location, context.run_id)

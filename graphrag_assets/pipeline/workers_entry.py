@@ -18,7 +18,8 @@ from dagster import DagsterInstance, JobDefinition, build_reconstructable_job
 from graphrag_assets.core.settings import Settings
 from graphrag_assets.pipeline.definitions import build_definitions
 from graphrag_assets.pipeline.runtime.runner import RunOutcome, run_reconstructable_job
-from graphrag_assets.pipeline.workers import WORKERS_JOB
+from graphrag_assets.pipeline.runtime.step_server import start_step_server
+from graphrag_assets.pipeline.workers import STEP_MODULES, WORKERS_JOB
 from graphrag_assets.pipeline.workers_dask import require_scheduler
 
 
@@ -33,6 +34,8 @@ def run_document_workers(
     """Run ``document_workers_job`` for these partitions through the project's instance and wait for it."""
     if settings.workers.engine == "dask":
         require_scheduler(str(settings.workers.dask_scheduler))
+    elif settings.workers.engine == "multiprocess":
+        start_step_server(STEP_MODULES)  # imports the pipeline while the run is set up
     job = build_reconstructable_job(
         __name__, workers_job_of.__name__, reconstructable_args=(str(settings.root), json.dumps(overrides or {}))
     )
