@@ -32,7 +32,7 @@ import polars as pl
 
 from graphrag_assets.core.ids import short_id
 from graphrag_assets.core.sentences import SentenceSpan, sentence_spans, split_sentences
-from graphrag_assets.query.extractive import prose_in_place
+from graphrag_assets.query.prose import prose_in_place
 from graphrag_assets.query.query_data import QueryData
 from graphrag_assets.query.results import Citation, ContextRecords
 

@@ -59,6 +59,7 @@ from graphrag_assets.query.answer_focus import (
     question_focus,
 )
 from graphrag_assets.query.model_calls import ModelCalls
+from graphrag_assets.query.prose import prose
 from graphrag_assets.query.query_data import QueryData
 from graphrag_assets.query.results import ContextRecords
 
@@ -150,29 +151,6 @@ def keywords(text: str) -> set[str]:
     """Stemmed content words of a text."""
     stop = function_words()
     return {stem(w) for w in words_of(text) if w not in stop}
-
-
-_HEADING = re.compile(r"^\s{0,3}#{1,6}\s.*$", re.MULTILINE)
-_CITATION = re.compile(r"\s*\[Data:[^\]]*\]")
-
-
-def prose(text: str) -> str:
-    """The running text of a source: markdown headings and ``[Data: ...]`` citations removed.
-
-    Headings (report titles, finding summaries, document titles) are labels, not statements,
-    and a source's own citations would be cited twice.
-    """
-    return _CITATION.sub("", _HEADING.sub("", text))
-
-
-def prose_in_place(text: str) -> str:
-    """:func:`prose` with what it removes blanked out (line breaks kept) rather than cut, so a
-    position in it is the same position in ``text``: a citation's span is counted in ``text``."""
-    return _CITATION.sub(_blank, _HEADING.sub(_blank, text))
-
-
-def _blank(match: re.Match[str]) -> str:
-    return re.sub(r"[^\n]", " ", match.group())
 
 
 def extractive_answer(
