@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 from dagster import DagsterInstance, Definitions, execute_job
 
+from graphrag_assets.core.errors import ConfigError, LLMError, UserError
 from graphrag_assets.core.processes import ProcessId
 from graphrag_assets.pipeline.runtime.dagster_private import (
     ASSET_PARTITION_RANGE_END_TAG,
@@ -28,6 +29,9 @@ from graphrag_assets.pipeline.runtime.dagster_private import (
 from graphrag_assets.pipeline.runtime.instance import LOCATION_NAME, PROCESS_TAG, TRIGGER_TAG
 from graphrag_assets.pipeline.runtime.uncaptured import execute_without_capture
 from graphrag_assets.storage.database import let_go
+
+# our errors' class names: their message is the sentence for the user, whatever they were raised from
+USER_ERRORS = frozenset(cls.__name__ for cls in (UserError, ConfigError, LLMError))
 
 log = logging.getLogger(__name__)
 
@@ -65,11 +69,12 @@ class RunOutcome:
 
 
 def _first_error(result) -> str | None:
-    """The root cause of the first step failure, as one line (Dagster wraps it in its own errors)."""
+    """The first step failure as one line: our own sentence for the user where the chain holds one
+    (a full disk raised from DuckDB's error), else the root cause (Dagster wraps it in its own errors)."""
     for event in result.all_events:
         if event.is_step_failure and event.event_specific_data is not None:
             error = getattr(event.event_specific_data, "error", None)
-            while error is not None and error.cause is not None:
+            while error is not None and error.cause is not None and error.cls_name not in USER_ERRORS:
                 error = error.cause
             if error is not None:
                 lines = [line for line in (error.message or "").strip().splitlines() if line.strip()]
