@@ -15,8 +15,9 @@ standard index of a small corpus must not load numpy (``test_cli_imports``).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
 import polars as pl
 
@@ -136,13 +137,7 @@ def normalized_edges(names: pl.Series, edges: pl.DataFrame) -> CodedEdges:
         pl.col("target").cast(pl.Int64),
         pl.col("weight").cast(pl.Float64).fill_null(1.0),
     ).drop_nulls(["source", "target"])
-    bad = frame.filter(~pl.col("weight").is_finite() | (pl.col("weight") < 0))
-    if not bad.is_empty():
-        row = bad.row(0, named=True)
-        raise ValueError(
-            f"{bad.height} edge(s) have a negative or non-finite weight, e.g. "
-            f"{names[row['source']]!r} - {names[row['target']]!r}: {row['weight']}"
-        )
+    refuse_bad_weights(frame, lambda end: names[end])
     frame = (
         frame.select(
             source=pl.min_horizontal("source", "target"),
@@ -243,3 +238,15 @@ def internal_relationships(coded: CodedRelationships, assignments: pl.DataFrame)
         )
         parts.append(ids.join(unit_lists, on="community", how="left"))
     return pl.concat(parts).select(list(schema)).cast(schema)
+
+
+def refuse_bad_weights(edges: pl.DataFrame, name_of: Callable[[Any], str]) -> None:
+    """Raise when an edge's weight is negative or not finite (Leiden needs weights ≥ 0), naming
+    the first such edge's ends through ``name_of`` (codes or titles)."""
+    bad = edges.filter(~pl.col("weight").is_finite() | (pl.col("weight") < 0))
+    if not bad.is_empty():
+        row = bad.row(0, named=True)
+        raise ValueError(
+            f"{bad.height} edge(s) have a negative or non-finite weight, e.g. "
+            f"{name_of(row['source'])!r} - {name_of(row['target'])!r}: {row['weight']}"
+        )

@@ -93,6 +93,7 @@ from graphrag_assets.index.coded_graph import (
     internal_relationships,
     level_modularity,
     normalized_edges,
+    refuse_bad_weights,
 )
 
 Backend = Literal["auto", "graspologic", "igraph", "leidenalg"]
@@ -142,13 +143,7 @@ def normalize_edges(edges: pl.DataFrame) -> pl.DataFrame:
         pl.col("target").cast(pl.String),
         weight.alias("weight"),
     ).drop_nulls(["source", "target"])
-    bad = frame.filter(~pl.col("weight").is_finite() | (pl.col("weight") < 0))
-    if not bad.is_empty():
-        row = bad.row(0, named=True)
-        raise ValueError(
-            f"{bad.height} edge(s) have a negative or non-finite weight, e.g. "
-            f"{row['source']!r} - {row['target']!r}: {row['weight']}"
-        )
+    refuse_bad_weights(frame, str)
     return (
         frame.select(
             pl.min_horizontal("source", "target").alias("source"),
