@@ -2,22 +2,29 @@
 
 The cluster (a scheduler and two single-threaded workers on loopback) is started by the session
 fixture and stopped by PID; the steps reach it through dagster-dask's executor, as `workers.engine:
-dask` does. The index built there must equal the one built in one process, table by table.
+dask` does. The index built there must equal the one built in one process, table by table, also
+when a worker is killed (SIGKILL) in the middle of its shard: only that shard's work is redone.
 """
 
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
+import sys
 import time
+from collections import Counter
 from pathlib import Path
 
+import polars as pl
+import pytest
 from dagster import DagsterEventType, DagsterInstance, In, Nothing, execute_job, job, op, reconstructable
 from dagster_dask import dask_executor
 from polars.testing import assert_frame_equal
 
 from graphrag_assets.pipeline.workers import WORKERS_JOB
-from graphrag_assets_testkit.builds import published_tables, run_index
-from graphrag_assets_testkit.dask_cluster import DaskCluster, dask_cluster  # noqa: F401 - the fixture
+from graphrag_assets_testkit.builds import env_without_endpoint, published_tables, run_index
+from graphrag_assets_testkit.dask_cluster import DaskCluster, dask_cluster, start_dask_cluster  # noqa: F401 - the fixture
 from graphrag_assets_testkit.postgres_server import free_port
 from graphrag_assets_tests.conftest import make_llm_project
 
@@ -97,3 +104,113 @@ def test_an_unreachable_scheduler_is_one_clear_sentence(graphrag_server, tmp_pat
     message = done.stderr.strip().splitlines()[-1]
     assert message.startswith("error: no dask scheduler answers at " + address), done.stderr
     assert not (root / "data" / "graphrag.duckdb").exists()
+
+
+KILL_WAIT_SECONDS = 600  # a loaded machine takes minutes to start the run and its steps
+
+
+def _hanging_shard_worker(client, server) -> tuple[int, str] | None:
+    """(pid, task) of the worker running the last shard step once the other shard has ended and the
+    delayed model request has arrived; None before that."""
+    if not [call for call in server.calls("chat") if call.get("outcome") == "delay"]:
+        return None
+    running = {worker: keys for worker, keys in client.processing().items() if keys}
+    tasks = [key for keys in running.values() for key in keys]
+    if len(tasks) != 1 or ".index_shard_" not in tasks[0]:
+        return None
+    (worker,) = running
+    return client.run(os.getpid, workers=[worker])[worker], tasks[0]
+
+
+def _shard_documents(root: Path) -> dict[int, set[str]]:
+    """The document keys of each shard of the run in progress, from its exchange folder."""
+    found: dict[int, set[str]] = {}
+    for path in (root / "data" / "exchange" / "runs").glob("*/shard-*/in/documents.parquet"):
+        index = int(path.parent.parent.name.removeprefix("shard-"))
+        found[index] = set(pl.read_parquet(path)["document_key"].to_list())
+    return found
+
+
+def _chat_texts(server) -> list[str]:
+    """The message text of every chat request the server received, in order."""
+    return ["\n".join(str(m.get("content")) for m in c["body"].get("messages", [])) for c in server.calls("chat")]
+
+
+def _asked_per_document(texts: list[str], units: pl.DataFrame) -> dict[str, Counter]:
+    """For each document, how many times each distinct request quoting one of its text units was sent."""
+    asked: dict[str, Counter] = {}
+    for text in texts:
+        for key, unit in units.select("document_key", "text").iter_rows():
+            if unit in text:
+                asked.setdefault(key, Counter())[text] += 1
+    return asked
+
+
+@pytest.mark.timeout(1800)
+def test_a_dask_worker_killed_mid_shard_loses_nothing_and_only_its_shard_is_redone(
+    graphrag_server, standard_index: Path, tmp_path: Path
+) -> None:
+    from distributed import Client
+
+    cluster = start_dask_cluster(workers=2)  # its own: a worker of this one is killed
+    try:
+        workers = f"workers:\n  count: 2\n  engine: dask\n  dask_scheduler: {cluster.address}\n"
+        root = make_llm_project(tmp_path / "project", graphrag_server.base_url, extra=workers)
+        graphrag_server.reset()
+        # One document's first extraction request hangs, so its shard is still running when the other ends.
+        graphrag_server.add_fault("delay", seconds=2 * KILL_WAIT_SECONDS, match="Storm Odile", endpoint="chat")
+        command = [sys.executable, "-m", "graphrag_assets.cli.main", "index", "--root", str(root)]
+        index = subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env_without_endpoint()
+        )
+        try:
+            with Client(cluster.address, timeout=30) as client:
+                deadline = time.monotonic() + KILL_WAIT_SECONDS
+                while (found := _hanging_shard_worker(client, graphrag_server)) is None:
+                    assert time.monotonic() < deadline, "the delayed shard was never the only step running"
+                    assert index.poll() is None, index.communicate()[1][-3000:]
+                    time.sleep(0.2)
+                shards = _shard_documents(root)
+                os.kill(found[0], signal.SIGKILL)
+            killed_at = len(graphrag_server.calls("chat"))
+            stdout, stderr = index.communicate(timeout=KILL_WAIT_SECONDS)
+        finally:
+            if index.poll() is None:
+                os.kill(index.pid, signal.SIGKILL)
+                index.wait()
+        assert index.returncode == 0, stdout + stderr[-3000:] + cluster.log_text()
+        expected, ours = published_tables(standard_index), published_tables(root)
+        assert sorted(ours) == sorted(expected)
+        for table, frame in expected.items():
+            assert_frame_equal(ours[table], frame)
+    finally:
+        cluster.stop()
+
+    starts = _step_starts(root)
+    assert starts["plan_shards_op"] == 1 and starts["collect_shards_op"] == 1, starts
+    killed_shard = int(found[1].rsplit("_", 1)[1])
+    assert starts[f"index_shard_{killed_shard}"] == 2, starts  # the killed shard ran again
+    assert starts[f"index_shard_{1 - killed_shard}"] == 1, starts  # the other did not
+    # Per document: a request quoting a text unit of the finished shard was sent once; the killed
+    # shard's documents lost their answers with the worker's scratch cache and asked again after the kill.
+    asked = _asked_per_document(_chat_texts(graphrag_server), expected["text_units"])
+    for key in shards[1 - killed_shard]:
+        assert max(asked[key].values()) == 1, key
+    again = _asked_per_document(_chat_texts(graphrag_server)[killed_at:], expected["text_units"])
+    assert again and set(again) <= shards[killed_shard]
+
+
+def _step_starts(root: Path) -> dict[str, int]:
+    """How many times each step of the project's last workers run started."""
+    from graphrag_assets.core.settings import load_settings
+    from graphrag_assets.pipeline.runtime.instance import open_instance
+
+    instance = open_instance(load_settings(root, environ={}))
+    try:
+        run = next(run for run in instance.get_runs(limit=5) if run.job_name == WORKERS_JOB)
+        counts: Counter = Counter()
+        for entry in instance.all_logs(run.run_id, of_type=DagsterEventType.STEP_START):
+            counts[entry.step_key] += 1
+        return dict(counts)
+    finally:
+        instance.dispose()

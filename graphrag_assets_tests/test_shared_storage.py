@@ -21,7 +21,16 @@ import pytest
 from graphrag_assets.core.errors import UserError
 from graphrag_assets.core.settings import load_settings
 from graphrag_assets.storage.object_store import shared_location
-from graphrag_assets.storage.shared_build import INDEX_FOLDER, fetch_build, publish_build, read_pointer
+from graphrag_assets.storage.shared_build import (
+    INDEX_FOLDER,
+    Pointer,
+    fetch_build,
+    new_build_id,
+    publish_build,
+    read_pointer,
+    read_versioned_pointer,
+    swap_pointer,
+)
 from graphrag_assets_testkit.builds import NEW_DOCUMENT, env_without_endpoint, published_tables
 from graphrag_assets_testkit.projects import make_project
 from graphrag_assets_testkit.s3_server import S3Server, s3_server, start_s3_server  # noqa: F401 - the fixture
@@ -31,7 +40,10 @@ QUESTION = "Who is Søren Holm, and what did he do during Storm Odile?"
 pytestmark = pytest.mark.slow
 
 
-def shared_yaml(url: str, server: S3Server | None, method: str = "method: nlp\nllm:\n  embeddings: local\n") -> str:
+OFFLINE = "method: nlp\nllm:\n  embeddings: local\n"
+
+
+def shared_yaml(url: str, server: S3Server | None, method: str = OFFLINE) -> str:
     """graphrag.yaml for a project on ``url``; the endpoint and keys of an s3:// URL are in the file."""
     store = ""
     if server is not None:
@@ -314,3 +326,96 @@ def test_workers_exchange_their_shards_through_the_object_store(s3_server, nlp_i
     assert "document_workers_job" in done.stdout and "published build" in done.stdout
     assert not (root / "data" / "exchange").exists()  # nothing went through a local folder
     assert_same_tables(root, nlp_index)
+
+
+def test_a_corpus_run_launched_like_the_ui_ends_with_a_published_build(s3_server: S3Server, tmp_path: Path) -> None:
+    """The corpus job executed in-process on the project's Definitions, as the UI or the sensor
+    launch it (no CLI around it), publishes the build; the CLI's `index` afterwards publishes once per change."""
+    from dagster import DagsterEventType
+
+    from graphrag_assets.pipeline.definitions import build_definitions
+    from graphrag_assets.pipeline.partitions import CORPUS_JOB
+    from graphrag_assets.pipeline.runtime.instance import open_instance
+
+    writer = make_project(tmp_path / "writer")
+    (writer / "graphrag.yaml").write_text(OFFLINE, encoding="utf-8")
+    assert cli(writer, "index").returncode == 0  # a local index, never shared
+    url = s3_server.create_bucket("ui-runs") + "/graph"
+    (writer / "graphrag.yaml").write_text(shared_yaml(url, s3_server), encoding="utf-8")
+    settings = load_settings(writer, environ={})
+    location = shared_location(settings)
+    assert location is not None and read_pointer(location) is None
+
+    instance = open_instance(settings)
+    try:
+        result = build_definitions(writer).resolve_job_def(CORPUS_JOB).execute_in_process(instance=instance)
+        assert result.success
+        materialized = [
+            event.event_specific_data.materialization
+            for event in result.all_events
+            if event.event_type == DagsterEventType.ASSET_MATERIALIZATION
+        ]
+    finally:
+        instance.dispose()
+    pointer = read_pointer(location)
+    assert pointer is not None and pointer.previous is None
+    (shared,) = [m for m in materialized if m.asset_key.to_user_string() == "shared_build"]
+    assert shared.metadata["build_id"].value == pointer.build_id
+    fetched = fetch_build(location, pointer, tmp_path / "fetched")
+    reader = tmp_path / "reader" / "data"
+    reader.mkdir(parents=True)
+    shutil.copy(fetched / "graphrag.duckdb", reader / "graphrag.duckdb")
+    ours, theirs = published_tables(writer), published_tables(reader.parent)
+    assert sorted(theirs) == sorted(ours)
+    for table, frame in ours.items():
+        assert theirs[table].equals(frame), table
+
+    nothing = cli(writer, "index")  # nothing changed: nothing to publish
+    assert nothing.returncode == 0, nothing.stderr
+    assert "published build" not in nothing.stdout
+    assert read_pointer(location) == pointer
+
+    (writer / "data" / "input" / "marrow.txt").write_text(NEW_DOCUMENT, encoding="utf-8")
+    done = cli(writer, "index")  # its corpus step publishes; the CLI finds nothing left to publish
+    assert done.returncode == 0, done.stderr
+    after = read_pointer(location)
+    assert after is not None and after.previous == pointer.build_id, (after, pointer)  # one build, not two
+    assert done.stdout.count("published build") == 1 and f"published build {after.build_id}" in done.stdout
+
+
+@pytest.mark.parametrize("store", ["s3", "folder"])
+def test_of_two_racing_publishers_the_later_never_replaces_the_newer_build(
+    store: str, s3_server: S3Server, tmp_path: Path
+) -> None:
+    """Both read the pointer, one swaps it: the other's swap is refused, on S3 by the store itself
+    (a conditional PUT on the ETag it read), in a folder under the pointer's lock."""
+    url = s3_server.create_bucket(f"race-{store}") + "/p" if store == "s3" else str(tmp_path / "nfs")
+    location = shared_location(load_settings(reader_project(tmp_path / "project", url, s3_server)))
+    folder = tmp_path / "build"
+    (folder / "lancedb").mkdir(parents=True)
+    with duckdb.connect(str(folder / "graphrag.duckdb")) as conn:
+        conn.execute("create table label as select 'build' as v")
+
+    def late(previous: Pointer | None) -> Pointer:
+        return Pointer(new_build_id(), "2026-12-02T00:00:00+00:00", {}, previous and previous.build_id)
+
+    # the first build: both saw no pointer
+    _, nothing = read_versioned_pointer(location)
+    first = publish_build(location, folder / "graphrag.duckdb", folder / "lancedb", None)
+    with pytest.raises(UserError, match="another index run published"):
+        swap_pointer(location, late(None), nothing)
+    assert read_pointer(location) == first
+
+    # a later build: both saw `first`; the other published meanwhile
+    seen_first, tag = read_versioned_pointer(location)
+    assert seen_first == first and tag
+    newer = publish_build(location, folder / "graphrag.duckdb", folder / "lancedb", first.build_id)
+    with pytest.raises(UserError, match="another index run published"):
+        swap_pointer(location, late(first), tag)
+    assert read_pointer(location) == newer and newer.previous == first.build_id
+
+    # with the version it read, a publisher swaps
+    _, tag = read_versioned_pointer(location)
+    mine = late(newer)
+    swap_pointer(location, mine, tag)
+    assert read_pointer(location) == mine

@@ -21,20 +21,22 @@ class SharedIndex:
 
     current: Any = None  # storage.shared_build.Pointer, when a shared location is set
     announce: Announce = lambda message: None
+    started_as: str | None = None  # the shared build the local index was when the run started
 
     @classmethod
     def before_index(cls, settings: Settings, announce: Announce) -> SharedIndex:
         """Fetch the shared build first when it is newer than the local index (or there is none)."""
         if not settings.storage.shared_url:
             return cls()
-        from graphrag_assets.project.shared_index import continue_from_shared
+        from graphrag_assets.project.shared_index import continue_from_shared, local_build
 
-        return cls(continue_from_shared(settings, announce), announce)
+        current = continue_from_shared(settings, announce)
+        return cls(current, announce, local_build(settings))
 
     def after_index(self, settings: Settings) -> None:
         """Publish the index the run left as the new shared build (nothing to do: nothing published)."""
         if not settings.storage.shared_url:
             return
-        from graphrag_assets.project.shared_index import publish_to_shared
+        from graphrag_assets.project.shared_index import publish_after_index
 
-        publish_to_shared(settings, self.current, self.announce)
+        publish_after_index(settings, self.current, self.started_as, self.announce)

@@ -32,6 +32,7 @@ from graphrag_assets.pipeline.io_manager import DuckDBPolarsIOManager
 from graphrag_assets.pipeline.partitions import CORPUS_JOB, DOCUMENT_PARTITIONS, DOCUMENTS_JOB
 from graphrag_assets.pipeline.query_job import query_job
 from graphrag_assets.pipeline.resources import GraphRAGProject
+from graphrag_assets.pipeline.shared_publish import shared_assets
 from graphrag_assets.pipeline.workers import SHARD_REF_IO_MANAGER, SHARD_REFS, build_workers_job
 
 warnings.filterwarnings("ignore", category=BetaWarning)  # backfill_policy on assets is beta; we rely on it deliberately
@@ -51,11 +52,12 @@ def build_definitions(root: str | Path, overrides: dict[str, Any] | None = None)
         partitions_def=DOCUMENT_PARTITIONS,
         description="Per-document assets (ingest, extraction, text-unit embeddings) for the selected document partitions.",
     )
+    publishing = shared_assets(settings)  # storage.shared_url: the corpus job ends by publishing the build
     corpus_job = define_asset_job(
         CORPUS_JOB,
-        selection=CORPUS_ASSETS,
+        selection=CORPUS_ASSETS | AssetSelection.assets(*publishing),
         description="Corpus-wide assets: entity graph, communities, reports and their embeddings, rebuilt from all documents "
-        "and published together by corpus_manifest.",
+        "and published together by corpus_manifest (and to storage.shared_url by shared_build).",
     )
     sensors, schedules = build_automation(
         settings.incremental.sensor_interval_seconds, settings.incremental.schedule_cron, [document_job, corpus_job]
@@ -73,6 +75,7 @@ def build_definitions(root: str | Path, overrides: dict[str, Any] | None = None)
             entity_embeddings,
             community_report_embeddings,
             corpus_manifest,
+            *publishing,
         ],
         jobs=[document_job, corpus_job, query_job, eval_job, build_workers_job(settings)],
         resources={

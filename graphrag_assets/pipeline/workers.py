@@ -7,7 +7,7 @@ files with the coordinator's steps (:mod:`.workers_plan`, :mod:`.workers_shard`,
 :mod:`.workers_collect`). The job is partitioned like the document assets, and after
 ``collect_shards`` the document assets' partitions show as materialized, so Dagster sees what
 ``document_job`` would have shown. A shard whose process dies (kill -9) is retried alone by the
-op's retry policy; the other shards' outputs are kept.
+op's retry policy (on dask, by the scheduler: :mod:`.workers_dask`); the other shards' outputs are kept.
 
 The executor comes from the settings (:func:`workers_executor`): Dagster's multiprocess executor
 with ``workers.count`` processes, dagster-dask's on a running dask.distributed scheduler

@@ -11,8 +11,10 @@ project's Dagster instance. Two limits of that executor shape the job here:
 - it runs every step on a worker, the coordinator's too: those steps let go of the index file when
   they end, since a dask worker lives on and would otherwise keep the file locked.
 
-Its retries are dask's own: a worker that dies mid-task has the task rerun on another worker (the
-shard's ``done`` marker makes a rerun safe), while Dagster's op retry policy is not applied.
+Its retries are dask's own: a worker that dies mid-task has the task rerun on a live worker, while
+Dagster's op retry policy is not applied (tested with ``kill -9``: only the killed shard runs
+again). Results the dead worker held for finished steps are recomputed by dask as well; a shard
+step rerun that way finds its ``done`` marker and does nothing.
 """
 
 from __future__ import annotations

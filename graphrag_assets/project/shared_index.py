@@ -6,7 +6,9 @@ Three moments use it:
   local index: a fresh pod, another disk), it is fetched and becomes the local index, so the run
   continues from it (documents already extracted are not extracted again; the response cache
   travels inside the DuckDB file);
-- after a successful ``index``: the local index is published as the new shared build;
+- after a successful ``index`` — the corpus job's ``shared_build`` step, whoever launched the run
+  (CLI, UI, sensor), and the CLI again when no corpus run was needed: the local index is published
+  as the new shared build;
 - a reading command (``query``, ``status``, ``sql``, ``show``, ``export``, ``serve``) in a project
   that has no local index reads the current shared build from a local cache folder keyed by its
   build id: the first command of a build copies it, later ones copy nothing.
@@ -129,21 +131,55 @@ def _shared_is_newer(settings: Settings, pointer: Pointer) -> bool:
     return published > settings.database_path.stat().st_mtime
 
 
-def publish_to_shared(settings: Settings, current: Pointer | None, announce: Announce = lambda message: None) -> None:
-    """After a successful ``index``: publish the local index unless the shared build is it already.
+def publish_to_shared(settings: Settings, current: Pointer | None) -> str | None:
+    """Publish the local index unless it is a shared build already; the id of the build it now is.
 
-    ``current``: the shared build when the run started (what :func:`continue_from_shared` returned).
+    ``current``: the shared build the local index descends from (None: none); another machine's
+    newer build is refused in one sentence.
     """
     location = shared_location(settings)
     if location is None or not settings.database_path.exists():
-        return
-    if current is not None and local_build(settings) == current.build_id and not _changed_since(settings):
-        return
+        return None
+    known = local_build(settings)
+    if known is not None and not _changed_since(settings):
+        return known  # the local index is that shared build, unchanged since it was published or fetched
     pointer = publish_build(
         location, settings.database_path, settings.lancedb_path, current.build_id if current else None
     )
     _remember(settings, pointer)
-    announce(f"published build {pointer.build_id} to {location.url}")
+    return pointer.build_id
+
+
+def publish_after_index(
+    settings: Settings, current: Pointer | None, started_as: str | None, announce: Announce
+) -> None:
+    """After a successful ``index``: publish what the run left, unless its corpus job's ``shared_build``
+    step did (the local index's marker changed during the run); either way say which build it published.
+
+    ``current``: the shared build when the run started (what :func:`continue_from_shared` returned);
+    ``started_as``: the shared build the local index was then (its marker). The bookkeeping the CLI
+    writes into the index after the corpus job is not worth a second build.
+    """
+    known = local_build(settings)
+    build = known if known != started_as else publish_to_shared(settings, current)
+    if build is not None and build != started_as:
+        announce(f"published build {build} to {_location(settings).url}")
+
+
+def publish_after_run(settings: Settings, announce: Announce = lambda message: None) -> str | None:
+    """From inside a run (the UI's, the sensor's or the CLI's): publish the local index as the new
+    shared build, expecting the build it descends from — the one it was fetched or published as, or,
+    for an index that was never shared, the current one when the local index is newer (what
+    :func:`continue_from_shared` keeps). A newer build from another machine is refused in one sentence."""
+    location = shared_location(settings)
+    if location is None:
+        return None
+    pointer = read_pointer(location)
+    descends = pointer if pointer is not None and not _shared_is_newer(settings, pointer) else None
+    build = publish_to_shared(settings, descends)
+    if build is not None and (pointer is None or build != pointer.build_id):
+        announce(f"published build {build} to {location.url}")
+    return build
 
 
 def _changed_since(settings: Settings) -> bool:

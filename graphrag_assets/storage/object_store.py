@@ -88,6 +88,27 @@ class SharedLocation:
             retry_strategy=fs.AwsStandardS3RetryStrategy(max_attempts=2),
         )
 
+    def s3_client(self) -> Any:
+        """A boto3 client for the location's endpoint: what the pointer's conditional PUT goes through
+        (pyarrow's S3 file system cannot send If-Match / If-None-Match)."""
+        import boto3
+        from botocore.config import Config
+
+        c = self.credentials
+        return boto3.client(
+            "s3",
+            endpoint_url=c.endpoint_url,
+            region_name=c.region,
+            aws_access_key_id=c.access_key_id,
+            aws_secret_access_key=c.secret_access_key,
+            aws_session_token=c.session_token,
+            config=Config(
+                connect_timeout=CONNECT_TIMEOUT_SECONDS,
+                read_timeout=REQUEST_TIMEOUT_SECONDS,
+                retries={"max_attempts": 2, "mode": "standard"},
+            ),
+        )
+
 
 def shared_location(settings: Settings, environ: dict[str, str] | None = None) -> SharedLocation | None:
     """The project's shared location (None: ``storage.shared_url`` is not set)."""

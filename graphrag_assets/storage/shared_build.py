@@ -5,7 +5,9 @@ share it between machines, each successful ``index`` copies the checkpointed fil
 folder to ``<shared_url>/index/<build id>/``, then replaces ``<shared_url>/index/current.json``,
 a small object naming that build. Replacing one object is one PUT on an object store (a rename in
 a folder), so a reader that reads the pointer and then the files it names sees the old build or the
-new one, never a mix: files of a build are never changed after the pointer names them. The two
+new one, never a mix: files of a build are never changed after the pointer names them. The
+replacement is a compare-and-swap (:func:`swap_pointer`: a conditional PUT on S3, a locked check
+and rename in a folder), so of two publishers racing, the later never hides the other's build. The two
 newest builds are kept (a reader that read the pointer just before a publish still finds its
 files); older copies are deleted.
 
@@ -16,6 +18,7 @@ folder of that name is always complete and a second reader of the same build cop
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import secrets
@@ -66,14 +69,19 @@ def read_pointer(location: SharedLocation) -> Pointer | None:
                 _check_bucket(location, filesystem)
             return None
         with filesystem.open_input_stream(path) as stream:
-            return Pointer.parse(stream.read())
-    except (OSError, ValueError, KeyError) as exc:
-        if isinstance(exc, (ValueError, KeyError)):
-            raise UserError(
-                f"{location.url_of(INDEX_FOLDER, POINTER)} is not a build pointer ({exc}); "
-                "delete it and run 'graphrag-assets index' to publish again."
-            ) from None
+            return _parsed(location, stream.read())
+    except OSError as exc:
         raise describe_store_error(location, exc) from None
+
+
+def _parsed(location: SharedLocation, data: bytes) -> Pointer:
+    try:
+        return Pointer.parse(data)
+    except (ValueError, KeyError) as exc:
+        raise UserError(
+            f"{location.url_of(INDEX_FOLDER, POINTER)} is not a build pointer ({exc}); "
+            "delete it and run 'graphrag-assets index' to publish again."
+        ) from None
 
 
 def _check_bucket(location: SharedLocation, filesystem: Any) -> None:
@@ -110,12 +118,9 @@ def publish_build(location: SharedLocation, database: Path, lancedb: Path, expec
     build_id = new_build_id()
     local = pafs.LocalFileSystem()
     try:
-        current = read_pointer(location)
+        current, seen = read_versioned_pointer(location)
         if current is not None and current.build_id != expected:
-            raise UserError(
-                f"another index run published build {current.build_id} to {location.url} while this one ran; "
-                "run 'graphrag-assets index' again to continue from it (one writer at a time)."
-            )
+            raise _published_meanwhile(location, current.build_id)
         filesystem = location.filesystem()
         target = location.path(INDEX_FOLDER, build_id)
         filesystem.create_dir(target, recursive=True)
@@ -133,11 +138,24 @@ def publish_build(location: SharedLocation, database: Path, lancedb: Path, expec
                 use_threads=True,
             )
         pointer = Pointer(build_id, datetime.now(UTC).isoformat(), files, current.build_id if current else None)
-        _replace_pointer(location, filesystem, pointer)
+        try:
+            swap_pointer(location, pointer, seen)
+        except UserError:
+            with contextlib.suppress(OSError):  # the refused build's copy: nobody will read it
+                filesystem.delete_dir(target)
+            raise
         _delete_old_builds(location, filesystem, pointer)
         return pointer
     except OSError as exc:
         raise describe_store_error(location, exc) from None
+
+
+def _published_meanwhile(location: SharedLocation, build_id: str | None) -> UserError:
+    named = f"build {build_id}" if build_id else "a build"
+    return UserError(
+        f"another index run published {named} to {location.url} while this one ran; "
+        "run 'graphrag-assets index' again to continue from it (one writer at a time)."
+    )
 
 
 def _folder_sizes(folder: Path, prefix: str) -> dict[str, int]:
@@ -148,17 +166,78 @@ def _folder_sizes(folder: Path, prefix: str) -> dict[str, int]:
     }
 
 
-def _replace_pointer(location: SharedLocation, filesystem: Any, pointer: Pointer) -> None:
-    """One PUT on an object store; in a folder, a file written beside it and renamed over it."""
-    path = location.path(INDEX_FOLDER, POINTER)
+def read_versioned_pointer(location: SharedLocation) -> tuple[Pointer | None, str | None]:
+    """The current pointer and the version a compare-and-swap expects: the object's ETag on S3, the
+    file's text in a folder (None: nothing published yet)."""
+    if not location.is_s3:
+        path = Path(location.path(INDEX_FOLDER, POINTER))
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            return read_pointer(location), None  # read_pointer checks the folder
+        return _parsed(location, data), data.decode("utf-8")
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    try:
+        answer = location.s3_client().get_object(Bucket=location.bucket, Key=_pointer_key(location))
+        return _parsed(location, answer["Body"].read()), answer["ETag"]
+    except ClientError as exc:
+        if exc.response.get("Error", {}).get("Code") in ("NoSuchKey", "404"):
+            return None, None
+        raise describe_store_error(location, exc) from None
+    except BotoCoreError as exc:
+        raise describe_store_error(location, exc) from None
+
+
+def _pointer_key(location: SharedLocation) -> str:
+    return "/".join(part for part in (location.prefix, INDEX_FOLDER, POINTER) if part)
+
+
+def swap_pointer(location: SharedLocation, pointer: Pointer, seen: str | None) -> None:
+    """Point ``current.json`` at ``pointer`` only if it is still the version ``seen`` (None: absent),
+    else raise: of two publishers racing, the later never replaces the earlier's newer build.
+
+    On S3 this is one conditional PUT (If-Match on the ETag read, If-None-Match: * for the first
+    build), which the store decides atomically. In a folder, the check and the rename happen under
+    an exclusive lock on a file beside the pointer (fcntl; on NFS that needs its lock service).
+    """
     if location.is_s3:
-        with filesystem.open_output_stream(path) as out:
-            out.write(pointer.dumps())
+        _swap_object(location, pointer, seen)
         return
-    fresh = location.path(INDEX_FOLDER, f".{POINTER}.{pointer.build_id}")
-    with filesystem.open_output_stream(fresh) as out:
-        out.write(pointer.dumps())
-    os.replace(fresh, path)
+    folder = Path(location.path(INDEX_FOLDER))
+    path = folder / POINTER
+    with (folder / f".{POINTER}.lock").open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            now = path.read_text(encoding="utf-8") if path.exists() else None
+            if now != seen:
+                raise _published_meanwhile(location, _parsed(location, now.encode()).build_id if now else None)
+            fresh = folder / f".{POINTER}.{pointer.build_id}"
+            fresh.write_bytes(pointer.dumps())
+            os.replace(fresh, path)
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _swap_object(location: SharedLocation, pointer: Pointer, seen: str | None) -> None:
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    condition = {"IfMatch": seen} if seen else {"IfNoneMatch": "*"}
+    try:
+        location.s3_client().put_object(
+            Bucket=location.bucket,
+            Key=_pointer_key(location),
+            Body=pointer.dumps(),
+            ContentType="application/json",
+            **condition,
+        )
+    except ClientError as exc:
+        # 412: the pointer changed since it was read; 409: another conditional PUT of it is under way
+        if exc.response.get("Error", {}).get("Code") in ("PreconditionFailed", "ConditionalRequestConflict"):
+            raise _published_meanwhile(location, None) from None
+        raise describe_store_error(location, exc) from None
+    except BotoCoreError as exc:
+        raise describe_store_error(location, exc) from None
 
 
 def _delete_old_builds(location: SharedLocation, filesystem: Any, pointer: Pointer) -> None:
