@@ -13,8 +13,9 @@ project's Dagster instance. Two limits of that executor shape the job here:
 
 Its retries are dask's own: a worker that dies mid-task has the task rerun on a live worker, while
 Dagster's op retry policy is not applied (tested with ``kill -9``: only the killed shard runs
-again). Results the dead worker held for finished steps are recomputed by dask as well; a shard
-step rerun that way finds its ``done`` marker and does nothing.
+again). Results the dead worker held for finished steps are recomputed by dask as well: a shard
+step rerun that way finds its ``done`` marker and does nothing, and the plan step plans the same
+shards again (the index does not change before ``collect_shards``; this case is not tested).
 """
 
 from __future__ import annotations
