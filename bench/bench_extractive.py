@@ -1,7 +1,7 @@
 """Do offline (no-LLM) answers answer? Factoid questions on the sample corpus and *A Christmas Carol*.
 
     python bench/bench_extractive.py [--workdir /tmp/graphrag-bench/extractive] [--corpora sample carol]
-                                     [--methods local basic] [--label NAME]
+                                     [--methods local basic] [--label NAME] [--text-unit-props 0.5 0.7]
 
 The question sets are ``bench/questions/sample_factoid.jsonl`` (the bundled ``data/input``) and
 ``bench/questions/carol_factoid.jsonl`` (``../shared``'s *A Christmas Carol*): one JSON object a line,
@@ -13,7 +13,8 @@ offline embedder) into ``<workdir>/<corpus>`` unless an index is already there, 
 every question goes through :func:`graphrag_assets.query.engine.run_query` with no chat model,
 exactly what ``graphrag-assets query --method local|basic`` prints. A question counts as answered
 when one of its answers occurs (case-insensitive, whitespace collapsed) in the first three sentences
-of the extractive answer. The script imports ``graphrag_assets`` from wherever Python finds it, so
+of the extractive answer. ``--text-unit-props`` asks local search once per given
+``query.local.text_unit_prop`` (rows ``local@0.7``; the project's own setting otherwise). The script imports ``graphrag_assets`` from wherever Python finds it, so
 an A/B against another checkout is ``PYTHONPATH=/path/to/checkout python bench/bench_extractive.py
 --workdir <other dir> --label base`` (the index is built by that checkout's CLI, in that environment).
 
@@ -92,16 +93,40 @@ def ensure_index(corpus: str, root: Path) -> None:
     subprocess.run(cli_command("index", "--root", str(root)), env=offline_env(), check=True, capture_output=True)
 
 
-async def ask_all(root: Path, questions: list[dict[str, Any]], methods: list[str]) -> dict[str, list[dict[str, Any]]]:
+def method_variants(methods: list[str], text_unit_props: list[float]) -> dict[str, tuple[str, dict[str, Any]]]:
+    """Row name -> (query method, query.local settings that differ from the project's)."""
+    variants: dict[str, tuple[str, dict[str, Any]]] = {}
+    for method in methods:
+        if method == "local" and text_unit_props:
+            variants.update({f"local@{p:g}": ("local", {"text_unit_prop": p}) for p in text_unit_props})
+        else:
+            variants[method] = (method, {})
+    return variants
+
+
+async def ask_all(
+    root: Path, questions: list[dict[str, Any]], variants: dict[str, tuple[str, dict[str, Any]]]
+) -> dict[str, list[dict[str, Any]]]:
     settings = load_settings(root, environ=offline_env())
+    configured = {
+        name: settings.query.model_copy(
+            update={"local": settings.query.local.model_copy(update=local)} if local else {}
+        )
+        for name, (_, local) in variants.items()
+    }
     data = load_query_data(settings)
     embedder = build_embedding_model(settings.llm, settings.embeddings, settings.database_path, UsageMeter())
     count = token_counter(settings.chunking.encoding)
-    rows: dict[str, list[dict[str, Any]]] = {m: [] for m in methods}
+    rows: dict[str, list[dict[str, Any]]] = {name: [] for name in variants}
     for q in questions:
-        for method in methods:
+        for name, (method, _) in variants.items():
             request = SearchRequest(
-                q["question"], data, settings.query, embedder=embedder, options=QueryOptions(method=method), count=count
+                q["question"],
+                data,
+                configured[name],
+                embedder=embedder,
+                options=QueryOptions(method=method),
+                count=count,
             )
             started = time.perf_counter()
             result = await run_query(request)
@@ -109,7 +134,7 @@ async def ask_all(root: Path, questions: list[dict[str, Any]], methods: list[str
             first = answer_sentences(result.answer)[:FIRST]
             found = normalized(" ".join(first))
             hit = any(normalized(a) in found for a in q["answers"])
-            rows[method].append({"question": q["question"], "hit": hit, "ms": round(seconds * 1000, 1), "first": first})
+            rows[name].append({"question": q["question"], "hit": hit, "ms": round(seconds * 1000, 1), "first": first})
     return rows
 
 
@@ -118,6 +143,9 @@ def main() -> None:
     parser.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "graphrag-bench" / "extractive")
     parser.add_argument("--corpora", nargs="+", default=list(CORPORA), choices=list(CORPORA))
     parser.add_argument("--methods", nargs="+", default=["local", "basic"], choices=["local", "basic"])
+    parser.add_argument(
+        "--text-unit-props", nargs="+", type=float, default=[], help="local search once per query.local.text_unit_prop"
+    )
     parser.add_argument("--label", default="current", help="names the results file (e.g. base, current)")
     parser.add_argument("--show-misses", action="store_true", help="print the first sentences of every miss")
     args = parser.parse_args()
@@ -140,7 +168,7 @@ def main() -> None:
         questions = [json.loads(line) for line in question_file.read_text(encoding="utf-8").splitlines() if line]
         root = args.workdir / corpus
         ensure_index(corpus, root)
-        rows = asyncio.run(ask_all(root, questions, args.methods))
+        rows = asyncio.run(ask_all(root, questions, method_variants(args.methods, args.text_unit_props)))
         results["corpora"][corpus] = {}
         for method, answered in rows.items():
             share = sum(r["hit"] for r in answered) / len(answered)

@@ -3,8 +3,9 @@
     python bench/bench_lihua_retrieval.py [--embedder wordllama|hashing] [--project DIR] [--variants ...]
 
 Variants (``--variants``, all by default): ``basic-vector`` and ``basic-hybrid`` (``query.basic.mode``),
-``local-msgraphrag`` and ``local-graph`` (``query.local.ranking``), ``local-graph-text70`` (the graph ranking
-with ``text_unit_prop: 0.7``); every other setting is the default.
+``local-msgraphrag`` and ``local-graph`` (``query.local.ranking``), ``local-graph-text50`` and
+``local-graph-text60`` (the graph ranking with ``text_unit_prop`` 0.5, Microsoft's share, and 0.6 instead of the
+default 0.7); every other setting is the default.
 
 The question set is ``qa/query_set.json`` of MiniRAG's LiHua-World (637 questions, types
 Single / Multi / Null). Its ``evidence`` field names the chat log(s) holding the answer by their
@@ -94,9 +95,10 @@ VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     "basic-hybrid": ("basic", {"basic": {"mode": "hybrid"}}),
     "local-msgraphrag": ("local", {"local": {"ranking": "msgraphrag"}}),
     "local-graph": ("local", {"local": {"ranking": "graph"}}),
-    # the graph ranking with 70% of the context for its Sources table (default 50%): the walk ranks as
-    # well as hybrid search at 5 documents, but half a context holds fewer than 10 chat logs
-    "local-graph-text70": ("local", {"local": {"ranking": "graph", "text_unit_prop": 0.7}}),
+    # the graph ranking with less of the context for its Sources table than the default 70%: the walk ranks
+    # as well as hybrid search at 5 documents, but half a context holds fewer than 10 chat logs
+    "local-graph-text50": ("local", {"local": {"ranking": "graph", "text_unit_prop": 0.5}}),
+    "local-graph-text60": ("local", {"local": {"ranking": "graph", "text_unit_prop": 0.6}}),
 }
 
 

@@ -108,3 +108,22 @@ def test_how_old_counts_years_and_the_name_alone_is_no_answer() -> None:
 def test_irregular_past_forms_match_their_verb() -> None:
     assert "say" in keywords("'Humbug!' said Scrooge.") & keywords("What did Scrooge say?")
     assert stem("bought") == stem("buy") == "buy"
+
+
+def test_a_month_is_capitalised_and_a_named_spirit_is_no_time() -> None:
+    focus = question_focus("When will the first spirit come?")
+    assert offers(focus, "Expect the first to-morrow, when the bell tolls One.", frozenset()) == 1.0
+    assert offers(focus, "The lighthouse was repainted in May.", frozenset()) == 1.0
+    # "may" the verb and the "Christmas" of a spirit's name say nothing about when
+    assert offers(focus, "An apparition showing the shadows of things which yet may happen.", frozenset()) == 0.0
+    assert offers(focus, "Scrooge followed the Ghost of Christmas Present.", frozenset()) == 0.0
+    assert offers(focus, "Scrooge woke on the night of Christmas Eve.", frozenset()) == 1.0
+
+
+def test_a_quantity_said_in_speech_counts() -> None:
+    focus = question_focus("How many spirits will haunt Scrooge?")
+    spoken = "'You will be haunted,' resumed the Ghost, 'by Three Spirits.'"
+    assert offers(focus, spoken, frozenset({"scrooge"})) == 1.0
+    assert (
+        first_sentence("How many spirits will haunt Scrooge?", f"The Spirit stood beside Scrooge. {spoken}") == spoken
+    )

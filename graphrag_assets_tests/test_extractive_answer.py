@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import polars as pl
+
 from graphrag_assets.llm.local_embedder import LocalEmbedder
-from graphrag_assets.query.extractive import HEADER, NO_MATCH, extractive_answer, keywords, stem
+from graphrag_assets.query.extractive import HEADER, NO_MATCH, extractive_answer, keywords, question_sources, stem
+from graphrag_assets.query.lexical import Bm25Index
+from graphrag_assets.query.query_data import QueryData
+from graphrag_assets.query.results import ContextRecord, ContextRecords
 
 SOURCES = [
     ("Sources (3f9a2c1b)", "The market in the square sells fish and bread every morning. Prices rose this week."),
@@ -79,3 +84,26 @@ def test_headings_and_existing_citations_are_not_quoted_as_answers() -> None:
     answer = extractive_answer("Who is Søren Holm?", [("Reports (3)", report)], LocalEmbedder(), max_sentences=3)
     assert "# " not in answer and "abc12345" not in answer
     assert "Søren Holm keeps the lighthouse. [Data: Reports (3)]" in answer
+
+
+def test_a_question_naming_nothing_reads_the_passages_its_words_find() -> None:
+    units = pl.DataFrame(
+        {
+            "id": ["u-context", "u-bell", "u-other"],
+            "human_readable_id": [1, 2, 3],
+            "document_id": ["d", "d", "d"],
+            "text": [
+                "The Spirit stood beside him in the doorway.",
+                "Expect the first spirit to-morrow, when the bell tolls One.",
+                "The fog came pouring in at every chink.",
+            ],
+        }
+    )
+    data = QueryData(text_units=units, text_unit_lexical=Bm25Index(units["id"].to_list(), units["text"].to_list()))
+    records = ContextRecords(sources=[ContextRecord("u-context", 1, "ctx", "")])
+    found = question_sources("When will the first spirit come?", data, records)
+    assert [label for label, _ in found] == ["Sources (ubell)"]  # the context's own passage is not repeated
+    assert "bell tolls One" in found[0][1]
+    # a question that names its subject is widened by subject_sources instead
+    assert question_sources("When will Scrooge see the first spirit?", data, records) == []
+    assert question_sources("When will the first spirit come?", QueryData(text_units=units), records) == []

@@ -269,14 +269,21 @@ def make_index() -> QueryData:
 
 
 def local_settings(**local) -> QuerySettings:
-    """Microsoft's ranking, which these tests check row by row (the graph ranking: test_graph_ranking.py)."""
-    base = {"top_k_entities": 3, "top_k_relationships": 1, "max_context_tokens": 1000, "ranking": "msgraphrag"}
+    """Microsoft's ranking and budget split (sources 50%), which these tests check row by row (the graph
+    ranking: test_graph_ranking.py)."""
+    base = {
+        "top_k_entities": 3,
+        "top_k_relationships": 1,
+        "max_context_tokens": 1000,
+        "ranking": "msgraphrag",
+        "text_unit_prop": 0.5,
+    }
     return QuerySettings.model_validate({"local": {**base, **local}})
 
 
 def local_settings_defaults() -> QuerySettings:
-    """The default settings with Microsoft's ranking."""
-    return QuerySettings.model_validate({"local": {"ranking": "msgraphrag"}})
+    """The default settings with Microsoft's ranking and budget split."""
+    return QuerySettings.model_validate({"local": {"ranking": "msgraphrag", "text_unit_prop": 0.5}})
 
 
 def run_local(chat, embedder=None, data=None, settings=None, **kwargs):

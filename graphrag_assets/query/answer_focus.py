@@ -24,7 +24,7 @@ PERSON, TIME, QUANTITY, PLACE, DEFINITION, OTHER = "person", "time", "quantity",
 _MONTHS = "january|february|march|april|may|june|july|august|september|october|november|december"
 _DAYS = "monday|tuesday|wednesday|thursday|friday|saturday|sunday"
 _TIME = re.compile(
-    rf"\b(?:1[0-9]{{3}}|20[0-9]{{2}})\b|\b\d{{1,2}}[:.]\d{{2}}\b|\b(?:{_MONTHS}|{_DAYS})\b"
+    rf"\b(?:1[0-9]{{3}}|20[0-9]{{2}})\b|\b\d{{1,2}}[:.]\d{{2}}\b|(?-i:\b(?:{_MONTHS.title()}|{_DAYS.title()})\b)"
     r"|\bo'clock\b|\b(?:midnight|noon|dawn|dusk|morning|evening|night|yesterday|to-?morrow|to-?night|"
     r"christmas(?:[- ](?:eve|day))?|spring|summer|autumn|winter|century|centuries|ago|since|until|"
     r"bells? (?:tolls?|struck|rang)|(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve) o)\b",
@@ -187,12 +187,18 @@ def is_dialogue_tag(sentence: str) -> bool:
 
 def offers(focus: Focus, sentence: str, subject_words: frozenset[str]) -> float:
     """How surely (0 to 1) the sentence holds a thing of the kind the question wants, beyond the
-    question's words."""
-    told = narrative(sentence)
+    question's words. A time or a quantity counts in quoted speech too ("'by Three Spirits'" for
+    "how many spirits ...?"); a name or a place only in the narration around it."""
     if focus.wants == TIME:
-        return float(any(m.group().lower() not in focus.question_words for m in _TIME.finditer(told)))
+        return float(
+            any(
+                m.group().lower() not in focus.question_words and not _in_title(sentence, m)
+                for m in _TIME.finditer(sentence)
+            )
+        )
     if focus.wants == QUANTITY:
-        return float(_counts_something_asked(focus, told, subject_words))
+        return float(_counts_something_asked(focus, sentence, subject_words))
+    told = narrative(sentence)
     if focus.wants == PLACE:
         return float(any(m.group().split()[-1].lower() not in focus.question_words for m in _PLACE.finditer(told)))
     if focus.wants == PERSON:
@@ -202,12 +208,20 @@ def offers(focus: Focus, sentence: str, subject_words: frozenset[str]) -> float:
     return 0.0
 
 
-def _counts_something_asked(focus: Focus, told: str, subject_words: frozenset[str]) -> bool:
+_TITLE_OF = re.compile(r"\b[A-Z][\w'-]*\s+of\s+(?:the\s+)?$")
+
+
+def _in_title(sentence: str, m: re.Match[str]) -> bool:
+    """Whether a time word is part of a name ("the Ghost of Christmas Past" names a spirit, not a time)."""
+    return m.group()[:1].isupper() and _TITLE_OF.search(sentence, 0, m.start()) is not None
+
+
+def _counts_something_asked(focus: Focus, text: str, subject_words: frozenset[str]) -> bool:
     """A number (not a clock time or a date) within three words of a word the question counts
     ("forty-one member boats" for "how many member boats"); any number when the question names
     nothing to count."""
-    clock = {m.span() for m in _TIME.finditer(told)}
-    words = [(m.group().lower(), m.span()) for m in re.finditer(r"[\w'.,%€$£-]*\w[%]?|[%€$£]", told)]
+    clock = {m.span() for m in _TIME.finditer(text)}
+    words = [(m.group().lower(), m.span()) for m in re.finditer(r"[\w'.,%€$£-]*\w[%]?|[%€$£]", text)]
     asked = {w[:4] for w in focus.question_words - function_words() - subject_words if len(w) > 2} - {
         "how",
         "many",

@@ -30,7 +30,8 @@ Score of a sentence (the cues come from :mod:`graphrag_assets.query.answer_focus
 
 Sources are the context's text units, then its entities' description sentences (the graph's own
 summary of each entity), then the other text units of a rarely mentioned entity the question names
-(:func:`subject_sources`), then the reports. A sentence with no keyword or subject hit and a cosine
+(:func:`subject_sources`) or, for a question that names nothing, the passages the full-text index
+finds for its words (:func:`question_sources`), then the reports. A sentence with no keyword or subject hit and a cosine
 below ``MIN_COSINE`` is not shown. Ties keep source order, then sentence order; identical sentences
 are shown once (with the first citation). Deterministic.
 """
@@ -80,6 +81,7 @@ MIN_COSINE = 0.1
 NEAR_OVERLAP = 0.5  # a sentence holding this share of the asked words is about the question, named subject or not
 MIN_RARITY = 0.3  # the least weight a subject's mention keeps, however common the subject
 MAX_SUBJECT_UNITS = 40
+QUESTION_UNITS = 5
 PRONOUN_SHARE = 0.8  # "She was refloated ..." right after a sentence naming the Meridian Crest
 _PRONOUN_START = frozenset({"he", "she", "it", "they", "his", "her", "its", "their", "this", "these"})
 _SUFFIXES = ("ing", "es", "ed", "s")
@@ -316,6 +318,22 @@ def subject_sources(question: str, data: QueryData, records: ContextRecords) -> 
     return pairs
 
 
+def question_sources(question: str, data: QueryData, records: ContextRecords) -> list[tuple[str, str]]:
+    """For a question that names nothing, the text units the full-text index ranks first for its
+    words (the first ``QUESTION_UNITS``), when the context left them out.
+
+    :func:`subject_sources` widens the candidates of a question that names a subject; one that names
+    none ("when will the first spirit come?") is only about its words, and local search's context,
+    the neighbourhood of the entities its words matched, may miss the passage that answers it.
+    """
+    if data.text_unit_lexical is None or question_focus(question).subjects:
+        return []
+    known = set(records.ids("sources"))
+    wanted = [u for u, _ in data.text_unit_lexical.search(question, QUESTION_UNITS) if u not in known]
+    texts = _texts_of(lambda: data.text_units, wanted, "text")
+    return [(f"Sources ({short_id(u)})", texts[u]) for u in wanted if texts.get(u)]
+
+
 def related_names(records: ContextRecords) -> list[str]:
     """Names of the context's entities and of both ends of its relationships ("A -> B")."""
     names = [r.title for r in records.entities]
@@ -337,7 +355,7 @@ def no_llm_answer(question: str, data: QueryData, records: ContextRecords, calls
     sources = [pair for pair in sources if not pair[0].startswith("Reports")]
     return extractive_answer(
         question,
-        sources + subject_sources(question, data, records) + reports,
+        sources + subject_sources(question, data, records) + question_sources(question, data, records) + reports,
         embedder,
         max_sentences=EXTRACTIVE_SENTENCES,
         related=related_names(records),
