@@ -59,12 +59,15 @@ def code_relationships(titles: pl.Series, batches: Iterable[pl.DataFrame], unit_
     unit_parts: list[pl.DataFrame] = []
     offset = 0
     for batch in batches:
-        weight = pl.col("weight").cast(pl.Float64) if "weight" in batch.columns else pl.lit(None, dtype=pl.Float64)
+        # The double negation and the concatenation copy (an exact copy; polars skips ``* 1.0``):
+        # a batch read from DuckDB is one imported Arrow array, kept whole, every column, while
+        # any of its buffers is referenced (+0.7 GB held at 20,000 documents)
+        weight = -(-pl.col("weight").cast(pl.Float64)) if "weight" in batch.columns else pl.lit(None, dtype=pl.Float64)
         coded = batch.select(
             source=pl.col("source").cast(pl.String).cast(titles_enum, strict=False).to_physical().cast(CODE),
             target=pl.col("target").cast(pl.String).cast(titles_enum, strict=False).to_physical().cast(CODE),
             weight=weight,
-            id=pl.col("id").cast(pl.String),
+            id=pl.concat_str(pl.col("id").cast(pl.String), pl.lit("")),
             text_unit_ids=pl.col("text_unit_ids"),
         ).filter(pl.col("source").is_not_null() & pl.col("target").is_not_null())
         coded = coded.with_row_index("row", offset=offset)
