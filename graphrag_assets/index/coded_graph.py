@@ -62,7 +62,11 @@ def code_relationships(titles: pl.Series, batches: Iterable[pl.DataFrame], unit_
         # The double negation and the concatenation copy (an exact copy; polars skips ``* 1.0``):
         # a batch read from DuckDB is one imported Arrow array, kept whole, every column, while
         # any of its buffers is referenced (+0.7 GB held at 20,000 documents)
-        weight = -(-pl.col("weight").cast(pl.Float64)) if "weight" in batch.columns else pl.lit(None, dtype=pl.Float64)
+        weight = (
+            pl.col("weight").cast(pl.Float64).neg().neg()
+            if "weight" in batch.columns
+            else pl.lit(None, dtype=pl.Float64)
+        )
         coded = batch.select(
             source=pl.col("source").cast(pl.String).cast(titles_enum, strict=False).to_physical().cast(CODE),
             target=pl.col("target").cast(pl.String).cast(titles_enum, strict=False).to_physical().cast(CODE),
