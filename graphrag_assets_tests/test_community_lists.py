@@ -1,8 +1,8 @@
 """The communities step writes its table a chunk of communities at a time.
 
-``relationship_ids`` and ``text_unit_ids`` hold each relationship once per level (~100 M ids at
-100,000 documents); the step made them for every level at once, then wrote the whole table, and
-that was most of its 10.7 GB. It now makes and writes them a chunk of communities at a time
+``relationship_ids`` and ``text_unit_ids`` hold each relationship once per level it is inside a
+community (2.1 M ids at 20,000 documents); the step made them for every level at once, then sorted,
+filtered and wrote the whole table. It now makes and writes them a chunk of communities at a time
 (:func:`~graphrag_assets.index.coded_graph.internal_relationship_chunks`). These tests pin that the
 written table is the one the previous algorithm (kept below as the reference) made, row for row
 and in list order, whatever the chunk size, and that the step holds one chunk's lists, not all.
