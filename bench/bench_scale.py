@@ -148,6 +148,30 @@ def index_corpus(
     )
     inputs = root / "data" / "input"
     corpus_bytes = write_jsonl_corpus(inputs, documents) if jsonl else write_text_corpus(inputs, documents)
+    return {
+        "documents": documents,
+        "input": "one JSONL file" if jsonl else "one file per document",
+        "corpus_mb": round(corpus_bytes / 1e6, 1),
+        **measured_index(root, env, documents),
+    }
+
+
+def add_one_document(root: Path, env: dict[str, str]) -> dict[str, Any]:
+    """Add one document to a kept offline project and index again: the corpus steps re-run on the
+    whole graph (exact mode), so their time and memory can be measured without a new build."""
+    inputs = root / "data" / "input"
+    documents = sum(1 for path in inputs.rglob("*") if path.is_file())
+    added = inputs / f"added-{time.time_ns()}.txt"
+    added.write_text(f"An added note ({added.name}) about the harbour of Ostvik and its old lighthouse.\n")
+    return {
+        "documents": documents + 1,
+        "input": f"one document added to {root}",
+        **measured_index(root, env, documents + 1),
+    }
+
+
+def measured_index(root: Path, env: dict[str, str], documents: int) -> dict[str, Any]:
+    """One ``graphrag-assets index`` of the project at ``root``, with its wall, memory and steps."""
     command = cli_command("index", "--root", str(root), "--json")
     load_start = load_average()
     with TreeRss() as rss:
@@ -158,9 +182,6 @@ def index_corpus(
     breakdown = wall_breakdown(measured.started_at, measured.wall_s, timeline)
     orchestration = breakdown["run_bookkeeping_s"] + breakdown["between_and_after_runs_s"]
     return {
-        "documents": documents,
-        "input": "one JSONL file" if jsonl else "one file per document",
-        "corpus_mb": round(corpus_bytes / 1e6, 1),
         "command": shown_command(command),
         **measured.figures(),
         "load_average_start": load_start,
@@ -364,6 +385,14 @@ def main() -> int:
     )
     parser.add_argument("--keep", action="store_true", help="keep the projects after the run")
     parser.add_argument(
+        "--add-document",
+        type=Path,
+        nargs="*",
+        default=[],
+        metavar="ROOT",
+        help="kept offline projects: add one document to each and index again (the corpus steps re-run)",
+    )
+    parser.add_argument(
         "--results", type=results_name, default="scale.json", help="file name under bench/results/ ('-': print only)"
     )
     args = parser.parse_args()
@@ -385,6 +414,10 @@ def main() -> int:
                 f"  offline {documents}: {run['wall_s']:.1f} s wall, {100 * run['orchestration_share']:.1f}% orchestration",
                 flush=True,
             )
+        for root in args.add_document:
+            run = add_one_document(root, offline_env())
+            results["runs"].append({"kind": "offline, one document added", **run})
+            print(f"  one document added to {root}: {run['wall_s']:.1f} s wall", flush=True)
         for documents in args.jsonl:
             run = index_corpus(workdir / f"jsonl_{documents}", documents, offline_env(), jsonl=True)
             results["runs"].append({"kind": "offline jsonl", **run})

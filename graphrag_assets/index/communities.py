@@ -75,7 +75,7 @@ from __future__ import annotations
 import hashlib
 import random
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -90,7 +90,7 @@ from graphrag_assets.index.coded_graph import (
     CodedRelationships,
     coded_frame,
     edges_of_frame,
-    internal_relationships,
+    internal_relationship_chunks,
     level_modularity,
     normalized_edges,
     refuse_bad_weights,
@@ -542,23 +542,65 @@ def build_communities(
     return communities_from_assignments(titles, coded, assignments, period)
 
 
+LIST_COLUMNS = ("relationship_ids", "text_unit_ids")  # made and written a chunk at a time by the step
+COMMUNITY_ROWS = {name: dtype for name, dtype in COMMUNITIES.items() if name not in LIST_COLUMNS}
+
+
 def communities_from_assignments(
     titles: pl.DataFrame, rels: CodedRelationships, assignments: pl.DataFrame, period: str
 ) -> pl.DataFrame:
     """The ``communities`` table of a clustering (``ASSIGNMENTS`` rows, nodes are entity titles).
 
     ``titles`` holds the entities' id and title, ``rels`` the relationships between known
-    entities (in codes); used for fresh and warm-started clusterings alike, so both give the same columns.
+    entities (in codes); used for fresh and warm-started clusterings alike, so both give the same
+    columns. The whole table at once: the communities step writes the same slices one by one
+    (:func:`community_table_chunks`).
+    """
+    rows = community_rows(titles, assignments, period)
+    return pl.concat(community_table_chunks(rows, internal_relationship_chunks(rels, assignments)))
+
+
+def community_table_chunks(rows: pl.DataFrame, lists: Iterable[pl.DataFrame]) -> Iterator[pl.DataFrame]:
+    """The ``communities`` table in consecutive slices: ``rows`` (:func:`community_rows`) with the
+    lists of each chunk of :func:`~.coded_graph.internal_relationship_chunks` (chunks in table
+    order), communities without an internal relationship getting empty lists. At least one slice,
+    so an empty table is written too.
+    """
+    positions = rows.select("community").with_row_index("position")
+    done = 0
+    for chunk in lists:
+        last = int(positions.join(chunk.select("community"), on="community")["position"].max()) + 1
+        yield _with_lists(rows.slice(done, last - done), chunk)
+        done = last
+    if done < rows.height or rows.height == 0:
+        yield _with_lists(rows.slice(done), None)
+
+
+def _with_lists(rows: pl.DataFrame, lists: pl.DataFrame | None) -> pl.DataFrame:
+    empty_strings = pl.lit([], dtype=pl.List(pl.String))
+    if lists is None:
+        table = rows.with_columns(relationship_ids=empty_strings, text_unit_ids=empty_strings)
+    else:
+        table = rows.join(lists, on="community", how="left", maintain_order="left").with_columns(
+            pl.col("relationship_ids").fill_null(empty_strings), pl.col("text_unit_ids").fill_null(empty_strings)
+        )
+    return conform(table, COMMUNITIES)
+
+
+def community_rows(titles: pl.DataFrame, assignments: pl.DataFrame, period: str) -> pl.DataFrame:
+    """The ``communities`` table of a clustering without its two list columns (``COMMUNITY_ROWS``),
+    sorted by (level, community): one row per community, its member ids, children and stable id.
+
+    ``titles`` holds the entities' id and title; the rows are small (the member ids of each level
+    are the entities once), the lists they leave out are each relationship once per level.
     """
     if assignments.is_empty():
-        return empty_frame(COMMUNITIES)
-
+        return empty_frame(COMMUNITY_ROWS)
     members = (
         assignments.join(titles, left_on="node", right_on="title")
         .group_by("community", "level", "parent")
         .agg(pl.col("id").sort().alias("entity_ids"))
     )
-    internal = internal_relationships(rels, assignments)
     children = (
         assignments.filter(pl.col("parent") >= 0)
         .select("parent", "community")
@@ -566,14 +608,10 @@ def communities_from_assignments(
         .group_by("parent")
         .agg(pl.col("community").sort().alias("children"))
     )
-    empty_strings = pl.lit([], dtype=pl.List(pl.String))
     table = (
-        members.join(internal, on="community", how="left")
-        .join(children, left_on="community", right_on="parent", how="left")
+        members.join(children, left_on="community", right_on="parent", how="left")
         .sort("level", "community")
         .with_columns(
-            pl.col("relationship_ids").fill_null(empty_strings),
-            pl.col("text_unit_ids").fill_null(empty_strings),
             pl.col("children").fill_null(pl.lit([], dtype=pl.List(pl.Int64))),
             pl.col("community").alias("human_readable_id"),
             pl.format("Community {}", pl.col("community")).alias("title"),
@@ -585,4 +623,4 @@ def communities_from_assignments(
         stable_uuid("community", level, *entity_ids)
         for level, entity_ids in zip(table["level"].to_list(), table["entity_ids"].to_list())
     ]
-    return conform(table.with_columns(pl.Series("id", ids, dtype=pl.String)), COMMUNITIES)
+    return conform(table.with_columns(pl.Series("id", ids, dtype=pl.String)), COMMUNITY_ROWS)

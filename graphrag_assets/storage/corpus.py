@@ -212,6 +212,14 @@ def read_staged_without(path: str | Path, table: str, left_out: Sequence[str]) -
         return frame_of(conn.sql(f"select * exclude ({', '.join(quote(c) for c in left_out)}) from {source}"))
 
 
+def read_published_columns(path: str | Path, table: str, columns: Sequence[str]) -> pl.DataFrame | None:
+    """``columns`` of the published ``table`` (not this run's staged one); None when it does not exist."""
+    with connect(path) as conn:
+        if not table_exists(conn, table):
+            return None
+        return frame_of(conn.sql(f"select {', '.join(quote(c) for c in columns)} from {quote(table)}"))
+
+
 def internal_link_counts(path: str | Path) -> dict[int, int]:
     """Per community, its distinct ``relationship_ids`` that the relationships table holds.
 

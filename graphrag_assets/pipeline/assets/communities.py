@@ -6,6 +6,7 @@ recorded in its materialization metadata, which the next run and ``status`` read
 """
 
 from datetime import UTC, datetime
+from pathlib import Path
 
 import polars as pl
 from dagster import (
@@ -22,11 +23,18 @@ from dagster import (
 )
 
 from graphrag_assets.core.progress import Counter
-from graphrag_assets.index.coded_graph import CodedRelationships, code_relationships
+from graphrag_assets.index.coded_graph import (
+    CodedRelationships,
+    code_relationships,
+    internal_relationship_chunks,
+    normalized_edges,
+)
+from graphrag_assets.index.communities import community_rows, community_table_chunks
 from graphrag_assets.index.community_checks import check_hierarchy
 from graphrag_assets.index.stable_communities import (
+    ClusteringOutcome,
     ClusteringRequest,
-    communities_for_update,
+    cluster_for_update,
     entity_titles,
     previous_assignments,
 )
@@ -36,11 +44,15 @@ from graphrag_assets.pipeline.resources import GraphRAGProject
 from graphrag_assets.storage.corpus import (
     CLUSTERING_TABLE,
     last_clustering,
+    read_published_columns,
     read_staged_batches,
     staged_list_values,
     write_staged,
+    write_staged_batches,
 )
-from graphrag_assets.storage.tables import read_table
+
+# what stable mode's warm start needs of the last build's communities (not their lists)
+PREVIOUS_COLUMNS = ("community", "level", "parent", "entity_ids")
 
 CHECKS = [
     AssetCheckSpec(
@@ -63,7 +75,7 @@ CHECKS = [
             metadata=STAGED_METADATA,
         )
     },
-    # relationships: read by the step itself, in coded batches (see _coded_relationships)
+    # relationships: read by the step itself, in coded batches (see stage_communities)
     ins={"entities": AssetIn(), "relationships": AssetIn(dagster_type=Nothing)},
     check_specs=CHECKS,
     group_name="graph",
@@ -72,14 +84,17 @@ def communities(context: AssetExecutionContext, project: GraphRAGProject, entiti
     settings = project.settings
     period = datetime.now(UTC).date().isoformat()
     progress = Counter("communities", 1, context.log).start()
-    table, clustering = _cluster(context, settings, entities, _coded_relationships(settings, entities), period)
+    table, clustering = _cluster(context, settings, entities, period)
     progress.step()
+    # ``table``: every column but the two lists, which only the written table holds
     report = check_hierarchy(table, max_cluster_size=settings.communities.max_cluster_size)
     levels = {str(level): count for level, count in report.levels.items()}
     yield Output(
-        table,
+        None,  # written already, a chunk at a time (stage_communities)
         output_name="communities",
         metadata={
+            "table": MetadataValue.text("communities"),
+            "dagster/row_count": table.height,
             "communities": table.height,
             "levels": MetadataValue.json(levels),
             "entities_in_communities": int(table.filter(pl.col("level") == 0)["size"].sum() or 0),
@@ -108,10 +123,30 @@ def communities(context: AssetExecutionContext, project: GraphRAGProject, entiti
 RECLUSTER_TAG = "graphrag_assets/recluster"
 
 
-def _coded_relationships(settings, entities: pl.DataFrame) -> CodedRelationships:
+def stage_communities(
+    database: str | Path, entities: pl.DataFrame, request: ClusteringRequest, period: str
+) -> tuple[pl.DataFrame, ClusteringOutcome]:
+    """Cluster the staged relationships and write the staged ``communities`` table; returns its rows
+    without the two list columns (``COMMUNITY_ROWS``) and how it was clustered.
+
+    The relationships are read in coded batches (the table as strings, ids, descriptions and
+    unit lists of millions of rows, is what this step must not hold). Each community's
+    ``relationship_ids`` and ``text_unit_ids`` are made and written a chunk of communities at a
+    time (:func:`~graphrag_assets.index.coded_graph.internal_relationship_chunks`), not every
+    level's at once (each relationship once per level it is inside a community: 2.1 M ids at
+    20,000 documents), and the checks and metadata use the rows, not a table of lists.
+    """
+    relationships = _coded_relationships(database, entities)
+    outcome = cluster_for_update(normalized_edges(relationships.titles, relationships.edges), request)
+    rows = community_rows(entities.select("id", "title").unique().sort("title", "id"), outcome.assignments, period)
+    lists = internal_relationship_chunks(relationships, outcome.assignments)
+    write_staged_batches(database, "communities", community_table_chunks(rows, lists))
+    return rows, outcome
+
+
+def _coded_relationships(database: str | Path, entities: pl.DataFrame) -> CodedRelationships:
     """This run's relationships in codes, read in batches: the table as strings (ids, descriptions,
     unit lists of millions of rows) was most of this step's memory."""
-    database = settings.database_path
     return code_relationships(
         entity_titles(entities),
         read_staged_batches(database, "relationships", ("source", "target", "weight", "id", "text_unit_ids")),
@@ -119,23 +154,24 @@ def _coded_relationships(settings, entities: pl.DataFrame) -> CodedRelationships
     )
 
 
-def _cluster(
-    context: AssetExecutionContext, settings, entities: pl.DataFrame, relationships: CodedRelationships, period: str
-):
-    """The communities table and the clustering metadata, fresh or warm-started (stable mode).
+def _cluster(context: AssetExecutionContext, settings, entities: pl.DataFrame, period: str):
+    """The communities' rows (written with their lists) and the clustering metadata, fresh or
+    warm-started (stable mode).
 
     Stable mode reads the published ``communities`` table (the last build's: this run's goes to
-    staging) and the warm-start count the last build recorded; the algorithm itself is pure.
+    staging; its membership columns only) and the warm-start count the last build recorded; the
+    algorithm itself is pure.
     """
     section = settings.communities
     previous = None
     warm_starts = 0
     if section.update == "stable":
-        previous = previous_assignments(read_table(settings.database_path, "communities"), entities)
+        published = read_published_columns(settings.database_path, "communities", PREVIOUS_COLUMNS)
+        previous = previous_assignments(published, entities)
         warm_starts = int(last_clustering(settings.database_path).get("warm_starts") or 0)
     recluster = (context.run.tags.get(RECLUSTER_TAG) == "true") if context.run else False
     request = ClusteringRequest(section, previous=previous, warm_starts=warm_starts, recluster=recluster)
-    table, outcome = communities_for_update(entities, relationships, request, period)
+    table, outcome = stage_communities(settings.database_path, entities, request, period)
     metadata = {
         "update_mode": section.update,
         "clustering": outcome.strategy,
