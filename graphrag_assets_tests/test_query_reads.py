@@ -45,6 +45,10 @@ class RecordingReader:
         self.reads.append("relationship_links")
         return self.reader.relationship_links()
 
+    def walk_graph(self) -> Any:
+        self.reads.append("walk_graph")
+        return self.reader.walk_graph()
+
 
 def settings_of(root: Path, ranking: str = "graph") -> Settings:
     (root / "graphrag.yaml").write_text(
@@ -68,9 +72,9 @@ def project(nlp_index: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.mark.parametrize(
     ("method", "ranking", "not_read"),
     [
-        ("local", "graph", {"table relationships"}),
-        ("local", "msgraphrag", {"table relationships", "relationship_links"}),
-        ("drift", "graph", {"table relationships"}),
+        ("local", "graph", {"table relationships", "relationship_links"}),  # the build stored the walk's graph
+        ("local", "msgraphrag", {"table relationships", "relationship_links", "walk_graph"}),
+        ("drift", "graph", {"table relationships", "relationship_links"}),
         ("global", "graph", {"table relationships", "relationship_links", "relationships_touching"}),
         (
             "basic",

@@ -5,8 +5,9 @@ requests) or read on first use from an :class:`IndexReader` (a command-line quer
 never reads the relationships table, basic search reads neither the graph nor the reports, and
 local search reads only the relationships touching the entities it selected
 (:meth:`QueryData.relationships_touching`) plus, for its ranking walk, the edges without their
-descriptions (:meth:`QueryData.relationship_links`). The engines call the same attributes and
-methods either way, so they stay free of I/O.
+descriptions (:meth:`QueryData.relationship_links`) — or, when the build stored it, the walk's
+graph as integer arrays (:meth:`QueryData.stored_walk`), which needs no relationship at all. The
+engines call the same attributes and methods either way, so they stay free of I/O.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from graphrag_assets.core.schemas import (
     TEXT_UNITS,
     empty_frame,
 )
+from graphrag_assets.index.walk_graph import WalkMatrix, stored_walk
 from graphrag_assets.query.array_index import empty_index
 from graphrag_assets.query.search_indexes import LexicalIndex, VectorIndex
 
@@ -40,6 +42,7 @@ SCHEMAS: dict[str, dict[str, pl.DataType]] = {  # attribute of QueryData (= tabl
     "documents": DOCUMENTS,
 }
 LINK_COLUMNS = ("source", "target", "weight")
+WALK_FRAMES = frozenset({"entities", "relationships", "text_units"})  # what the stored walk graph describes
 
 
 class IndexReader(Protocol):
@@ -59,6 +62,10 @@ class IndexReader(Protocol):
 
     def relationship_links(self) -> pl.DataFrame | None:
         """``source``, ``target`` and ``weight`` of every relationship, in stored order."""
+        ...
+
+    def walk_graph(self) -> dict[str, Any] | None:
+        """The walk graph the build stored (arrays of :func:`~graphrag_assets.index.walk_graph.stored_walk`)."""
         ...
 
 
@@ -82,6 +89,7 @@ class _Table:
 
     def __set__(self, data: QueryData, frame: pl.DataFrame) -> None:
         data._frames[self.name] = frame
+        data._given.add(self.name)
         if self.name == "relationships":
             data._frames.pop("_links", None)
 
@@ -123,6 +131,8 @@ class QueryData:
             documents=documents,
         )
         self._frames: dict[str, pl.DataFrame] = {name: frame for name, frame in given.items() if frame is not None}
+        self._given = set(self._frames)  # frames not read from the reader: a stored walk graph does not describe them
+        self._walk: list[WalkMatrix | None] = []  # the stored walk graph once read (holding None when there is none)
         self._lock = threading.Lock()
         self.reader = reader
         self.entity_description: VectorIndex = entity_description or empty_index()
@@ -168,3 +178,15 @@ class QueryData:
                     links = self._read(lambda reader: reader.relationship_links(), schema)
                     self._frames["_links"] = links
         return links
+
+    def stored_walk(self) -> WalkMatrix | None:
+        """The ranking walk's graph as the build stored it, read once and kept; None when the index
+        has none (a build by older code) or a frame it describes was given instead of read."""
+        if self.reader is None or self._given & WALK_FRAMES:
+            return None
+        if not self._walk:
+            with self._lock:
+                if not self._walk:
+                    arrays = self.reader.walk_graph()
+                    self._walk.append(None if arrays is None else stored_walk(**arrays))
+        return self._walk[0]

@@ -24,6 +24,7 @@ from graphrag_assets.storage.corpus import BUILD_TABLE
 from graphrag_assets.storage.database import connect, frame_of, table_exists
 from graphrag_assets.storage.table_names import RELATIONSHIPS, TEXT_UNITS
 from graphrag_assets.storage.tables import quote
+from graphrag_assets.storage.walk_tables import read_walk
 
 Schemas = Mapping[str, Mapping[str, pl.DataType]]
 
@@ -89,6 +90,13 @@ class StoredIndex:
     def relationship_links(self) -> pl.DataFrame | None:
         """Every relationship's ends and weight (the ranking walk's edges), in stored order."""
         return self._read(RELATIONSHIPS, columns=("source", "target", "weight"))
+
+    def walk_graph(self) -> dict[str, Any] | None:
+        """The local-search walk's graph stored with this build, as arrays (None: the build has none)."""
+        with connect(self.path, read_only=True) as conn:
+            if _build_row(conn) != self._build:
+                raise UserError("the index was rebuilt while the question was being answered; ask again.")
+            return read_walk(conn)
 
     def text_unit_tokens(self) -> int:
         """Tokens of all text units (what decides between in-memory and LanceDB search)."""
