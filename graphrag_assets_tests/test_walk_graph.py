@@ -1,4 +1,5 @@
-"""The walk graph a build stores: the same matrix, and the same scores, as the one built from the tables."""
+"""Big-index reads: the walk graph a build stores (the same matrix, and the same scores, as the one
+built from the tables) and a server that keeps the relationships in the database."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ import pytest
 from graphrag_assets.core.settings import load_settings
 from graphrag_assets.project.query_data import load_query_data
 from graphrag_assets.query.graph_ranking import build_ranking_graph, in_id_order, personalized_pagerank, ranking_graph
+from graphrag_assets.serve.lookups import neighbourhood, relationship_detail
+from graphrag_assets.serve.snapshot import load_snapshot
 from graphrag_assets.storage.database import connect
 from graphrag_assets.storage.walk_tables import WALK_TABLE
 from graphrag_assets_tests.test_graph_ranking import directed_edges
@@ -67,3 +70,15 @@ def test_a_walk_of_another_build_is_not_used(project: Path, tmp_path: Path) -> N
     assert len(graph.built_from) == 4 and "_links" in data._frames  # built from the relationships' ends
     for name in ("indptr", "sources", "probability", "mentions"):
         assert np.array_equal(getattr(graph.walk, name), getattr(expected.walk, name)), name
+
+
+def test_the_server_keeps_no_relationship_in_memory_and_still_shows_them(project: Path) -> None:
+    settings = load_settings(project, environ={})
+    snapshot = load_snapshot(settings)
+    whole = load_query_data(settings).load_all()
+    assert snapshot.counts()["relationships"] == whole.relationships.height > 0
+    title = whole.relationships["source"][0]
+    assert neighbourhood(snapshot.data, title).equals(neighbourhood(whole, title))
+    number = str(whole.relationships["human_readable_id"][5])
+    assert relationship_detail(snapshot.data, number) == relationship_detail(whole, number)
+    assert "relationships" not in snapshot.data._frames  # read by the rows asked for, never whole
