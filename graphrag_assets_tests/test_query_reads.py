@@ -49,6 +49,13 @@ class RecordingReader:
         self.reads.append("walk_graph")
         return self.reader.walk_graph()
 
+    def rows_where(self, table: str, column: str, values: Sequence[Any]) -> Any:
+        self.reads.append(f"rows of {table}")
+        return self.reader.rows_where(table, column, values)
+
+    def row_count(self, table: str) -> int:
+        return self.reader.row_count(table)
+
 
 def settings_of(root: Path, ranking: str = "graph") -> Settings:
     (root / "graphrag.yaml").write_text(
