@@ -68,6 +68,7 @@ def walk_inputs(path: str | Path) -> dict[str, Any] | None:
     with connect(path, read_only=True) as conn:
         if not all(table_exists(conn, t) for t in (ENTITIES, RELATIONSHIPS, TEXT_UNITS)):
             return None
+        conn.execute("set enable_progress_bar = false")  # the step's log is no terminal
         links = frame_of(conn.sql(_LINKS))
         mentions = frame_of(conn.sql(_MENTIONS))
         return {
