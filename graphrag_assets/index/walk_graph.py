@@ -74,26 +74,32 @@ def walk_matrix(
     weights = np.asarray(link_weight, dtype=np.float64)
     if weights.size:
         weights = weights / weights.mean()
-    first = np.concatenate([link_ends[0], mention_entity]).astype(np.int64)
-    second = np.concatenate([link_ends[1], np.asarray(mention_unit, dtype=np.int64) + entity_count])
+    mention_count = len(mention_entity)
+    index_dtype = _index_dtype(max(2 * (len(weights) + mention_count), vertex_count))
+    # vertex numbers in the narrowest type that holds them: 30 M directed edges at 100,000 documents
+    first = np.concatenate([link_ends[0], mention_entity]).astype(index_dtype)
+    second = np.concatenate([link_ends[1], np.asarray(mention_unit, dtype=index_dtype) + entity_count]).astype(
+        index_dtype
+    )
     source = np.concatenate([first, second])
     target = np.concatenate([second, first])
     del first, second
-    directed = np.concatenate([weights, np.ones(len(mention_entity)), weights, np.ones(len(mention_entity))])
+    directed = np.concatenate([weights, np.ones(mention_count), weights, np.ones(mention_count)])
     strength = np.bincount(source, weights=directed, minlength=vertex_count)
-    probability = directed / np.where(strength > 0, strength, 1.0)[source]
-    del directed
+    directed /= np.where(strength > 0, strength, 1.0)[source]  # now the step probability
     order = np.argsort(target, kind="stable")  # within a row, the edges keep the order they were given in
-    index_dtype = _index_dtype(max(len(order), vertex_count))
     indptr = np.zeros(vertex_count + 1, dtype=index_dtype)
     np.cumsum(np.bincount(target, minlength=vertex_count), out=indptr[1:])
+    del target
+    sources, probability = source[order], directed[order]
+    del source, directed, order
     mentions = np.maximum(np.bincount(np.asarray(mention_entity, dtype=np.int64), minlength=entity_count), 1)
     return WalkMatrix(
         entity_count=entity_count,
         unit_count=unit_count,
         indptr=indptr,
-        sources=source[order].astype(index_dtype),
-        probability=probability[order],
+        sources=sources,
+        probability=probability,
         mentions=mentions[:entity_count],
     )
 

@@ -31,8 +31,8 @@ WALK_TABLE = "ranking_walk"
 WALK_VERTICES = "ranking_walk_vertices"
 WALK_EDGES = "ranking_walk_edges"
 
-_ENTITY_VERTICES = f"select (row_number() over (order by id) - 1)::bigint as v, * from {quote(ENTITIES)}"
-_UNIT_VERTICES = f"select (row_number() over (order by id) - 1)::bigint as u, id from {quote(TEXT_UNITS)}"
+_ENTITY_VERTICES = f"select (row_number() over (order by id) - 1)::integer as v, * from {quote(ENTITIES)}"
+_UNIT_VERTICES = f"select (row_number() over (order by id) - 1)::integer as u, id from {quote(TEXT_UNITS)}"
 _LINKS = f"""
 with entity as ({_ENTITY_VERTICES}),
      titled as (select coalesce(title, '') as title, min(v) as v from entity group by 1)
