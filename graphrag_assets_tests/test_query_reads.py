@@ -37,9 +37,9 @@ class RecordingReader:
         self.reads.append(f"table {name}")
         return self.reader.table(name)
 
-    def relationships_touching(self, titles: Sequence[str]) -> Any:
+    def relationships_touching(self, titles: Sequence[str], columns: Sequence[str] = ()) -> Any:
         self.reads.append("relationships_touching")
-        return self.reader.relationships_touching(titles)
+        return self.reader.relationships_touching(titles, columns)
 
     def relationship_links(self) -> Any:
         self.reads.append("relationship_links")

@@ -66,6 +66,7 @@ PASSAGE_CANDIDATES = 10  # text units that receive restart mass (measured on LiH
 SOURCE_CANDIDATES = 200  # text units offered to the Sources table (its token budget keeps a prefix)
 TOLERANCE = 1e-10  # power iteration stops when the scores move less than this (L1)
 MAX_STEPS = 1000
+RANKED_COLUMNS = ("id", "human_readable_id", "source", "target")  # what ranking the relationships reads
 
 
 @dataclass(frozen=True)
@@ -357,11 +358,27 @@ def rank_by_graph(
     titles = [graph.entity_titles[i] for i in selected]
     title_scores = pl.DataFrame({"title": graph.entity_titles, "_score": entity_scores}).unique("title", keep="first")
     units = _top(scores[graph.entity_count :], SOURCE_CANDIDATES)  # and unit j row j of the text units
+    ranked = rank_relationships_by_score(
+        titles,
+        data.relationships_touching(titles, RANKED_COLUMNS),
+        title_scores,
+        settings.top_k_relationships * len(titles),
+    )
     return RankedCandidates(
         entities=graph.entity_rows[selected],
         reports=rank_reports_by_score(graph, scores, selected, data, community_level),
-        relationships=rank_relationships_by_score(
-            titles, data.relationships_touching(titles), title_scores, settings.top_k_relationships * len(titles)
-        ),
+        relationships=_whole_rows(data, ranked),
         text_units=graph.unit_rows[units],
     )
+
+
+def _whole_rows(data: QueryData, ranked: pl.DataFrame) -> pl.DataFrame:
+    """The relationships ranked by their ends, with every column, in rank order. Read by number
+    (stored in order, so DuckDB skips the blocks without one: 15 M ids scanned cost ~1 s), by id
+    when a number is missing."""
+    order = ranked.select("id").with_row_index("_rank")
+    numbers = ranked["human_readable_id"].drop_nulls().to_list()
+    rows = data.rows_where("relationships", "human_readable_id", numbers).join(order, on="id")
+    if rows.height < order.height:
+        rows = data.rows_where("relationships", "id", order["id"].to_list()).join(order, on="id")
+    return rows.sort("_rank").drop("_rank")

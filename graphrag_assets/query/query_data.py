@@ -56,8 +56,8 @@ class IndexReader(Protocol):
         """The whole table."""
         ...
 
-    def relationships_touching(self, titles: Sequence[str]) -> pl.DataFrame | None:
-        """The relationships with an end among ``titles``, in stored order."""
+    def relationships_touching(self, titles: Sequence[str], columns: Sequence[str] = ()) -> pl.DataFrame | None:
+        """The relationships with an end among ``titles``, in stored order (``columns`` only, when given)."""
         ...
 
     def relationship_links(self) -> pl.DataFrame | None:
@@ -180,12 +180,15 @@ class QueryData:
             return getattr(self, name).filter(pl.col(column).is_in(list(values)))
         return self._read(lambda reader: reader.rows_where(name, column, list(values)), SCHEMAS[name])
 
-    def relationships_touching(self, titles: Sequence[str]) -> pl.DataFrame:
-        """The relationships with an end among ``titles``, in table order."""
+    def relationships_touching(self, titles: Sequence[str], columns: Sequence[str] = ()) -> pl.DataFrame:
+        """The relationships with an end among ``titles``, in table order; only ``columns`` when
+        given (a hub's 100,000 relationships are ranked by their ends before any description is read)."""
         if self._holds("relationships"):
             wanted = list(titles)
-            return self.relationships.filter(pl.col("source").is_in(wanted) | pl.col("target").is_in(wanted))
-        return self._read(lambda reader: reader.relationships_touching(list(titles)), RELATIONSHIPS)
+            touching = self.relationships.filter(pl.col("source").is_in(wanted) | pl.col("target").is_in(wanted))
+            return touching.select(columns) if columns else touching
+        schema = {c: t for c, t in RELATIONSHIPS.items() if not columns or c in columns}
+        return self._read(lambda reader: reader.relationships_touching(list(titles), list(columns)), schema)
 
     def relationship_links(self) -> pl.DataFrame:
         """``source``, ``target`` and ``weight`` of every relationship (the ranking walk's edges), in
