@@ -20,9 +20,12 @@ summing over the edge list did before: the walk's scores are the same, float for
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-from scipy import sparse
+
+if TYPE_CHECKING:
+    from scipy import sparse
 
 INT32_LIMIT = np.iinfo(np.int32).max
 
@@ -48,6 +51,8 @@ class WalkMatrix:
 
     def matrix(self) -> sparse.csr_array:
         """The arrays as a sparse matrix, without copying them."""
+        from scipy import sparse  # imported on first use: 0.7 s that commands without a walk need not pay
+
         shape = (self.vertex_count, self.vertex_count)
         return sparse.csr_array((self.probability, self.sources, self.indptr), shape=shape, copy=False)
 

@@ -50,16 +50,19 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 import polars as pl
-from scipy import sparse
 
 from graphrag_assets.core.settings import LocalSearchSettings
 from graphrag_assets.index.walk_graph import WalkMatrix, walk_matrix
 from graphrag_assets.query.entity_filter import seed_entities
 from graphrag_assets.query.hybrid_search import text_unit_hits
 from graphrag_assets.query.query_data import QueryData
+
+if TYPE_CHECKING:
+    from scipy import sparse
 
 CACHE_KEY = "ranking_graph"
 PASSAGE_CANDIDATES = 10  # text units that receive restart mass (measured on LiHua-World: 20 did worse)
