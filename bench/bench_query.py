@@ -868,6 +868,11 @@ def main() -> None:
     parser.add_argument(
         "--candidate", type=Path, default=None, help="with --index: the tree to compare (default: installed)"
     )
+    parser.add_argument(
+        "--serve-candidate-only",
+        action="store_true",
+        help="with --index: start serve with the compared tree only (older trees held 12 GB on the 100k index)",
+    )
     args = parser.parse_args()
     if args.index is not None:
         from query_on_index import index_costs, render_index_costs
@@ -875,7 +880,11 @@ def main() -> None:
         trees = {"baseline": args.baseline} if args.baseline else {}
         trees["this tree"] = args.candidate
 
-        costs = {**machine_info(), "command": invocation(), **index_costs(args.index, trees, args.repeats)}
+        costs = {
+            **machine_info(),
+            "command": invocation(),
+            **index_costs(args.index, trees, args.repeats, args.serve_candidate_only),
+        }
         print(render_index_costs(costs))
         path = write_results("query_index.json", costs)
         print(f"\nwritten to {path.relative_to(REPO_ROOT)}")

@@ -132,9 +132,12 @@ def serve_memory(root: Path, entity: str, source: Path | None) -> dict[str, Any]
         log.unlink(missing_ok=True)
 
 
-def index_costs(root: Path, trees: dict[str, Path | None], repeats: int) -> dict[str, Any]:
+def index_costs(
+    root: Path, trees: dict[str, Path | None], repeats: int, serve_last_only: bool = False
+) -> dict[str, Any]:
     """Every command of :func:`commands` (and ``serve``) under each tree (name -> source folder, None:
-    the installed package), taking turns, best of ``repeats``."""
+    the installed package), taking turns, best of ``repeats``; ``serve`` under the last tree only
+    when ``serve_last_only``."""
     entity = busiest_entity(root)
     results: dict[str, Any] = {"root": str(root), "entity": entity, "load_average_start": load_average(), "rows": {}}
     for name, command in commands(root, entity).items():
@@ -147,7 +150,8 @@ def index_costs(root: Path, trees: dict[str, Path | None], repeats: int) -> dict
                     row[tree] = {"wall_s": measured.wall_s, "peak_rss_mb": measured.peak_rss_mb, "load": load_average()}
         results["rows"][name] = row
         print(f"  {name}: {row}", file=sys.stderr, flush=True)
-    results["serve"] = {tree: serve_memory(root, entity, source) for tree, source in trees.items()}
+    served = list(trees.items())[-1:] if serve_last_only else trees.items()
+    results["serve"] = {tree: serve_memory(root, entity, source) for tree, source in served}
     results["load_average_end"] = load_average()
     return results
 

@@ -133,13 +133,21 @@ def test_two_vertices_match_the_closed_form(damping):
     assert scores == pytest.approx([1 / (1 + damping), damping / (1 + damping)], abs=1e-9)
 
 
+def directed_edges(graph) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Source, target and step probability of every directed edge of the walk's matrix."""
+    walk = graph.walk
+    return walk.sources, np.repeat(np.arange(walk.vertex_count), np.diff(walk.indptr)), walk.probability
+
+
 def test_graph_edges_and_scores_equal_a_power_iteration():
     f = frames()
     graph = build_ranking_graph(f["entities"], f["relationships"], f["text_units"], f["communities"])
-    assert graph.vertex_count == 8 and len(graph.edge_source) == 2 * 5  # each edge both ways
-    weights = np.zeros((8, 8))
-    np.add.at(weights, (graph.edge_source, graph.edge_target), graph.edge_weight)
-    assert weights == pytest.approx(ADJACENCY)
+    source, target, probability = directed_edges(graph)
+    assert graph.vertex_count == 8 and len(source) == 2 * 5  # each edge both ways
+    steps = np.zeros((8, 8))
+    np.add.at(steps, (source, target), probability)
+    strength = ADJACENCY.sum(axis=1, keepdims=True)
+    assert steps == pytest.approx(np.divide(ADJACENCY, strength, out=np.zeros_like(ADJACENCY), where=strength > 0))
     reset = np.array([1.0, 0.0, 0.0, 0.0, 0.0, 0.3, 0.0, 0.2])
     assert personalized_pagerank(graph, reset, 0.5) == pytest.approx(power_iteration(ADJACENCY, reset, 0.5), abs=1e-9)
 
@@ -178,18 +186,17 @@ def test_scores_equal_igraph_prpack_on_a_random_weighted_graph():
     graph = build_ranking_graph(
         entities, relationships, conform(pl.DataFrame({"id": units}), TEXT_UNITS), frames()["communities"].head(0)
     )
-    half = len(graph.edge_source) // 2
-    reference = ig.Graph(
-        n=graph.vertex_count, edges=np.column_stack([graph.edge_source[:half], graph.edge_target[:half]]).tolist()
-    )
+    source, target, probability = directed_edges(graph)
+    # the walk as igraph sees it: each direction weighted by its step probability
+    reference = ig.Graph(n=graph.vertex_count, edges=np.column_stack([source, target]).tolist(), directed=True)
     reset = np.zeros(graph.vertex_count)
     reset[[0, 5, n_entities - 1, n_entities + 3]] = [0.5, 0.2, 0.2, 0.1]  # one seed is isolated
     for damping in (0.5, 0.85):
         expected = reference.personalized_pagerank(
-            directed=False,
+            directed=True,
             damping=damping,
             reset=reset.tolist(),
-            weights=graph.edge_weight[:half].tolist(),
+            weights=probability.tolist(),
             implementation="prpack",
         )
         assert personalized_pagerank(graph, reset, damping) == pytest.approx(expected, abs=1e-9)

@@ -37,13 +37,24 @@ class RecordingReader:
         self.reads.append(f"table {name}")
         return self.reader.table(name)
 
-    def relationships_touching(self, titles: Sequence[str]) -> Any:
+    def relationships_touching(self, titles: Sequence[str], columns: Sequence[str] = ()) -> Any:
         self.reads.append("relationships_touching")
-        return self.reader.relationships_touching(titles)
+        return self.reader.relationships_touching(titles, columns)
 
     def relationship_links(self) -> Any:
         self.reads.append("relationship_links")
         return self.reader.relationship_links()
+
+    def walk_graph(self) -> Any:
+        self.reads.append("walk_graph")
+        return self.reader.walk_graph()
+
+    def rows_where(self, table: str, column: str, values: Sequence[Any]) -> Any:
+        self.reads.append(f"rows of {table}")
+        return self.reader.rows_where(table, column, values)
+
+    def row_count(self, table: str) -> int:
+        return self.reader.row_count(table)
 
 
 def settings_of(root: Path, ranking: str = "graph") -> Settings:
@@ -68,9 +79,9 @@ def project(nlp_index: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.mark.parametrize(
     ("method", "ranking", "not_read"),
     [
-        ("local", "graph", {"table relationships"}),
-        ("local", "msgraphrag", {"table relationships", "relationship_links"}),
-        ("drift", "graph", {"table relationships"}),
+        ("local", "graph", {"table relationships", "relationship_links"}),  # the build stored the walk's graph
+        ("local", "msgraphrag", {"table relationships", "relationship_links", "walk_graph"}),
+        ("drift", "graph", {"table relationships", "relationship_links"}),
         ("global", "graph", {"table relationships", "relationship_links", "relationships_touching"}),
         (
             "basic",

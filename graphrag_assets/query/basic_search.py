@@ -66,7 +66,8 @@ def build_basic_context(
     """The best ``options.k`` text units for the question (``found`` when the caller reranked
     them), as many as fit the budget."""
     found = found or text_unit_hits(data, vector, question, options.k, options.mode)
-    units = rank_text_units(found.hits, data.text_units)
+    # the hits' rows only: an index read lazily need not load 100,000 text units for ten of them
+    units = rank_text_units(found.hits, data.rows_where("text_units", "id", [unit for unit, _ in found.hits]))
     table = fill_table(
         "Sources",
         SOURCE_COLUMNS,
@@ -74,7 +75,9 @@ def build_basic_context(
         options.max_context_tokens,
         count,
     )
-    records = ContextRecords(sources=source_records(units.head(table.rows_used), data.documents))
+    used = units.head(table.rows_used)
+    documents = data.rows_where("documents", "id", used["document_id"].drop_nulls().unique().to_list())
+    records = ContextRecords(sources=source_records(used, documents))
     warnings = [
         *found.warnings,
         *([] if found.hits else ["no text unit matched the question (is the text_unit_text index empty?)"]),

@@ -6,7 +6,9 @@ well a text unit fits the question, and on LiHua-World's chat logs it found a go
 top 10 for 38% of the questions where plain vector search found one for 76%. This module ranks the
 same candidates by a random walk with restart, after HippoRAG 2:
 
-**The graph** (built once per loaded index and cached on the :class:`QueryData`): one vertex per
+**The graph** (stored with each build as integer arrays, :mod:`graphrag_assets.index.walk_graph`,
+read once per loaded index and cached on the :class:`QueryData`; built from the tables for a build
+that stored none): one vertex per
 entity and per text unit. An undirected edge per relationship, weighted by the relationship's
 weight divided by the mean positive weight, so that the tiny PMI weights of the nlp method and the
 summed strengths of the standard method both sit on the scale of the mention edges (relationships
@@ -27,7 +29,7 @@ of weight 1 between an entity and each text unit it is mentioned in.
 **The walk**: personalized PageRank with damping ``ppr_damping`` (HippoRAG 2 uses 0.5): the walker
 follows an edge (chosen by weight) with probability ``damping`` and otherwise restarts; a vertex
 without edges sends it back to the restart distribution. The scores are computed by power
-iteration over the step probabilities, which are prepared once with the graph. igraph's PRPACK
+iteration over the step probabilities, a sparse matrix prepared once with the graph. igraph's PRPACK
 gives the same scores (the tests compare them), but it prepares the graph again on every call: on
 a random weighted graph the size of ``bench/bench_query.py``'s (15,000 vertices, 80,000 edges) it
 took 78 ms per call where this power iteration took 24 ms (2 cores at load 9). With damping 0.5
@@ -48,43 +50,54 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 import polars as pl
 
 from graphrag_assets.core.settings import LocalSearchSettings
+from graphrag_assets.index.walk_graph import WalkMatrix, walk_matrix
 from graphrag_assets.query.entity_filter import seed_entities
 from graphrag_assets.query.hybrid_search import text_unit_hits
 from graphrag_assets.query.query_data import QueryData
+
+if TYPE_CHECKING:
+    from scipy import sparse
 
 CACHE_KEY = "ranking_graph"
 PASSAGE_CANDIDATES = 10  # text units that receive restart mass (measured on LiHua-World: 20 did worse)
 SOURCE_CANDIDATES = 200  # text units offered to the Sources table (its token budget keeps a prefix)
 TOLERANCE = 1e-10  # power iteration stops when the scores move less than this (L1)
 MAX_STEPS = 1000
+RANKED_COLUMNS = ("id", "human_readable_id", "source", "target")  # what ranking the relationships reads
 
 
 @dataclass(frozen=True)
 class RankingGraph:
     """The walk's graph and the lookups to read its scores; vertices: entities, then text units.
 
-    Every undirected edge is stored in both directions (``edge_source[i] -> edge_target[i]``).
+    ``walk`` holds the step matrix (:mod:`graphrag_assets.index.walk_graph`): stored with the build
+    and read back as arrays, or built here from the tables when the build has none.
     """
 
-    vertex_count: int
-    edge_source: np.ndarray
-    edge_target: np.ndarray
-    edge_weight: np.ndarray
-    step_probability: np.ndarray  # per directed edge: its weight / the total weight leaving its source
+    walk: WalkMatrix
+    matrix: sparse.csr_array  # walk.matrix(): walked = matrix @ scores
     isolated: np.ndarray  # per vertex: has no edge
     entity_titles: list[str]  # vertex i (i < entity_count) is the entity of row i of the entity table
     entity_vertex: dict[str, int]
     unit_vertex: dict[str, int]  # vertex entity_count + j is row j of the text units
-    mentions: np.ndarray  # per entity vertex: text units mentioning it (at least 1)
     member_community: np.ndarray  # community row of each (community, member) pair
     member_vertex: np.ndarray  # entity vertex of each pair
     built_from: tuple[pl.DataFrame, ...]  # the frames it describes (the cache is valid while they are the data's)
-    tables: tuple[pl.DataFrame, ...]  # entities, relationships, text units, communities: the rows vertices index
+    tables: tuple[pl.DataFrame, ...]  # entities, text units, communities: the rows vertices index
+
+    @property
+    def vertex_count(self) -> int:
+        return self.walk.vertex_count
+
+    @property
+    def mentions(self) -> np.ndarray:
+        return self.walk.mentions
 
     @property
     def entity_rows(self) -> pl.DataFrame:
@@ -92,11 +105,11 @@ class RankingGraph:
 
     @property
     def unit_rows(self) -> pl.DataFrame:
-        return self.tables[2]
+        return self.tables[1]
 
     @property
     def community_rows(self) -> pl.DataFrame:
-        return self.tables[3]
+        return self.tables[2]
 
     @property
     def entity_count(self) -> int:
@@ -126,11 +139,6 @@ class GraphQuery:
 # --- the graph (built once) ----------------------------------------------------------------------
 
 
-def _sources(data: QueryData) -> tuple[pl.DataFrame, ...]:
-    # the relationships' ends and weights only: a lazily read index need not load their descriptions
-    return (data.entities, data.relationship_links(), data.text_units, data.communities)
-
-
 def in_id_order(*tables: pl.DataFrame) -> tuple[pl.DataFrame, ...]:
     """The tables with their rows sorted by id: the same graph, float for float, whatever order
     the rows were stored in. The relationships' edges come without ids (a lazily read index reads
@@ -138,17 +146,12 @@ def in_id_order(*tables: pl.DataFrame) -> tuple[pl.DataFrame, ...]:
     return tuple(table.sort("id") if "id" in table.columns else table for table in tables)
 
 
-def build_ranking_graph(
-    entities: pl.DataFrame, relationships: pl.DataFrame, text_units: pl.DataFrame, communities: pl.DataFrame
-) -> RankingGraph:
-    """The graph described in the module docstring, and community membership by vertex."""
-    entity_ids = entities["id"].to_list()
+def walk_of_tables(entities: pl.DataFrame, relationships: pl.DataFrame, text_units: pl.DataFrame) -> WalkMatrix:
+    """The walk's matrix from the tables (rows in vertex order): what a build stores, computed here."""
     titles = entities["title"].fill_null("").to_list()
-    unit_ids = text_units["id"].to_list()
-    n_entities = len(entity_ids)
+    n_entities = entities.height
     title_vertex = pl.DataFrame({"title": titles, "_v": np.arange(n_entities)}).unique("title", keep="first")
-    unit_vertex = pl.DataFrame({"unit": unit_ids, "_u": np.arange(n_entities, n_entities + len(unit_ids))})
-
+    unit_row = pl.DataFrame({"unit": text_units["id"], "_u": np.arange(text_units.height)})
     links = (
         relationships.lazy()
         .select("source", "target", "weight")
@@ -159,28 +162,30 @@ def build_ranking_graph(
         .sort("_a", "_b", "weight")  # a join's output order is not defined
         .collect()
     )
-    link_weights = links["weight"].to_numpy().astype(np.float64)
-    if link_weights.size:
-        link_weights = link_weights / link_weights.mean()
     mentioned = (
         entities.select(pl.int_range(pl.len()).alias("_v"), pl.col("text_unit_ids").alias("unit"))
         .explode("unit")
-        .join(unit_vertex, on="unit")
+        .join(unit_row, on="unit")
         .unique(["_v", "_u"])
         .sort("_v", "_u")
     )
-    edges = np.concatenate(
-        [links.select("_a", "_b").to_numpy().reshape(-1, 2), mentioned.select("_v", "_u").to_numpy().reshape(-1, 2)]
-    ).astype(np.int64)
-    weights = np.concatenate([link_weights, np.ones(mentioned.height)])
-    vertex_count = n_entities + len(unit_ids)
-    source = np.concatenate([edges[:, 0], edges[:, 1]])
-    target = np.concatenate([edges[:, 1], edges[:, 0]])
-    directed_weights = np.concatenate([weights, weights])
-    strength = np.bincount(source, weights=directed_weights, minlength=vertex_count)
-    mentions = np.maximum(np.bincount(mentioned["_v"].to_numpy(), minlength=n_entities), 1)
+    return walk_matrix(
+        n_entities,
+        text_units.height,
+        (links["_a"].to_numpy(), links["_b"].to_numpy()),
+        links["weight"].to_numpy().astype(np.float64),
+        mentioned["_v"].to_numpy(),
+        mentioned["_u"].to_numpy(),
+    )
 
-    entity_vertex = {entity_id: i for i, entity_id in enumerate(entity_ids)}
+
+def graph_of_walk(
+    walk: WalkMatrix, entities: pl.DataFrame, text_units: pl.DataFrame, communities: pl.DataFrame
+) -> RankingGraph:
+    """The ranking graph of ``walk`` over the tables (rows in vertex order), with community
+    membership by vertex."""
+    entity_ids = entities["id"].to_list()
+    n_entities = len(entity_ids)
     members = (
         communities.select(pl.int_range(pl.len()).alias("_c"), pl.col("entity_ids").alias("id"))
         .explode("id")
@@ -188,29 +193,59 @@ def build_ranking_graph(
         .sort("_c", "_v")
     )
     return RankingGraph(
-        vertex_count=vertex_count,
-        edge_source=source,
-        edge_target=target,
-        edge_weight=directed_weights,
-        step_probability=directed_weights / np.where(strength > 0, strength, 1.0)[source],
-        isolated=strength == 0,
-        entity_titles=titles,
-        entity_vertex=entity_vertex,
-        unit_vertex={unit: n_entities + j for j, unit in enumerate(unit_ids)},
-        mentions=mentions,
+        walk=walk,
+        matrix=walk.matrix(),
+        isolated=walk.isolated(),
+        entity_titles=entities["title"].fill_null("").to_list(),
+        entity_vertex={entity_id: i for i, entity_id in enumerate(entity_ids)},
+        unit_vertex={unit: n_entities + j for j, unit in enumerate(text_units["id"].to_list())},
         member_community=members["_c"].to_numpy(),
         member_vertex=members["_v"].to_numpy(),
-        built_from=(entities, relationships, text_units, communities),
-        tables=(entities, relationships, text_units, communities),
+        built_from=(entities, text_units, communities),
+        tables=(entities, text_units, communities),
     )
 
 
+def build_ranking_graph(
+    entities: pl.DataFrame, relationships: pl.DataFrame, text_units: pl.DataFrame, communities: pl.DataFrame
+) -> RankingGraph:
+    """The graph described in the module docstring, built from the tables (rows in vertex order)."""
+    walk = walk_of_tables(entities, relationships, text_units)
+    return replace(
+        graph_of_walk(walk, entities, text_units, communities),
+        built_from=(entities, relationships, text_units, communities),
+    )
+
+
+def _sources(data: QueryData, stored: bool) -> tuple[pl.DataFrame, ...]:
+    """The frames a graph of ``data`` is built from: with a stored walk, no relationship at all;
+    otherwise their ends and weights only (a lazily read index need not load their descriptions)."""
+    if stored:
+        return (data.entities, data.text_units, data.communities)
+    return (data.entities, data.relationship_links(), data.text_units, data.communities)
+
+
+def _fits(walk: WalkMatrix, entities: pl.DataFrame, text_units: pl.DataFrame) -> bool:
+    return walk.entity_count == entities.height and walk.unit_count == text_units.height
+
+
 def ranking_graph(data: QueryData) -> RankingGraph:
-    """The graph of ``data``, built on first use and kept on it for every later query."""
+    """The graph of ``data``, built on first use and kept on it for every later query: from the
+    walk graph the build stored when it has one, else from the tables."""
+    walk = data.stored_walk()
+    if walk is not None and not _fits(walk, data.entities, data.text_units):
+        walk = None
+    sources = _sources(data, walk is not None)
     cached = data.derived.get(CACHE_KEY)
-    sources = _sources(data)
-    if cached is None or any(a is not b for a, b in zip(cached.built_from, sources)):
-        cached = replace(build_ranking_graph(*in_id_order(*sources)), built_from=sources)
+    if (
+        cached is None
+        or len(cached.built_from) != len(sources)
+        or any(a is not b for a, b in zip(cached.built_from, sources))
+    ):
+        if walk is None:
+            cached = replace(build_ranking_graph(*in_id_order(*sources)), built_from=sources)
+        else:
+            cached = replace(graph_of_walk(walk, *in_id_order(*sources)), built_from=sources)
         data.derived[CACHE_KEY] = cached
     return cached
 
@@ -224,9 +259,7 @@ def personalized_pagerank(graph: RankingGraph, reset: np.ndarray, damping: float
     restart = reset / total
     scores = restart
     for _ in range(MAX_STEPS):
-        walked = np.bincount(
-            graph.edge_target, weights=scores[graph.edge_source] * graph.step_probability, minlength=graph.vertex_count
-        )
+        walked = graph.matrix @ scores
         stepped = (1 - damping) * restart + damping * (walked + scores[graph.isolated].sum() * restart)
         if np.abs(stepped - scores).sum() < TOLERANCE:
             return stepped
@@ -328,11 +361,27 @@ def rank_by_graph(
     titles = [graph.entity_titles[i] for i in selected]
     title_scores = pl.DataFrame({"title": graph.entity_titles, "_score": entity_scores}).unique("title", keep="first")
     units = _top(scores[graph.entity_count :], SOURCE_CANDIDATES)  # and unit j row j of the text units
+    ranked = rank_relationships_by_score(
+        titles,
+        data.relationships_touching(titles, RANKED_COLUMNS),
+        title_scores,
+        settings.top_k_relationships * len(titles),
+    )
     return RankedCandidates(
         entities=graph.entity_rows[selected],
         reports=rank_reports_by_score(graph, scores, selected, data, community_level),
-        relationships=rank_relationships_by_score(
-            titles, data.relationships_touching(titles), title_scores, settings.top_k_relationships * len(titles)
-        ),
+        relationships=_whole_rows(data, ranked),
         text_units=graph.unit_rows[units],
     )
+
+
+def _whole_rows(data: QueryData, ranked: pl.DataFrame) -> pl.DataFrame:
+    """The relationships ranked by their ends, with every column, in rank order. Read by number
+    (stored in order, so DuckDB skips the blocks without one: 15 M ids scanned cost ~1 s), by id
+    when a number is missing."""
+    order = ranked.select("id").with_row_index("_rank")
+    numbers = ranked["human_readable_id"].drop_nulls().to_list()
+    rows = data.rows_where("relationships", "human_readable_id", numbers).join(order, on="id")
+    if rows.height < order.height:
+        rows = data.rows_where("relationships", "id", order["id"].to_list()).join(order, on="id")
+    return rows.sort("_rank").drop("_rank")

@@ -5,14 +5,15 @@ requests) or read on first use from an :class:`IndexReader` (a command-line quer
 never reads the relationships table, basic search reads neither the graph nor the reports, and
 local search reads only the relationships touching the entities it selected
 (:meth:`QueryData.relationships_touching`) plus, for its ranking walk, the edges without their
-descriptions (:meth:`QueryData.relationship_links`). The engines call the same attributes and
-methods either way, so they stay free of I/O.
+descriptions (:meth:`QueryData.relationship_links`) — or, when the build stored it, the walk's
+graph as integer arrays (:meth:`QueryData.stored_walk`), which needs no relationship at all. The
+engines call the same attributes and methods either way, so they stay free of I/O.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any, Protocol
 
 import polars as pl
@@ -27,6 +28,7 @@ from graphrag_assets.core.schemas import (
     TEXT_UNITS,
     empty_frame,
 )
+from graphrag_assets.index.walk_graph import WalkMatrix, stored_walk
 from graphrag_assets.query.array_index import empty_index
 from graphrag_assets.query.search_indexes import LexicalIndex, VectorIndex
 
@@ -40,6 +42,7 @@ SCHEMAS: dict[str, dict[str, pl.DataType]] = {  # attribute of QueryData (= tabl
     "documents": DOCUMENTS,
 }
 LINK_COLUMNS = ("source", "target", "weight")
+WALK_FRAMES = frozenset({"entities", "relationships", "text_units"})  # what the stored walk graph describes
 
 
 class IndexReader(Protocol):
@@ -53,12 +56,24 @@ class IndexReader(Protocol):
         """The whole table."""
         ...
 
-    def relationships_touching(self, titles: Sequence[str]) -> pl.DataFrame | None:
-        """The relationships with an end among ``titles``, in stored order."""
+    def relationships_touching(self, titles: Sequence[str], columns: Sequence[str] = ()) -> pl.DataFrame | None:
+        """The relationships with an end among ``titles``, in stored order (``columns`` only, when given)."""
         ...
 
     def relationship_links(self) -> pl.DataFrame | None:
         """``source``, ``target`` and ``weight`` of every relationship, in stored order."""
+        ...
+
+    def walk_graph(self) -> dict[str, Any] | None:
+        """The walk graph the build stored (arrays of :func:`~graphrag_assets.index.walk_graph.stored_walk`)."""
+        ...
+
+    def rows_where(self, table: str, column: str, values: Sequence[Any]) -> pl.DataFrame | None:
+        """The rows of ``table`` whose ``column`` is among ``values``, in stored order."""
+        ...
+
+    def row_count(self, table: str) -> int:
+        """Rows of ``table``."""
         ...
 
 
@@ -82,6 +97,7 @@ class _Table:
 
     def __set__(self, data: QueryData, frame: pl.DataFrame) -> None:
         data._frames[self.name] = frame
+        data._given.add(self.name)
         if self.name == "relationships":
             data._frames.pop("_links", None)
 
@@ -123,6 +139,8 @@ class QueryData:
             documents=documents,
         )
         self._frames: dict[str, pl.DataFrame] = {name: frame for name, frame in given.items() if frame is not None}
+        self._given = set(self._frames)  # frames not read from the reader: a stored walk graph does not describe them
+        self._walk: list[WalkMatrix | None] = []  # the stored walk graph once read (holding None when there is none)
         self._lock = threading.Lock()
         self.reader = reader
         self.entity_description: VectorIndex = entity_description or empty_index()
@@ -141,18 +159,36 @@ class QueryData:
         """Whether the frame is in memory (given, or read already), so a slice of it costs no read."""
         return self.reader is None or name in self._frames
 
-    def load_all(self) -> QueryData:
-        """Read every frame now (a server keeps one build for many requests)."""
+    def load_all(self, leave: Collection[str] = ()) -> QueryData:
+        """Read every frame now but those named in ``leave``, which stay read by the rows a
+        question needs (a server keeps one build for many requests, but not the 15 M relationships
+        of a 100,000-document index: 12 GB as frames)."""
         for name in SCHEMAS:
-            getattr(self, name)
+            if name not in leave:
+                getattr(self, name)
         return self
 
-    def relationships_touching(self, titles: Sequence[str]) -> pl.DataFrame:
-        """The relationships with an end among ``titles``, in table order."""
+    def row_count(self, name: str) -> int:
+        """Rows of the table ``name``, counted without reading it when it is not in memory."""
+        if self._holds(name) or self.reader is None:
+            return getattr(self, name).height
+        return self.reader.row_count(name)
+
+    def rows_where(self, name: str, column: str, values: Sequence[Any]) -> pl.DataFrame:
+        """The rows of the table ``name`` whose ``column`` is among ``values``, in table order."""
+        if self._holds(name):
+            return getattr(self, name).filter(pl.col(column).is_in(list(values)))
+        return self._read(lambda reader: reader.rows_where(name, column, list(values)), SCHEMAS[name])
+
+    def relationships_touching(self, titles: Sequence[str], columns: Sequence[str] = ()) -> pl.DataFrame:
+        """The relationships with an end among ``titles``, in table order; only ``columns`` when
+        given (a hub's 100,000 relationships are ranked by their ends before any description is read)."""
         if self._holds("relationships"):
             wanted = list(titles)
-            return self.relationships.filter(pl.col("source").is_in(wanted) | pl.col("target").is_in(wanted))
-        return self._read(lambda reader: reader.relationships_touching(list(titles)), RELATIONSHIPS)
+            touching = self.relationships.filter(pl.col("source").is_in(wanted) | pl.col("target").is_in(wanted))
+            return touching.select(columns) if columns else touching
+        schema = {c: t for c, t in RELATIONSHIPS.items() if not columns or c in columns}
+        return self._read(lambda reader: reader.relationships_touching(list(titles), list(columns)), schema)
 
     def relationship_links(self) -> pl.DataFrame:
         """``source``, ``target`` and ``weight`` of every relationship (the ranking walk's edges), in
@@ -168,3 +204,15 @@ class QueryData:
                     links = self._read(lambda reader: reader.relationship_links(), schema)
                     self._frames["_links"] = links
         return links
+
+    def stored_walk(self) -> WalkMatrix | None:
+        """The ranking walk's graph as the build stored it, read once and kept; None when the index
+        has none (a build by older code) or a frame it describes was given instead of read."""
+        if self.reader is None or self._given & WALK_FRAMES:
+            return None
+        if not self._walk:
+            with self._lock:
+                if not self._walk:
+                    arrays = self.reader.walk_graph()
+                    self._walk.append(None if arrays is None else stored_walk(**arrays))
+        return self._walk[0]

@@ -72,6 +72,16 @@ def _by_ref(frame: pl.DataFrame, ref: str) -> pl.DataFrame:
     return frame.filter(pl.col("id") == ref.strip())
 
 
+def _relationship_by_ref(data: QueryData, ref: str) -> pl.DataFrame:
+    """:func:`_by_ref` for the relationships, read by the key rather than the whole table."""
+    number = as_number(ref)
+    if number is not None:
+        rows = data.rows_where("relationships", "human_readable_id", [number])
+        if not rows.is_empty():
+            return rows
+    return data.rows_where("relationships", "id", [ref.strip()])
+
+
 def _preview(text: str | None) -> str:
     text = (text or "").strip()
     return text if len(text) <= DESCRIPTION_PREVIEW else text[: DESCRIPTION_PREVIEW - 1] + "…"
@@ -122,7 +132,7 @@ def find_entity(data: QueryData, ref: str) -> dict[str, Any]:
 
 def neighbourhood(data: QueryData, title: str) -> pl.DataFrame:
     """The relationships of an entity, strongest first: other end, weight, description."""
-    touching = data.relationships.filter((pl.col("source") == title) | (pl.col("target") == title))
+    touching = data.relationships_touching([title])
     return touching.with_columns(
         pl.when(pl.col("source") == title).then(pl.col("target")).otherwise(pl.col("source")).alias("other")
     ).sort(["weight", "other"], descending=[True, False], nulls_last=True)
@@ -180,7 +190,9 @@ def neighbourhood_view(data: QueryData, ref: str, limit: int) -> dict[str, Any]:
     order = {t: i for i, t in enumerate(titles)}
     found = found.with_columns(pl.col("title").replace_strict(order, return_dtype=pl.Int64).alias("_o")).sort("_o")
     index = {t: i for i, t in enumerate(found["title"].to_list())}
-    inside = data.relationships.filter(pl.col("source").is_in(list(index)) & pl.col("target").is_in(list(index)))
+    inside = data.relationships_touching(list(index)).filter(
+        pl.col("source").is_in(list(index)) & pl.col("target").is_in(list(index))
+    )
     pairs = relationship_pairs(inside, index)
     members = list(range(found.height))
     layout = leaf_layout(len(members), sorted({(min(a, b), max(a, b)) for a, b, _ in pairs if a != b}))
@@ -218,7 +230,7 @@ def neighbourhood_view(data: QueryData, ref: str, limit: int) -> dict[str, Any]:
 
 
 def relationship_detail(data: QueryData, ref: str) -> dict[str, Any]:
-    rows = _by_ref(data.relationships, ref)
+    rows = _relationship_by_ref(data, ref)
     if rows.is_empty():
         raise _not_found(
             "relationship", ref, "relationships are cited by their number, as in [Data: Relationships (12)]."

@@ -12,7 +12,7 @@ answer, so the question is refused with a sentence instead.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +22,10 @@ from graphrag_assets.core.errors import UserError
 from graphrag_assets.core.schemas import conform
 from graphrag_assets.storage.corpus import BUILD_TABLE
 from graphrag_assets.storage.database import connect, frame_of, table_exists
+from graphrag_assets.storage.snapshot import in_turn
 from graphrag_assets.storage.table_names import RELATIONSHIPS, TEXT_UNITS
 from graphrag_assets.storage.tables import quote
+from graphrag_assets.storage.walk_tables import read_walk
 
 Schemas = Mapping[str, Mapping[str, pl.DataType]]
 
@@ -61,21 +63,31 @@ class StoredIndex:
         schema = {c: t for c, t in self.schemas[table].items() if not columns or c in columns}
         present = [c for c in schema if c in self._present[table]]
         select = ", ".join(quote(c) for c in present) or "1 as _none"
-        with connect(self.path, read_only=True) as conn:
-            if _build_row(conn) != self._build:
-                raise UserError("the index was rebuilt while the question was being answered; ask again.")
-            frame = frame_of(conn.sql(f"select {select} from {quote(table)} {where}", params=list(parameters)))
-        return conform(frame, schema)
+        sql = f"select {select} from {quote(table)} {where}"
+        return conform(self._on_build(lambda conn: frame_of(conn.sql(sql, params=list(parameters)))), schema)
+
+    def _on_build(self, read: Callable[[Any], Any]) -> Any:
+        """``read(connection)`` on a short read-only connection, refused when another build was
+        published since this one was opened; retried briefly while the server's response cache
+        writes (:func:`~graphrag_assets.storage.snapshot.in_turn`)."""
+
+        def attempt() -> Any:
+            with connect(self.path, read_only=True) as conn:
+                if _build_row(conn) != self._build:
+                    raise UserError("the index was rebuilt while the question was being answered; ask again.")
+                return read(conn)
+
+        return in_turn(attempt)
 
     def table(self, name: str) -> pl.DataFrame | None:
         """The whole table (its schema's columns), None when the index has no such table."""
         return self._read(name)
 
-    def relationships_touching(self, titles: Sequence[str]) -> pl.DataFrame | None:
-        """The relationships with an end among ``titles``, in stored order."""
+    def relationships_touching(self, titles: Sequence[str], columns: Sequence[str] = ()) -> pl.DataFrame | None:
+        """The relationships with an end among ``titles``, in stored order (``columns`` only, when given)."""
         wanted = list(dict.fromkeys(titles))
         if not wanted:
-            return self._read(RELATIONSHIPS, "where false")
+            return self._read(RELATIONSHIPS, "where false", columns=columns)
         # One filter per end, not ``source in … or target in …``, which DuckDB evaluates row by row
         # (1.9M relationships, a hub's 84k: 4–7 s against 3.4–3.6 s at load 15); rowid restores the
         # stored order.
@@ -84,11 +96,27 @@ class StoredIndex:
             f"where rowid in (select rowid from {table} where source in {named} union all "
             f"select rowid from {table} where target in {named} and not coalesce(source in {named}, false))"
         )
-        return self._read(RELATIONSHIPS, where, [wanted])
+        return self._read(RELATIONSHIPS, where, [wanted], columns)
 
     def relationship_links(self) -> pl.DataFrame | None:
         """Every relationship's ends and weight (the ranking walk's edges), in stored order."""
         return self._read(RELATIONSHIPS, columns=("source", "target", "weight"))
+
+    def walk_graph(self) -> dict[str, Any] | None:
+        """The local-search walk's graph stored with this build, as arrays (None: the build has none)."""
+        return self._on_build(read_walk)
+
+    def rows_where(self, table: str, column: str, values: Sequence[Any]) -> pl.DataFrame | None:
+        """The rows of ``table`` whose ``column`` is among ``values``, in stored order."""
+        if column not in self._present.get(table, ()):
+            return self._read(table, "where false")
+        return self._read(table, f"where {quote(column)} in (select unnest($1))", [list(values)])
+
+    def row_count(self, table: str) -> int:
+        """Rows of ``table`` (0 when the index has no such table)."""
+        if table not in self._present:
+            return 0
+        return int(self._on_build(lambda conn: conn.execute(f"select count(*) from {quote(table)}").fetchall()[0][0]))
 
     def text_unit_tokens(self) -> int:
         """Tokens of all text units (what decides between in-memory and LanceDB search)."""

@@ -19,6 +19,7 @@ from graphrag_assets.core.tokens import release_tokenizers
 from graphrag_assets.pipeline.resources import GraphRAGProject
 from graphrag_assets.project.fingerprints import corpus_fingerprint
 from graphrag_assets.project.lancedb_tables import build_text_unit_table, lancedb_wanted
+from graphrag_assets.project.walk_graph import store_walk_graph
 from graphrag_assets.storage import vectors
 from graphrag_assets.storage.cache_owners import settle_corpus_run
 from graphrag_assets.storage.corpus import publish_corpus, read_staged, record_vector_versions
@@ -65,6 +66,7 @@ def corpus_manifest(
         manifest,
         {"run_id": run_id, "settings_fingerprint": corpus_fingerprint(settings), "vector_versions": versions},
     )
+    walk_edges = store_walk_graph(settings.database_path)  # local search's ranking graph, for this build
     removed = _removed_documents(previous, manifest)
     cache_rows_deleted = settle_corpus_run(settings.database_path, run_id, documents_removed=bool(removed))
     if removed:
@@ -79,6 +81,7 @@ def corpus_manifest(
             "published_tables": MetadataValue.json(published),
             "removed_documents": MetadataValue.json(removed),
             "cache_rows_deleted": MetadataValue.json(cache_rows_deleted),
+            "ranking_walk_edges": walk_edges,
             **{f"lancedb/{table}/rows": result.rows for table, result in merged.items()},
             **{f"lancedb/{table}/inserted": result.inserted for table, result in merged.items()},
             **{f"lancedb/{table}/updated": result.updated for table, result in merged.items()},

@@ -1,0 +1,35 @@
+"""Writing the local-search walk's graph with each build (see :mod:`graphrag_assets.index.walk_graph`).
+
+Called by the corpus run's last step once the build is published, so every build an ``index``
+run makes — a full one or the re-run of the corpus step after one added document — stores the
+graph its queries walk, stamped with that build.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from graphrag_assets.index.walk_graph import walk_matrix
+from graphrag_assets.storage.walk_tables import walk_inputs, write_walk
+
+
+def store_walk_graph(database_path: str | Path) -> int:
+    """Compute the published build's walk graph and store it; returns its directed edges (0: no build)."""
+    inputs = walk_inputs(database_path)
+    if inputs is None or inputs["stamp"] is None:
+        return 0
+    walk = walk_matrix(
+        inputs["entity_count"],
+        inputs["unit_count"],
+        inputs.pop("link_ends"),
+        inputs.pop("link_weight"),
+        inputs.pop("mention_entity"),
+        inputs.pop("mention_unit"),
+    )
+    counts = (walk.entity_count, walk.unit_count)
+    write_walk(
+        database_path, inputs["stamp"], counts, np.diff(walk.indptr), walk.mentions, walk.sources, walk.probability
+    )
+    return len(walk.sources)
