@@ -75,7 +75,8 @@ def test_basic_hybrid_brings_in_the_full_text_hit():
     result = asyncio.run(basic_search(request("Where is t7w3?", data, None, ScriptedEmbedder(), settings)))
     # TU[1]: 1/62 + 1/62; TU[0]: 1/61; TU[7]: 1/61 (after TU[0], which appeared first); TU[2] is cut
     assert result.context_records.citations("sources") == [short_id(TU[i]) for i in (1, 0, 7)]
-    assert result.details["mode"] == "hybrid" and data.text_unit_lexical.queries == [("Where is t7w3?", 3)]
+    # the first full-text query is the search; the extractive answer may read more passages after it
+    assert result.details["mode"] == "hybrid" and data.text_unit_lexical.queries[0] == ("Where is t7w3?", 3)
     assert result.warnings == []
 
 

@@ -9,14 +9,23 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
+from graphrag_assets.storage.corpus import graph_sizes
 
-from graphrag_assets.index.walk_graph import walk_matrix
-from graphrag_assets.storage.walk_tables import walk_inputs, write_walk
+# Below this many relationships a query reads their ends as strings in well under a second and the
+# build skips the walk graph, so a small index (and its cold CLI) never loads numpy for it.
+MIN_RELATIONSHIPS = 100_000
 
 
-def store_walk_graph(database_path: str | Path) -> int:
-    """Compute the published build's walk graph and store it; returns its directed edges (0: no build)."""
+def store_walk_graph(database_path: str | Path, min_relationships: int = MIN_RELATIONSHIPS) -> int:
+    """Compute the published build's walk graph and store it; returns its directed edges (0: no
+    build, or fewer than ``min_relationships`` relationships, when queries walk the tables)."""
+    if graph_sizes(database_path)["relationships"] < min_relationships:
+        return 0
+    import numpy as np  # only for a graph this big (see MIN_RELATIONSHIPS)
+
+    from graphrag_assets.index.walk_graph import walk_matrix
+    from graphrag_assets.storage.walk_tables import walk_inputs, write_walk
+
     inputs = walk_inputs(database_path)
     if inputs is None or inputs["stamp"] is None:
         return 0

@@ -13,8 +13,8 @@ engines call the same attributes and methods either way, so they stay free of I/
 from __future__ import annotations
 
 import threading
-from collections.abc import Collection, Sequence
-from typing import Any, Protocol
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 import polars as pl
 
@@ -28,9 +28,11 @@ from graphrag_assets.core.schemas import (
     TEXT_UNITS,
     empty_frame,
 )
-from graphrag_assets.index.walk_graph import WalkMatrix, stored_walk
 from graphrag_assets.query.array_index import empty_index
 from graphrag_assets.query.search_indexes import LexicalIndex, VectorIndex
+
+if TYPE_CHECKING:  # numpy: imported by a walk's first use, not by the commands that only read tables
+    from graphrag_assets.index.walk_graph import WalkMatrix
 
 SCHEMAS: dict[str, dict[str, pl.DataType]] = {  # attribute of QueryData (= table name) -> its schema
     "entities": ENTITIES,
@@ -159,13 +161,10 @@ class QueryData:
         """Whether the frame is in memory (given, or read already), so a slice of it costs no read."""
         return self.reader is None or name in self._frames
 
-    def load_all(self, leave: Collection[str] = ()) -> QueryData:
-        """Read every frame now but those named in ``leave``, which stay read by the rows a
-        question needs (a server keeps one build for many requests, but not the 15 M relationships
-        of a 100,000-document index: 12 GB as frames)."""
+    def load_all(self) -> QueryData:
+        """Read every frame now (a server keeps one build for many requests)."""
         for name in SCHEMAS:
-            if name not in leave:
-                getattr(self, name)
+            getattr(self, name)
         return self
 
     def row_count(self, name: str) -> int:
@@ -213,6 +212,8 @@ class QueryData:
         if not self._walk:
             with self._lock:
                 if not self._walk:
+                    from graphrag_assets.index.walk_graph import stored_walk
+
                     arrays = self.reader.walk_graph()
                     self._walk.append(None if arrays is None else stored_walk(**arrays))
         return self._walk[0]

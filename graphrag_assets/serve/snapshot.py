@@ -2,8 +2,9 @@
 
 A :class:`Snapshot` holds the tables and vector indexes the query engines read
 (:class:`~graphrag_assets.query.query_data.QueryData`, with the ranking graph built in advance) —
-all but the relationships, which a request reads by the entities it needs (15 M of them at
-100,000 documents made a 12 GB server) — and the
+the relationships included, although they are most of its memory on a big index (15 M at 100,000
+documents: a 12 GB server): a request still in flight when a newer build is published must finish
+on its own build, whose rows are gone from the database by then — and the
 identity of the build they came from (:class:`BuildId`, from the one-row ``corpus_build`` table
 that every corpus run commits together with its tables). A snapshot never changes: a newer build
 is loaded into a new snapshot while requests go on being answered from the old one, and the
@@ -108,8 +109,7 @@ def load_snapshot(settings: Settings) -> Snapshot | None:
         before = read_build(settings, wait_seconds=30.0)
         if before is None and not _has_graph(settings):
             return None
-        # all of one build read now, but the relationships: each question reads those it needs
-        data = in_turn(lambda: load_query_data(settings).load_all(leave=(tables.RELATIONSHIPS,)))
+        data = in_turn(lambda: load_query_data(settings).load_all())  # all of one build, read now
         if settings.query.local.ranking == "graph":
             ranking_graph(data)  # built now, so the first local query after a switch does not pay for it
         if read_build(settings, wait_seconds=30.0) == before:
