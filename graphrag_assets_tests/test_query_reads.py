@@ -19,6 +19,7 @@ from graphrag_assets.core.errors import UserError
 from graphrag_assets.core.settings import Settings, load_settings
 from graphrag_assets.project.query_data import load_query_data
 from graphrag_assets.project.querying import answer_from
+from graphrag_assets.project.walk_graph import store_walk_graph
 from graphrag_assets.query.query_data import QueryData
 from graphrag_assets.query.request import QueryOptions
 from graphrag_assets.storage.database import connect
@@ -73,7 +74,9 @@ def recorded(settings: Settings) -> tuple[QueryData, RecordingReader]:
 
 @pytest.fixture(scope="module")
 def project(nlp_index: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return Path(shutil.copytree(nlp_index, tmp_path_factory.mktemp("reads") / "project"))
+    root = Path(shutil.copytree(nlp_index, tmp_path_factory.mktemp("reads") / "project"))
+    store_walk_graph(root / "data" / "graphrag.duckdb", min_relationships=0)  # as a build of 100,000 relationships does
+    return root
 
 
 @pytest.mark.parametrize(
