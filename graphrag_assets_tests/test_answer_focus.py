@@ -157,8 +157,10 @@ def test_what_someone_promised_is_an_undertaking_in_their_own_lines() -> None:
     assert question_focus("What did Ada promise Tom?").commits
     assert question_focus("What did Ada say of the fair?").speech
     assert not question_focus("What did Ada buy?").speech
-    assert commits("I'll double your wages from Monday, Tom!'") and commits("She promised to come back.")
-    assert not commits("Illness kept Tom at home.")
+    assert commits("I'll double your wages from Monday, Tom!'", own_line=True)
+    assert not commits("I'll double your wages from Monday, Tom!'", own_line=False)  # someone else's line
+    assert commits("She promised to come back.", own_line=False)
+    assert not commits("Illness kept Tom at home.", own_line=True)
     text = (
         "'Good morning, Tom,' said Ada. 'I am glad to see you here.'\n\n"
         "'Thank you,' said Tom, and he bowed to Ada.\n\n"
@@ -174,3 +176,15 @@ def test_how_much_is_answered_by_a_sum_of_money() -> None:
     assert offers(focus, spoken, frozenset({"ada"})) == 1.0
     assert offers(focus, "Come back with the man, and I'll give you a shilling.", frozenset({"ada"})) == 1.0
     assert offers(focus, "The boy ran off at once.", frozenset({"ada"})) == 0.0
+
+
+def test_the_asked_verb_done_by_the_subject_wins() -> None:
+    assert question_focus("What did Ada buy at the fair?").verb == "buy"
+    assert question_focus("How many spirits will haunt Scrooge?").verb == ""  # no name before the verb
+    assert question_focus("What did the Hollands have for dinner?").verb == ""  # a function word
+    text = "Tom bought it for Ada. Ada went home with Tom. Ada bought a red kite at the fair."
+    assert first_sentence("What did Ada buy?", text) == "Ada bought a red kite at the fair."
+    text = (
+        "Tom bought Ada a hat. Ada went home with Tom. Ada bought a red kite at the fair."  # Ada is no buyer of the hat
+    )
+    assert first_sentence("What did Ada buy?", text) == "Ada bought a red kite at the fair."

@@ -6,8 +6,11 @@ thing about it: a person ("who ..."), a time ("when ..."), a quantity ("how many
 the subject *and* holds a thing of that kind that the question does not already contain; a
 sentence that only repeats the question's words ("'Who is Fred?' said Scrooge") does not.
 
-Everything here is a regular expression or a word list over one sentence: no model, deterministic,
-microseconds per sentence, English only (other languages simply get no type bonus).
+A question whose verb is a speech act ("what did X say / promise?") is answered by X's own lines:
+:func:`speaker` tells who speaks a paragraph of dialogue, :func:`commits` whether a line undertakes
+something. Everything here is a regular expression or a word list over one sentence (or one
+paragraph's sentences): no model, deterministic, microseconds per sentence, English only (other
+languages simply get no type bonus).
 """
 
 from __future__ import annotations
@@ -95,11 +98,11 @@ _SPEECH_ACTS = (
     | _UNDERTAKINGS
 )
 # an undertaking as it is said ("I'll raise your salary", "we shall pay") or told ("he promised to ...")
-_COMMITMENT = re.compile(
-    r"(?-i:\b(?:I|[Ww]e))(?:'ll|\s+will|\s+shall|\s+(?:am|are)\s+(?:going|about)\s+to|\s+promise|\s+swear)\b"
-    r"|\b(?:promised|offered|vowed|swore|pledged|undertook|threatened)\b",
+_SAID_UNDERTAKING = re.compile(
+    r"(?-i:\b(?:I|[Ww]e))(?:'ll|\s+will|\s+shall|\s+(?:am|are)\s+(?:going|about)\s+to|\s+promise|\s+swear)\b",
     re.IGNORECASE,
 )
+_TOLD_UNDERTAKING = re.compile(r"\b(?:promised|offered|vowed|swore|pledged|undertook|threatened)\b", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -113,6 +116,7 @@ class Focus:
     named: bool = True  # the subjects are names from the question (not the phrase of "what is the lantern festival?")
     speech: bool = False  # its verb is a speech act ("what did X say/promise/tell ..."): X's own lines answer it
     commits: bool = False  # its verb is an undertaking ("what did X promise/offer ..."): "I'll ..." answers it
+    verb: str = ""  # what the subject does in "what did X buy ...?" (lower case; "" when none or a function word)
 
 
 def question_focus(question: str) -> Focus:
@@ -145,7 +149,32 @@ def question_focus(question: str) -> Focus:
         named=bool(names),
         speech=bool(words & _SPEECH_ACTS),
         commits=bool(words & _UNDERTAKINGS),
+        verb=_asked_verb(question),
     )
+
+
+_AUXILIARY_QUESTION = re.compile(
+    r"^\s*(?:what|whom|who|which|where|when|why|how(?:\s+(?:many|much))?)\s+(?:\w+\s+)??"
+    r"(?:did|does|do|will|would|could|can|should|shall|might|may)\s+(?P<rest>.+)$",
+    re.IGNORECASE,
+)
+
+
+def _asked_verb(question: str) -> str:
+    """The verb of a question asked with an auxiliary about a name: "buy" in "What did Scrooge buy
+    for the Cratchits?", the first lower-case word after the name; "" when no name comes first ("how
+    many spirits will haunt Scrooge?") or the word is a function word ("have")."""
+    found = _AUXILIARY_QUESTION.match(question)
+    if not found:
+        return ""
+    stop = function_words()
+    named = False
+    for word in re.findall(r"[\w'-]+", found.group("rest")):
+        if word[:1].isupper():
+            named = True
+        elif word.lower() not in ("the", "a", "an"):
+            return word.lower() if named and word.lower() not in stop else ""
+    return ""
 
 
 def _is_role(question: str, defined: str) -> bool:
@@ -251,9 +280,12 @@ def speaker(paragraph: list[str]) -> str:
     return names.pop() if len(names) == 1 else ""
 
 
-def commits(sentence: str) -> bool:
-    """Whether the sentence undertakes something: "I'll ...", "we shall ...", "he promised ..."."""
-    return _COMMITMENT.search(sentence) is not None
+def commits(sentence: str, own_line: bool) -> bool:
+    """Whether the sentence tells of an undertaking ("he promised ..."), or, when it is a line of
+    the one asked about (``own_line``), makes one ("I'll raise your salary", "we shall pay"): an
+    "I'll ..." in someone else's line is not theirs."""
+    told = _TOLD_UNDERTAKING.search(narrative(sentence)) is not None
+    return told or (own_line and _SAID_UNDERTAKING.search(sentence) is not None)
 
 
 def offers(focus: Focus, sentence: str, subject_words: frozenset[str]) -> float:

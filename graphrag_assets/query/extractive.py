@@ -27,7 +27,10 @@ Score of a sentence (the cues come from :mod:`graphrag_assets.query.answer_focus
   question asks for and the question lacks: a name for "who", a time for "when", a quantity for
   "how many/much", a place for "where"; ``DEFINITION_WEIGHT`` for "X, a ..." / "X is the ..." when
   the question is "who/what is X?"; + ``KIND_WEIGHT`` more, when the question's verb is an
-  undertaking ("what did X promise / offer?"), for a sentence that undertakes ("I'll raise your salary");
+  undertaking ("what did X promise / offer?"), for a sentence that undertakes ("I'll raise your salary"
+  in X's own line, "X promised ..." told); + ``VERB_WEIGHT`` when X (or, in a sentence that
+  continues one about X, he/she/they) does the question's verb: "Ada bought a kite" for "what did
+  Ada buy?", "said Scrooge" for "what did Scrooge say?";
 - graph: + ``GRAPH_WEIGHT`` when it names the subject together with an entity the graph links to it;
 - form: − ``DIALOGUE_PENALTY`` × (1 − keyword share) for a line of speech whose narration is only
   "... said X" (the speech may hold the answer, but a line that merely names the subject does not), and
@@ -82,6 +85,8 @@ SUBJECT_WEIGHT = 0.6
 KIND_WEIGHT = 0.5
 DEFINITION_WEIGHT = 0.8
 GRAPH_WEIGHT = 0.15
+VERB_WEIGHT = 0.3
+VERB_REACH = 3  # "Scrooge quickly bought", "Scrooge had bought": the verb a few words after its subject
 DIALOGUE_PENALTY = 0.5
 QUESTION_PENALTY = 0.4
 SHORT_PENALTY = 0.4
@@ -94,6 +99,7 @@ MAX_SUBJECT_UNITS = 40
 QUESTION_UNITS = 5
 PRONOUN_SHARE = 0.8  # "She was refloated ..." right after a sentence naming the Meridian Crest
 _PRONOUN_START = frozenset({"he", "she", "it", "they", "his", "her", "its", "their", "this", "these"})
+_SUBJECT_PRONOUNS = frozenset({"HE", "SHE", "THEY"})  # X by a pronoun, in a sentence that continues one about X
 _THIRD_PERSON = frozenset({"he", "him", "his", "she", "her", "it", "its", "they", "them", "their"})
 _PARAGRAPH = re.compile(r"\n[ \t]*\n")
 _WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)*")
@@ -233,6 +239,21 @@ def _continued_keywords(candidates: Sequence[_Candidate]) -> list[set[str]]:
     ]
 
 
+def _does(text: str, heads: frozenset[str], verb: str, speech: bool) -> bool:
+    """Whether the sentence has one of ``heads`` (upper case) doing the verb (by its stem): the
+    verb within ``VERB_REACH`` words after it ("Scrooge bought"), or, for a verb of speech, right
+    before it ("said Scrooge"; "bought Ada" makes Ada the object); a possessive is someone else
+    ("said Scrooge's nephew")."""
+    words = _WORD.findall(text)
+    for i, word in enumerate(words):
+        if word.upper() in heads:
+            after = words[i + 1 : i + 1 + VERB_REACH]
+            before = words[i - 1 : i] if i and speech else []
+            if any(stem(w.lower()) == verb for w in after + before):
+                return True
+    return False
+
+
 def _first_word(text: str) -> str:
     found = _WORD.search(text)
     return found.group().lower() if found else ""
@@ -285,6 +306,8 @@ def _cue_scores(focus: Focus, candidates: Sequence[_Candidate], overlap: np.ndar
     keys = [c.key for c in candidates]
     subject_words = frozenset(w.lower() for s in focus.subjects for w in s.split())
     neighbours = [mention_key(name).strip() for name in related]
+    verb = stem(focus.verb) if focus.verb else ""
+    heads = frozenset(s.rsplit(" ", 1)[-1] for s in focus.subjects)  # "CRATCHIT" of "BOB CRATCHIT"
     subject = np.zeros(len(candidates))
     bonus = np.zeros(len(candidates))
     # A subject named by most candidates (the hero of a novel) tells them apart little.
@@ -311,8 +334,11 @@ def _cue_scores(focus: Focus, candidates: Sequence[_Candidate], overlap: np.ndar
             bonus[i] += (DEFINITION_WEIGHT if focus.wants == DEFINITION else KIND_WEIGHT) * offers(
                 focus, candidate.text, subject_words
             )
-            if focus.commits and commits(candidate.text):  # "what did X promise?": "I'll raise your salary"
+            own_line = bool(candidate.speaker) and any(mentions(candidate.speaker, s) == 1.0 for s in focus.subjects)
+            if focus.commits and commits(candidate.text, own_line):  # "what did X promise?": "I'll raise your salary"
                 bonus[i] += KIND_WEIGHT
+            if verb and _does(candidate.text, heads if named else heads | _SUBJECT_PRONOUNS, verb, focus.speech):
+                bonus[i] += VERB_WEIGHT
         if named and any(n and n not in focus.subjects and f" {n} " in key for n in neighbours):
             bonus[i] += GRAPH_WEIGHT
         if is_dialogue_tag(candidate.text):  # a line of speech holding none of the asked words says nothing
