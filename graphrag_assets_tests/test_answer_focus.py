@@ -9,9 +9,11 @@ from graphrag_assets.query.answer_focus import (
     QUANTITY,
     TIME,
     another_bearer,
+    commits,
     is_dialogue_tag,
     offers,
     question_focus,
+    speaker,
 )
 from graphrag_assets.query.extractive import extractive_answer, keywords, stem
 
@@ -127,3 +129,62 @@ def test_a_quantity_said_in_speech_counts() -> None:
     assert (
         first_sentence("How many spirits will haunt Scrooge?", f"The Spirit stood beside Scrooge. {spoken}") == spoken
     )
+
+
+def test_a_possessive_ends_a_name() -> None:
+    focus = question_focus("What did Mara buy for the Hollands' Christmas dinner?")
+    assert focus.subjects == ("MARA", "HOLLANDS", "CHRISTMAS")
+    assert question_focus("Who is the Ghost of Christmas Present?").subjects == ("GHOST OF CHRISTMAS PRESENT",)
+
+
+def test_a_pronoun_carries_the_subject_and_the_asked_words_to_the_next_sentence() -> None:
+    text = (
+        "Mara walked into the hall at dusk. The lantern she carried hung from a long pole. "
+        "It was made of brass and green glass. Mara's lantern was famous in the village."
+    )
+    assert first_sentence("What was Mara's lantern made of?", text) == "It was made of brass and green glass."
+
+
+def test_the_speaker_of_a_dialogue_paragraph() -> None:
+    assert speaker(["'No, no,' said Ada.", "'I am in earnest.", "Come back soon, and I'll pay you.'"]) == " ADA "
+    assert speaker(["'Why, it's you!' Ada exclaimed in delight."]) == " ADA "
+    assert speaker(["'A fine day, aunt!' said Ada's nephew."]) == ""  # someone else
+    assert speaker(["'Yes,' said Ada.", "'No,' said Tom."]) == ""  # two speakers
+    assert speaker(["Ada went out, and said Tom was late."]) == ""  # narration, not dialogue
+
+
+def test_what_someone_promised_is_an_undertaking_in_their_own_lines() -> None:
+    assert question_focus("What did Ada promise Tom?").commits
+    assert question_focus("What did Ada say of the fair?").speech
+    assert not question_focus("What did Ada buy?").speech
+    assert commits("I'll double your wages from Monday, Tom!'", own_line=True)
+    assert not commits("I'll double your wages from Monday, Tom!'", own_line=False)  # someone else's line
+    assert commits("She promised to come back.", own_line=False)
+    assert not commits("Illness kept Tom at home.", own_line=True)
+    text = (
+        "'Good morning, Tom,' said Ada. 'I am glad to see you here.'\n\n"
+        "'Thank you,' said Tom, and he bowed to Ada.\n\n"
+        "'Listen, Tom,' said Ada. 'You have worked hard all year. I'll double your wages from Monday, Tom!'\n\n"
+        "Tom smiled at Ada and went back to work."
+    )
+    assert first_sentence("What did Ada promise Tom?", text) == "I'll double your wages from Monday, Tom!'"
+
+
+def test_how_much_is_answered_by_a_sum_of_money() -> None:
+    focus = question_focus("How much did Ada offer the boy to run the errand?")
+    spoken = "Come back in five minutes, and I'll give you half-a-crown!"
+    assert offers(focus, spoken, frozenset({"ada"})) == 1.0
+    assert offers(focus, "Come back with the man, and I'll give you a shilling.", frozenset({"ada"})) == 1.0
+    assert offers(focus, "The boy ran off at once.", frozenset({"ada"})) == 0.0
+
+
+def test_the_asked_verb_done_by_the_subject_wins() -> None:
+    assert question_focus("What did Ada buy at the fair?").verb == "buy"
+    assert question_focus("How many spirits will haunt Scrooge?").verb == ""  # no name before the verb
+    assert question_focus("What did the Hollands have for dinner?").verb == ""  # a function word
+    text = "Tom bought it for Ada. Ada went home with Tom. Ada bought a red kite at the fair."
+    assert first_sentence("What did Ada buy?", text) == "Ada bought a red kite at the fair."
+    text = (
+        "Tom bought Ada a hat. Ada went home with Tom. Ada bought a red kite at the fair."  # Ada is no buyer of the hat
+    )
+    assert first_sentence("What did Ada buy?", text) == "Ada bought a red kite at the fair."

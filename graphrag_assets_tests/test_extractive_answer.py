@@ -5,7 +5,15 @@ from __future__ import annotations
 import polars as pl
 
 from graphrag_assets.llm.local_embedder import LocalEmbedder
-from graphrag_assets.query.extractive import HEADER, NO_MATCH, extractive_answer, keywords, question_sources, stem
+from graphrag_assets.query.extractive import (
+    HEADER,
+    NO_MATCH,
+    extractive_answer,
+    keywords,
+    question_sources,
+    stem,
+    subject_sources,
+)
 from graphrag_assets.query.lexical import Bm25Index
 from graphrag_assets.query.query_data import QueryData
 from graphrag_assets.query.results import ContextRecord, ContextRecords
@@ -107,3 +115,28 @@ def test_a_question_naming_nothing_reads_the_passages_its_words_find() -> None:
     # a question that names its subject is widened by subject_sources instead
     assert question_sources("When will Scrooge see the first spirit?", data, records) == []
     assert question_sources("When will the first spirit come?", QueryData(text_units=units), records) == []
+
+
+def test_the_subject_s_passages_keep_the_sentences_that_continue_them() -> None:
+    units = pl.DataFrame(
+        {
+            "id": ["u-context", "u-mara"],
+            "document_id": ["d", "d"],
+            "chunk_index": [0, 1],
+            "text": [
+                "Mara sat by the fire.",
+                "The fair opened at noon.\n\nMara walked into the hall at dusk. The lantern she carried hung from a pole. "
+                "It was made of brass and green glass. Nobody else had one.\n\nTom came late.",
+            ],
+        }
+    )
+    entities = pl.DataFrame({"title": ["MARA"], "text_unit_ids": [["u-context", "u-mara"]]})
+    data = QueryData(entities=entities, text_units=units)
+    records = ContextRecords(sources=[ContextRecord("u-context", 1, "ctx", "")])
+    assert subject_sources("What was Mara's lantern made of?", data, records) == [
+        (
+            "Sources (umara)",
+            "Mara walked into the hall at dusk. The lantern she carried hung from a pole. "
+            "It was made of brass and green glass.",
+        )
+    ]

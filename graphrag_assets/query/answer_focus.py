@@ -6,8 +6,11 @@ thing about it: a person ("who ..."), a time ("when ..."), a quantity ("how many
 the subject *and* holds a thing of that kind that the question does not already contain; a
 sentence that only repeats the question's words ("'Who is Fred?' said Scrooge") does not.
 
-Everything here is a regular expression or a word list over one sentence: no model, deterministic,
-microseconds per sentence, English only (other languages simply get no type bonus).
+A question whose verb is a speech act ("what did X say / promise?") is answered by X's own lines:
+:func:`speaker` tells who speaks a paragraph of dialogue, :func:`commits` whether a line undertakes
+something. Everything here is a regular expression or a word list over one sentence (or one
+paragraph's sentences): no model, deterministic, microseconds per sentence, English only (other
+languages simply get no type bonus).
 """
 
 from __future__ import annotations
@@ -37,12 +40,18 @@ _NUMBER_WORDS = (
     "several|many|few|much"
 )
 _QUANTITY = re.compile(rf"\d|\b(?:{_NUMBER_WORDS})(?:-(?:{_NUMBER_WORDS}))?\b|\bper cent\b|%|€|\$|£", re.IGNORECASE)
-_PLACE = re.compile(r"\b(?:in|at|on|near|from|to|into|inside|outside|beside|behind|across)\s+(?:the\s+)?[A-Z]\w+")
-_SPEECH = re.compile(
-    r"\b(?:said|says|cried|exclaimed|replied|returned|asked|observed|rejoined|repeated|answered|added|"
-    r"continued|whispered|shouted|muttered|demanded|inquired|enquired|urged|pursued|thought)\b",
+_CURRENCY = "shilling|penny|pence|crown|pound|guinea|sovereign|farthing|dollar|cent|euro|franc|yen|rupee"
+# a sum of money with no digit in it: "a shilling", "half-a-crown", "three million euros"
+_MONEY = re.compile(
+    rf"\b(?:a|an|one|half|half-a|(?:{_NUMBER_WORDS})(?:-(?:{_NUMBER_WORDS}))*)[- ](?:(?:{_NUMBER_WORDS})\s+)*(?:{_CURRENCY})s?\b",
     re.IGNORECASE,
 )
+_PLACE = re.compile(r"\b(?:in|at|on|near|from|to|into|inside|outside|beside|behind|across)\s+(?:the\s+)?[A-Z]\w+")
+_SPEECH_VERBS = (
+    "said|says|cried|exclaimed|replied|returned|asked|observed|rejoined|repeated|answered|added|"
+    "continued|whispered|shouted|muttered|demanded|inquired|enquired|urged|pursued|thought"
+)
+_SPEECH = re.compile(rf"\b(?:{_SPEECH_VERBS})\b", re.IGNORECASE)
 _QUOTED = re.compile(r"[\"\u201c][^\"\u201d]*[\"\u201d]|(?:^|(?<=[\s(]))'.*?'(?=[\s,.;:!?)-]|$)")
 _CAPITALISED = re.compile(r"(?<![\w'])[A-Z][\w'-]*")
 _QUESTION_WORD = re.compile(
@@ -72,6 +81,30 @@ _UNITS = {  # what "how old/long/far ..." counts, though the question does not s
 }
 
 
+def _forms(verbs: str) -> frozenset[str]:
+    """The verbs with their -s, -ed and -ing forms (irregular pasts are listed with them)."""
+    out = set()
+    for verb in verbs.split():
+        stem = verb[:-1] if verb.endswith("e") else verb
+        out |= {verb, f"{verb}s", f"{stem}ed", f"{stem}ing", f"{verb}es"}
+    return frozenset(out)
+
+
+# "what did X say/tell/promise ...?" is answered by X's own lines of speech
+_UNDERTAKINGS = _forms("promise offer vow swear pledge threaten undertake") | {"swore", "sworn", "undertook"}
+_SPEECH_ACTS = (
+    _forms("say tell ask reply answer cry shout call exclaim whisper warn beg order suggest propose admit declare")
+    | {"said", "told", "cried", "replied"}
+    | _UNDERTAKINGS
+)
+# an undertaking as it is said ("I'll raise your salary", "we shall pay") or told ("he promised to ...")
+_SAID_UNDERTAKING = re.compile(
+    r"(?-i:\b(?:I|[Ww]e))(?:'ll|\s+will|\s+shall|\s+(?:am|are)\s+(?:going|about)\s+to|\s+promise|\s+swear)\b",
+    re.IGNORECASE,
+)
+_TOLD_UNDERTAKING = re.compile(r"\b(?:promised|offered|vowed|swore|pledged|undertook|threatened)\b", re.IGNORECASE)
+
+
 @dataclass(frozen=True)
 class Focus:
     """What the question asks for (``wants``) and what it is about (``subjects``: mention keys)."""
@@ -81,6 +114,9 @@ class Focus:
     question_words: frozenset[str]  # lower-case words of the question (an answer must add something)
     units: frozenset[str] = frozenset()  # what a quantity is counted in when the question implies it ("how old": years)
     named: bool = True  # the subjects are names from the question (not the phrase of "what is the lantern festival?")
+    speech: bool = False  # its verb is a speech act ("what did X say/promise/tell ..."): X's own lines answer it
+    commits: bool = False  # its verb is an undertaking ("what did X promise/offer ..."): "I'll ..." answers it
+    verb: str = ""  # what the subject does in "what did X buy ...?" (lower case; "" when none or a function word)
 
 
 def question_focus(question: str) -> Focus:
@@ -105,7 +141,40 @@ def question_focus(question: str) -> Focus:
             wants = OTHER
     names = _subjects(question, None)
     subjects = names or _subjects(question, defined or None)
-    return Focus(wants, subjects, words, _UNITS.get(word, frozenset()), named=bool(names))
+    return Focus(
+        wants,
+        subjects,
+        words,
+        _UNITS.get(word, frozenset()),
+        named=bool(names),
+        speech=bool(words & _SPEECH_ACTS),
+        commits=bool(words & _UNDERTAKINGS),
+        verb=_asked_verb(question),
+    )
+
+
+_AUXILIARY_QUESTION = re.compile(
+    r"^\s*(?:what|whom|who|which|where|when|why|how(?:\s+(?:many|much))?)\s+(?:\w+\s+)??"
+    r"(?:did|does|do|will|would|could|can|should|shall|might|may)\s+(?P<rest>.+)$",
+    re.IGNORECASE,
+)
+
+
+def _asked_verb(question: str) -> str:
+    """The verb of a question asked with an auxiliary about a name: "buy" in "What did Scrooge buy
+    for the Cratchits?", the first lower-case word after the name; "" when no name comes first ("how
+    many spirits will haunt Scrooge?") or the word is a function word ("have")."""
+    found = _AUXILIARY_QUESTION.match(question)
+    if not found:
+        return ""
+    stop = function_words()
+    named = False
+    for word in re.findall(r"[\w'-]+", found.group("rest")):
+        if word[:1].isupper():
+            named = True
+        elif word.lower() not in ("the", "a", "an"):
+            return word.lower() if named and word.lower() not in stop else ""
+    return ""
 
 
 def _is_role(question: str, defined: str) -> bool:
@@ -122,12 +191,15 @@ def _subjects(question: str, defined: str | None) -> tuple[str, ...]:
     stop = function_words()
     runs: list[list[str]] = []
     previous_end = -2
+    owner = False  # the previous word was a possessive: "the Cratchits' Christmas dinner" names two things
     for m in _CAPITALISED.finditer(question):
         word = m.group().removesuffix("'s").rstrip("'")
         if m.start() == 0 and _QUESTION_WORD.match(word) or word.lower() in stop and m.start() == 0:
             continue
         gap = question[previous_end : m.start()]
-        if runs and gap.strip() in ("", ".", "of", "of the") and previous_end >= 0:
+        joins = gap.strip() in ("", ".", "of", "of the") and not owner
+        owner = m.group() != word
+        if runs and joins and previous_end >= 0:
             runs[-1].extend([*gap.replace(".", " ").split(), word])  # "Ghost of Christmas Present" is one name
         else:
             runs.append([word])
@@ -185,6 +257,37 @@ def is_dialogue_tag(sentence: str) -> bool:
     return len(re.findall(r"[\w'-]+", told)) <= 6
 
 
+_NAME_RUN = r"[A-Z][\w'-]*(?:\s+[A-Z][\w'-]*)*"
+_TAG = re.compile(
+    rf"\b(?:{_SPEECH_VERBS})\s+(?:the\s+)?(?P<after>{_NAME_RUN})|(?P<before>{_NAME_RUN})\s+(?:[a-z]+ly\s+)?(?:{_SPEECH_VERBS})\b"
+)
+
+
+def speaker(paragraph: list[str]) -> str:
+    """Who speaks a paragraph of dialogue (one that opens with a quote), as a mention key: the one
+    name its tags give ("'No, no,' said Scrooge."), or "" when they give none, a pronoun or several.
+
+    Every sentence of such a paragraph is that speaker's line, also those the tag does not touch
+    ("Come back with him in less than five minutes, and I'll give you half-a-crown!'").
+    """
+    if not paragraph or paragraph[0][:1] not in "'\"":
+        return ""
+    names = set()
+    for sentence in paragraph:
+        for m in _TAG.finditer(narrative(sentence)):
+            name = m.group("after") or m.group("before")
+            names.add("" if name.endswith("'s") else mention_key(name))  # "said Scrooge's nephew" is someone else
+    return names.pop() if len(names) == 1 else ""
+
+
+def commits(sentence: str, own_line: bool) -> bool:
+    """Whether the sentence tells of an undertaking ("he promised ..."), or, when it is a line of
+    the one asked about (``own_line``), makes one ("I'll raise your salary", "we shall pay"): an
+    "I'll ..." in someone else's line is not theirs."""
+    told = _TOLD_UNDERTAKING.search(narrative(sentence)) is not None
+    return told or (own_line and _SAID_UNDERTAKING.search(sentence) is not None)
+
+
 def offers(focus: Focus, sentence: str, subject_words: frozenset[str]) -> float:
     """How surely (0 to 1) the sentence holds a thing of the kind the question wants, beyond the
     question's words. A time or a quantity counts in quoted speech too ("'by Three Spirits'" for
@@ -219,7 +322,9 @@ def _in_title(sentence: str, m: re.Match[str]) -> bool:
 def _counts_something_asked(focus: Focus, text: str, subject_words: frozenset[str]) -> bool:
     """A number (not a clock time or a date) within three words of a word the question counts
     ("forty-one member boats" for "how many member boats"); any number when the question names
-    nothing to count."""
+    nothing to count; for "how much", also a sum of money ("I'll give you half-a-crown")."""
+    if "much" in focus.question_words and _MONEY.search(text):
+        return True
     clock = {m.span() for m in _TIME.finditer(text)}
     words = [(m.group().lower(), m.span()) for m in re.finditer(r"[\w'.,%€$£-]*\w[%]?|[%€$£]", text)]
     asked = {w[:4] for w in focus.question_words - function_words() - subject_words if len(w) > 2} - {

@@ -11,16 +11,26 @@ Score of a sentence (the cues come from :mod:`graphrag_assets.query.answer_focus
 - relevance: cosine similarity of the hashing embeddings of sentence and question, both without
   the words of the question's names (the subject term below scores those)
   + ``KEYWORD_WEIGHT`` × the share of the question's content words other than its names (crudely
-  stemmed, irregular past forms to their verb, weighted by rarity among the candidate sentences) it contains;
+  stemmed, irregular past forms to their verb, weighted by rarity among the candidate sentences) it
+  contains; a sentence opening with a pronoun also holds the words of the sentence before it ("It
+  was made of cash-boxes" after "The chain he drew ..." is about the chain);
 - subject: + ``SUBJECT_WEIGHT`` × the share of the question's names it mentions, each weighted by
   its rarity among the candidates (at least ``MIN_RARITY``; a surname counts, but only
   ``PART_SHARE`` after another given name or a title: "Mrs. Cratchit" for Martha Cratchit;
-  a sentence right after one that names the subject and starting with a pronoun counts ``PRONOUN_SHARE``);
+  a sentence right after one about the subject counts ``PRONOUN_SHARE`` of it when it starts with
+  a pronoun, or names no one and holds a third-person pronoun: "The chain he drew ..." after
+  "Marley in his pigtail ..."); when the question's verb is a speech act ("what did X say /
+  promise / offer ..."), every line of a paragraph of dialogue whose tag names X ("'No, no,' said
+  Scrooge.") names X: the lines after the tag are X's words too;
 - answer kind: + ``KIND_WEIGHT`` when, next to the subject (or holding ``NEAR_OVERLAP`` of the
   asked words), it holds what the
   question asks for and the question lacks: a name for "who", a time for "when", a quantity for
   "how many/much", a place for "where"; ``DEFINITION_WEIGHT`` for "X, a ..." / "X is the ..." when
-  the question is "who/what is X?";
+  the question is "who/what is X?"; + ``KIND_WEIGHT`` more, when the question's verb is an
+  undertaking ("what did X promise / offer?"), for a sentence that undertakes ("I'll raise your salary"
+  in X's own line, "X promised ..." told); + ``VERB_WEIGHT`` when X (or, in a sentence that
+  continues one about X, he/she/they) does the question's verb: "Ada bought a kite" for "what did
+  Ada buy?", "said Scrooge" for "what did Scrooge say?";
 - graph: + ``GRAPH_WEIGHT`` when it names the subject together with an entity the graph links to it;
 - form: − ``DIALOGUE_PENALTY`` × (1 − keyword share) for a line of speech whose narration is only
   "... said X" (the speech may hold the answer, but a line that merely names the subject does not), and
@@ -28,7 +38,8 @@ Score of a sentence (the cues come from :mod:`graphrag_assets.query.answer_focus
   − ``SHORT_PENALTY`` below ``MIN_WORDS`` words; − ``REPORT_PENALTY`` for a report's sentence (a
   summary of what the sources say first-hand).
 
-Sources are the context's text units, then its entities' description sentences (the graph's own
+Sentences are taken paragraph by paragraph (a paragraph's sentences know the one before them and
+who speaks them). Sources are the context's text units, then its entities' description sentences (the graph's own
 summary of each entity), then the other text units of a rarely mentioned entity the question names
 (:func:`subject_sources`) or, for a question that names nothing, the passages the full-text index
 finds for its words (:func:`question_sources`), then the reports. A sentence with no keyword or subject hit and a cosine
@@ -46,7 +57,7 @@ import numpy as np
 import polars as pl
 
 from graphrag_assets.core.ids import short_id
-from graphrag_assets.core.sentences import mention_key, sentences_with_keys, split_sentences
+from graphrag_assets.core.sentences import mention_key, sentences_with_keys
 from graphrag_assets.core.words import function_words
 from graphrag_assets.llm.local_embedder import LocalEmbedder, words_of
 from graphrag_assets.query.answer_focus import (
@@ -54,10 +65,12 @@ from graphrag_assets.query.answer_focus import (
     PART_SHARE,
     Focus,
     another_bearer,
+    commits,
     is_dialogue_tag,
     mentions,
     offers,
     question_focus,
+    speaker,
 )
 from graphrag_assets.query.model_calls import ModelCalls
 from graphrag_assets.query.prose import prose
@@ -72,6 +85,8 @@ SUBJECT_WEIGHT = 0.6
 KIND_WEIGHT = 0.5
 DEFINITION_WEIGHT = 0.8
 GRAPH_WEIGHT = 0.15
+VERB_WEIGHT = 0.3
+VERB_REACH = 3  # "Scrooge quickly bought", "Scrooge had bought": the verb a few words after its subject
 DIALOGUE_PENALTY = 0.5
 QUESTION_PENALTY = 0.4
 SHORT_PENALTY = 0.4
@@ -84,6 +99,10 @@ MAX_SUBJECT_UNITS = 40
 QUESTION_UNITS = 5
 PRONOUN_SHARE = 0.8  # "She was refloated ..." right after a sentence naming the Meridian Crest
 _PRONOUN_START = frozenset({"he", "she", "it", "they", "his", "her", "its", "their", "this", "these"})
+_SUBJECT_PRONOUNS = frozenset({"HE", "SHE", "THEY"})  # X by a pronoun, in a sentence that continues one about X
+_THIRD_PERSON = frozenset({"he", "him", "his", "she", "her", "it", "its", "they", "them", "their"})
+_PARAGRAPH = re.compile(r"\n[ \t]*\n")
+_WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)*")
 _SUFFIXES = ("ing", "es", "ed", "s")
 
 
@@ -91,6 +110,9 @@ _SUFFIXES = ("ing", "es", "ed", "s")
 class _Candidate:
     label: str
     text: str
+    key: str  # its mention_key
+    previous: int = -1  # the candidate holding the sentence before it in its paragraph (-1: none)
+    speaker: str = ""  # mention key of who says it, in a paragraph of dialogue whose tag names one
 
 
 # the past forms of common irregular verbs: "what did Scrooge say?" is answered by "said Scrooge"
@@ -169,13 +191,7 @@ def extractive_answer(
     ``[Data: Sources (3f9a2c1b)]`` after each sentence. ``related`` are the names of entities the
     graph links to the question's entities (the graph bonus of the module docstring).
     """
-    candidates: list[_Candidate] = []
-    seen: set[str] = set()
-    for label, text in sources:
-        for sentence in split_sentences(prose(text or "")):
-            if sentence not in seen:
-                seen.add(sentence)
-                candidates.append(_Candidate(label, sentence))
+    candidates = _candidates(sources)
     if not candidates or max_sentences < 1:
         return f"{HEADER}\n\n{NO_MATCH}"
 
@@ -184,7 +200,7 @@ def extractive_answer(
     wanted = keywords(question) - (keywords(" ".join(focus.subjects).lower()) if focus.named else set())
     vectors = embedder.embed_sync(_without_subjects([question] + [c.text for c in candidates], focus))
     cosine = vectors[1:] @ vectors[0]
-    overlap = _keyword_overlap(wanted, [keywords(c.text) for c in candidates])
+    overlap = _keyword_overlap(wanted, _continued_keywords(candidates))
     cues = _cue_scores(focus, candidates, overlap, related)
     score = cosine.astype(np.float64) + KEYWORD_WEIGHT * overlap + cues.bonus
     eligible = [i for i in range(len(candidates)) if overlap[i] > 0 or cues.subject[i] > 0 or cosine[i] >= MIN_COSINE]
@@ -193,6 +209,67 @@ def extractive_answer(
         return f"{HEADER}\n\n{NO_MATCH}"
     lines = [f"{candidates[i].text} [Data: {candidates[i].label}]" for i in ranked]
     return HEADER + "\n\n" + "\n\n".join(lines)
+
+
+def _candidates(sources: Sequence[tuple[str, str]]) -> list[_Candidate]:
+    """The sentences of the sources, each once (the first citation wins), paragraph by paragraph:
+    each knows the sentence before it and, in a paragraph of dialogue, who speaks it."""
+    candidates: list[_Candidate] = []
+    index: dict[str, int] = {}
+    for label, text in sources:
+        for paragraph in _PARAGRAPH.split(prose(text or "")):
+            sentences = sentences_with_keys(paragraph)
+            speaks = speaker([sentence for sentence, _ in sentences])
+            previous = -1
+            for sentence, key in sentences:
+                if sentence not in index:
+                    index[sentence] = len(candidates)
+                    candidates.append(_Candidate(label, sentence, key, previous, speaks))
+                previous = index[sentence]
+    return candidates
+
+
+def _continued_keywords(candidates: Sequence[_Candidate]) -> list[set[str]]:
+    """Each sentence's keywords, with those of the sentence before it when it opens with a pronoun:
+    "It was made of cash-boxes" after "The chain he drew ..." is about the chain."""
+    own = [keywords(c.text) for c in candidates]
+    return [
+        own[i] | own[c.previous] if c.previous >= 0 and _first_word(c.text) in _PRONOUN_START else own[i]
+        for i, c in enumerate(candidates)
+    ]
+
+
+def _does(text: str, heads: frozenset[str], verb: str, speech: bool) -> bool:
+    """Whether the sentence has one of ``heads`` (upper case) doing the verb (by its stem): the
+    verb within ``VERB_REACH`` words after it ("Scrooge bought"), or, for a verb of speech, right
+    before it ("said Scrooge"; "bought Ada" makes Ada the object); a possessive is someone else
+    ("said Scrooge's nephew")."""
+    words = _WORD.findall(text)
+    for i, word in enumerate(words):
+        if word.upper() in heads:
+            after = words[i + 1 : i + 1 + VERB_REACH]
+            before = words[i - 1 : i] if i and speech else []
+            if any(stem(w.lower()) == verb for w in after + before):
+                return True
+    return False
+
+
+def _first_word(text: str) -> str:
+    found = _WORD.search(text)
+    return found.group().lower() if found else ""
+
+
+def _refers_back(text: str) -> bool:
+    """Whether a sentence continues the one before it about the same one: it opens with a pronoun
+    ("She was refloated ..."), or it names no one and holds a third-person pronoun ("The chain he
+    drew was clasped about his middle.")."""
+    words = _WORD.findall(text)
+    if not words:
+        return False
+    if words[0].lower() in _PRONOUN_START:
+        return True
+    names = any(w[:1].isupper() and w != "I" for w in words[1:])
+    return not names and any(w.lower() in _THIRD_PERSON for w in words)
 
 
 def _without_subjects(texts: list[str], focus: Focus) -> list[str]:
@@ -226,9 +303,11 @@ class _Cues:
 
 
 def _cue_scores(focus: Focus, candidates: Sequence[_Candidate], overlap: np.ndarray, related: Sequence[str]) -> _Cues:
-    keys = [mention_key(c.text) for c in candidates]
+    keys = [c.key for c in candidates]
     subject_words = frozenset(w.lower() for s in focus.subjects for w in s.split())
     neighbours = [mention_key(name).strip() for name in related]
+    verb = stem(focus.verb) if focus.verb else ""
+    heads = frozenset(s.rsplit(" ", 1)[-1] for s in focus.subjects)  # "CRATCHIT" of "BOB CRATCHIT"
     subject = np.zeros(len(candidates))
     bonus = np.zeros(len(candidates))
     # A subject named by most candidates (the hero of a novel) tells them apart little.
@@ -239,19 +318,27 @@ def _cue_scores(focus: Focus, candidates: Sequence[_Candidate], overlap: np.ndar
             PART_SHARE if share == 1.0 and f" {s} " not in key and another_bearer(candidate.text, s) else share
             for s, share in zip(focus.subjects, (mentions(key, s) for s in focus.subjects), strict=True)
         ]
+        if focus.speech and candidate.speaker:  # "what did Scrooge promise?": Scrooge's own lines, tagged or not
+            shares = [
+                max(share, mentions(candidate.speaker, s)) for s, share in zip(focus.subjects, shares, strict=True)
+            ]
         named = [s for s, share in zip(focus.subjects, shares, strict=True) if share == 1.0]
         if focus.subjects:
             subject[i] = sum(share * rarity[j] for j, share in enumerate(shares)) / len(focus.subjects)
-            first_word = key.split(" ", 2)[1].lower() if key.strip() else ""
-            follows = i > 0 and candidates[i - 1].label == candidate.label and subject[i - 1] > 0
-            if not subject[i] and follows and first_word in _PRONOUN_START:
-                subject[i] = PRONOUN_SHARE * subject[i - 1]
+            previous = candidate.previous
+            if not subject[i] and previous >= 0 and subject[previous] > 0 and _refers_back(candidate.text):
+                subject[i] = PRONOUN_SHARE * subject[previous]
         # next to the subject, or holding most of what is asked ("by Three Spirits" for "how many spirits will haunt Scrooge?")
         near = subject[i] > 0 or overlap[i] >= NEAR_OVERLAP or (not focus.subjects and overlap[i] > 0)
         if near:
             bonus[i] += (DEFINITION_WEIGHT if focus.wants == DEFINITION else KIND_WEIGHT) * offers(
                 focus, candidate.text, subject_words
             )
+            own_line = bool(candidate.speaker) and any(mentions(candidate.speaker, s) == 1.0 for s in focus.subjects)
+            if focus.commits and commits(candidate.text, own_line):  # "what did X promise?": "I'll raise your salary"
+                bonus[i] += KIND_WEIGHT
+            if verb and _does(candidate.text, heads if named else heads | _SUBJECT_PRONOUNS, verb, focus.speech):
+                bonus[i] += VERB_WEIGHT
         if named and any(n and n not in focus.subjects and f" {n} " in key for n in neighbours):
             bonus[i] += GRAPH_WEIGHT
         if is_dialogue_tag(candidate.text):  # a line of speech holding none of the asked words says nothing
@@ -285,12 +372,14 @@ def extractive_sources(data: QueryData, records: ContextRecords) -> list[tuple[s
 
 
 def subject_sources(question: str, data: QueryData, records: ContextRecords) -> list[tuple[str, str]]:
-    """Sentences naming the question's subjects from the text units the context left out.
+    """Sentences about the question's subjects from the text units the context left out.
 
     A character ("Who is Topper?") is often defined once, in a passage that ranks below the
     passages where it merely appears; the graph knows every text unit an entity occurs in, so the
     sentences of those units (and of the units the full-text index finds for the name; the first
-    ``MAX_SUBJECT_UNITS`` in reading order) that name a subject of the question become candidates too.
+    ``MAX_SUBJECT_UNITS`` in reading order) that name a subject of the question become candidates too,
+    with the sentences that continue them (the next one, and those that go on with a pronoun), each
+    run of consecutive sentences as one text, so that a sentence still follows the one before it.
     """
     subjects = question_focus(question).subjects
     if not subjects or data.entities.is_empty():
@@ -310,12 +399,39 @@ def subject_sources(question: str, data: QueryData, records: ContextRecords) -> 
     units = data.text_units.filter(pl.col("id").is_in(wanted)).sort("document_id", "chunk_index")
     pairs = []
     for unit_id, text in units.head(MAX_SUBJECT_UNITS).select("id", "text").iter_rows():
-        sentences = sentences_with_keys(prose(text or ""))
-        for i, (sentence, key) in enumerate(sentences):
-            # a sentence naming a subject, or right after one ("The chain he drew ..." after "Marley ...")
-            if any(mentions(k, s) for k in (key, sentences[i - 1][1] if i else "") for s in subjects):
-                pairs.append((f"Sources ({short_id(unit_id)})", sentence))
+        sentences = [
+            (n, sentence, key)
+            for n, paragraph in enumerate(_PARAGRAPH.split(prose(text or "")))
+            for sentence, key in sentences_with_keys(paragraph)
+        ]
+        names = [any(mentions(key, s) for s in subjects) for _, _, key in sentences]
+        kept: list[int] = []
+        for i, (_, sentence, _) in enumerate(sentences):
+            # a sentence naming a subject, right after one ("The chain he drew ..." after "Marley ..."),
+            # or continuing a kept one with a pronoun ("It was made of cash-boxes ...")
+            follows = bool(kept) and kept[-1] == i - 1 and (names[i - 1] or _refers_back(sentence))
+            if names[i] or follows:
+                kept.append(i)
+        pairs.extend((f"Sources ({short_id(unit_id)})", run) for run in _runs(sentences, kept))
     return pairs
+
+
+def _runs(sentences: list[tuple[int, str, str]], kept: list[int]) -> list[str]:
+    """The kept sentences (paragraph number, sentence, key), consecutive ones joined into one text
+    (a blank line between paragraphs), so that each still follows the one before it."""
+    runs: list[list[int]] = []
+    for i in kept:
+        if runs and runs[-1][-1] == i - 1:
+            runs[-1].append(i)
+        else:
+            runs.append([i])
+    texts = []
+    for run in runs:
+        text = sentences[run[0]][1]
+        for before, i in zip(run, run[1:], strict=False):
+            text += ("\n\n" if sentences[i][0] != sentences[before][0] else " ") + sentences[i][1]
+        texts.append(text)
+    return texts
 
 
 def question_sources(question: str, data: QueryData, records: ContextRecords) -> list[tuple[str, str]]:
