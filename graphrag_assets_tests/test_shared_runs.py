@@ -1,7 +1,7 @@
 """Runs launched without the CLI (the sensor, the UI) continue from the newest shared build first.
 
 A "machine" is a project folder whose graphrag.yaml names the same ``storage.shared_url`` (moto's
-S3 server, started and stopped by PID). The runs are executed in this process on the project's
+S3 server, started and stopped by PID; a shared folder for the tests of the lock alone). The runs are executed in this process on the project's
 Definitions, the way the daemon executes the sensor's requests; nothing of the CLI is around them.
 The model is the scripted server: a document whose extraction it is asked for was extracted.
 """
@@ -36,9 +36,9 @@ EXTRACTION_PROMPT = "Write down the entities the passage mentions"
 OTHER_DOCUMENT = NEW_DOCUMENT.replace("Ilse Marrow", "Anouk Ferrand").replace("Wren", "Tern")
 
 
-def machine(folder: Path, url: str, server: S3Server, method: str, with_sample: bool = True) -> Path:
+def machine(folder: Path, url: str, server: S3Server, method: str) -> Path:
     """A machine that has never indexed: the project files, the input documents, no data/ index."""
-    root = make_project(folder, with_sample=with_sample)
+    root = make_project(folder)
     shutil.rmtree(root / "data" / "dagster", ignore_errors=True)
     (root / "graphrag.yaml").write_text(shared_yaml(url, server, method), encoding="utf-8")
     return root
@@ -86,7 +86,7 @@ def assert_same_tables(root: Path, expected: Path) -> None:
         assert ours[table].equals(frame), table
 
 
-def assert_published(root: Path, previous: Pointer, tmp_path: Path) -> Pointer:
+def assert_published(root: Path, previous: Pointer, tmp_path: Path) -> None:
     """The shared build is now ``root``'s index, published as the successor of ``previous``."""
     settings = load_settings(root, environ={})
     location = shared_location(settings)
@@ -99,7 +99,6 @@ def assert_published(root: Path, previous: Pointer, tmp_path: Path) -> Pointer:
     copy.mkdir(parents=True)
     shutil.copy(fetched / "graphrag.duckdb", copy / "graphrag.duckdb")
     assert_same_tables(copy.parent, root)
-    return pointer
 
 
 def first_build(root: Path) -> Pointer:
