@@ -118,6 +118,16 @@ def test_range_run_tags_make_one_run_of_a_partition_range(range_run) -> None:
     assert run.status == DagsterRunStatus.SUCCESS
 
 
+def test_the_uis_materialize_job_has_a_reserved_name(tmp_path: Path) -> None:
+    """What the UI's "Materialize" button runs: the implicit asset job (pipeline/resources.py)."""
+    from graphrag_assets.pipeline.definitions import build_definitions
+    from graphrag_assets_testkit.projects import make_project
+
+    defs = build_definitions(make_project(tmp_path / "project"))
+    assert private.is_reserved_asset_job_name(defs.resolve_implicit_global_asset_job_def().name)
+    assert not private.is_reserved_asset_job_name("corpus_job")
+
+
 def test_execute_in_process_without_capture_keeps_no_outputs(range_run) -> None:
     """InMemoryJob, core_execute_in_process and merge_run_tags (pipeline/runtime/uncaptured.py)."""
     _, _, result = range_run

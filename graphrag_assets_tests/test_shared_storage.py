@@ -20,6 +20,7 @@ import pytest
 
 from graphrag_assets.core.errors import UserError
 from graphrag_assets.core.settings import load_settings
+from graphrag_assets.project.locks import RUN_ONCE_FILE
 from graphrag_assets.storage.object_store import shared_location
 from graphrag_assets.storage.shared_build import (
     INDEX_FOLDER,
@@ -202,6 +203,7 @@ def test_index_on_a_fresh_root_continues_from_the_shared_build(
     done = cli(second, "index")
     assert done.returncode == 0, done.stderr
     assert "continuing from build" in done.stdout
+    assert not (second / "data" / RUN_ONCE_FILE).exists()  # its runs did not look again (project/shared_index.py)
     extraction = [
         call
         for call in graphrag_server.calls()[before:]
@@ -325,6 +327,7 @@ def test_workers_exchange_their_shards_through_the_object_store(s3_server, nlp_i
     assert done.returncode == 0, done.stderr
     assert "document_workers_job" in done.stdout and "published build" in done.stdout
     assert not (root / "data" / "exchange").exists()  # nothing went through a local folder
+    assert not (root / "data" / RUN_ONCE_FILE).exists()  # the step processes left the shared build to the CLI
     assert_same_tables(root, nlp_index)
 
 

@@ -1,4 +1,4 @@
-"""The document partitions shared by every per-document asset, the names of the two jobs, and how
+"""The document partitions shared by every per-document asset, the names of the indexing jobs, and how
 a change set maps onto the partitions Dagster knows: one partition per document, or — from
 ``partitions.bucket_threshold`` documents on — a fixed number of hash buckets
 (:mod:`graphrag_assets.core.buckets`).
@@ -18,6 +18,10 @@ from graphrag_assets.index.partition_plan import PARTITIONS_NAME
 DOCUMENT_PARTITIONS = DynamicPartitionsDefinition(name=PARTITIONS_NAME)
 DOCUMENTS_JOB = "document_job"
 CORPUS_JOB = "corpus_job"
+WORKERS_JOB = "document_workers_job"  # the document steps on workers (pipeline/workers.py)
+# The jobs that write the index: on a shared-storage project each run first continues from the
+# newest shared build (pipeline/resources.py).
+INDEX_JOBS = frozenset({DOCUMENTS_JOB, CORPUS_JOB, WORKERS_JOB})
 
 # A range of new documents runs as one step, so LLM calls for all of them share one concurrency pool.
 SINGLE_RUN = BackfillPolicy.single_run()

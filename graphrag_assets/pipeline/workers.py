@@ -37,7 +37,7 @@ from dagster import (
 
 from graphrag_assets.core.schemas import PER_DOCUMENT_TABLES
 from graphrag_assets.core.settings import Settings
-from graphrag_assets.pipeline.partitions import DOCUMENT_PARTITIONS
+from graphrag_assets.pipeline.partitions import DOCUMENT_PARTITIONS, WORKERS_JOB
 from graphrag_assets.pipeline.resources import GraphRAGProject
 from graphrag_assets.pipeline.runtime.dagster_private import log_materializations
 from graphrag_assets.pipeline.runtime.step_server import START_METHOD
@@ -48,7 +48,6 @@ from graphrag_assets.pipeline.workers_plan import ShardRef, exchange_location, p
 from graphrag_assets.pipeline.workers_shard import run_shard
 from graphrag_assets.storage.database import let_go
 
-WORKERS_JOB = "document_workers_job"
 # Steps pass each other only small shard references; Dagster keeps them as files under the instance.
 SHARD_REFS = "shard_refs"
 SHARD_REF_IO_MANAGER = FilesystemIOManager()

@@ -22,6 +22,8 @@ from graphrag_assets.core.processes import ProcessId
 from graphrag_assets.core.settings import Settings
 
 LOCK_FILE = ".index.lock"
+# Which run last continued from the shared build (project/shared_index.py: continue_run).
+RUN_ONCE_FILE = ".shared-continue.lock"
 
 
 def lock_path(settings: Settings) -> Path:
@@ -57,6 +59,28 @@ def index_lock(settings: Settings, command: str = "index") -> Iterator[dict[str,
                 _rewrite(handle, "")
                 raise
             _rewrite(handle, "")
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+@contextlib.contextmanager
+def first_of_run(settings: Settings, run_id: str) -> Iterator[bool]:
+    """Whether this process is the first of run ``run_id`` to get here; held until the body ends.
+
+    A run's steps may each be a process (the multiprocess executor, dask, a pod per step), so the
+    others wait on the lock while the first works and then see ``False``. The run id is recorded
+    only when the first one's body finished without an error, so a failed attempt is made again.
+    """
+    path = lock_path(settings).with_name(RUN_ONCE_FILE)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a+", encoding="utf-8") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            handle.seek(0)
+            first = handle.read().strip() != run_id
+            yield first
+            if first:
+                _rewrite(handle, run_id)
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
 

@@ -2,10 +2,11 @@
 
 Three moments use it:
 
-- before ``index`` plans: when the shared build is newer than the local index (or there is no
-  local index: a fresh pod, another disk), it is fetched and becomes the local index, so the run
-  continues from it (documents already extracted are not extracted again; the response cache
-  travels inside the DuckDB file);
+- before ``index`` plans, and before the first step of a run of the indexing jobs that the UI, the
+  sensor or the schedule launched (:func:`continue_run`): when the shared build is newer than the
+  local index (or there is no local index: a fresh pod, another disk), it is fetched and becomes the
+  local index, so the run continues from it (documents already extracted are not extracted again;
+  the response cache travels inside the DuckDB file);
 - after a successful ``index`` — the corpus job's ``shared_build`` step, whoever launched the run
   (CLI, UI, sensor), and the CLI again when no corpus run was needed: the local index is published
   as the new shared build;
@@ -26,9 +27,11 @@ from pathlib import Path
 
 from graphrag_assets.core.errors import UserError
 from graphrag_assets.core.settings import Settings
+from graphrag_assets.project.locks import first_of_run, index_lock_held
 from graphrag_assets.storage.object_store import SharedLocation, shared_location
 from graphrag_assets.storage.shared_build import (
     Pointer,
+    checkpoint,
     fetch_build,
     forget_cached_builds,
     install_build,
@@ -121,6 +124,21 @@ def continue_from_shared(settings: Settings, announce: Announce = lambda message
     return pointer
 
 
+def continue_run(settings: Settings, run_id: str, announce: Announce = lambda message: None) -> None:
+    """Before a run of the indexing jobs opens the index: :func:`continue_from_shared`, once per run
+    however many processes run its steps (the first fetches, the others wait for it and find it done).
+
+    Nothing is done while ``graphrag-assets index`` holds the index lock: it continued before it took
+    the lock and runs the jobs inside it, and a build fetched halfway through its update would drop
+    the documents its earlier runs wrote (its publish is refused instead, and says to run again).
+    """
+    if index_lock_held(settings):
+        return
+    with first_of_run(settings, run_id) as first:
+        if first:
+            continue_from_shared(settings, announce)
+
+
 def _shared_is_newer(settings: Settings, pointer: Pointer) -> bool:
     if not settings.database_path.exists():
         return True
@@ -183,7 +201,11 @@ def publish_after_run(settings: Settings, announce: Announce = lambda message: N
 
 
 def _changed_since(settings: Settings) -> bool:
-    """Whether the local index was written after the marker (the marker is written after the file)."""
+    """Whether the local index was written after the marker (the marker is written after the file).
+
+    The write-ahead log is folded into the file first: writes a warm connection of this process
+    still holds there (a run's steps right after a fetch) have not changed the file's time yet."""
+    checkpoint(settings.database_path)
     return settings.database_path.stat().st_mtime_ns > marker_path(settings).stat().st_mtime_ns
 
 

@@ -4,8 +4,9 @@ Dagster's public API does not cover what the runtime plumbing needs: running a j
 without keeping its outputs (:mod:`.uncaptured`), a range run's tags (:mod:`.runner`, the sensor),
 SQLite storage that writes a batch of events at once (:mod:`.event_log`), compute logs mirrored
 by a thread (:mod:`.compute_logs`), metadata for many partitions at once
-(:func:`add_partition_metadata`), and an op's materializations stored as one batch
-(:func:`log_materializations`). Private names can change in any Dagster release, so they are
+(:func:`add_partition_metadata`), an op's materializations stored as one batch
+(:func:`log_materializations`), and the name of the job the UI's "Materialize" runs
+(:mod:`..resources`). Private names can change in any Dagster release, so they are
 imported here only, and ``graphrag_assets_tests/test_dagster_private.py`` exercises each one: a
 Dagster upgrade that moves or changes one fails a named test instead of an index run.
 
@@ -21,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from dagster import AssetExecutionContext, AssetKey, AssetMaterialization, DagsterEvent, OpExecutionContext
+from dagster._core.definitions.assets.job.asset_job import is_reserved_asset_job_name
 from dagster._core.definitions.job_base import InMemoryJob
 from dagster._core.definitions.repository_definition.valid_definitions import SINGLETON_REPOSITORY_NAME
 from dagster._core.events import (
@@ -134,6 +136,7 @@ __all__ = [
     "core_execute_in_process",
     "ensure_file",
     "event_logs_directory",
+    "is_reserved_asset_job_name",
     "merge_run_tags",
     "redirect_to_file",
     "runs_directory",
