@@ -79,6 +79,7 @@ def test_index_without_a_terminal_prints_progress_and_v_prints_dagster_lines(tmp
     assert quiet.returncode == 0, quiet.stderr
     assert "ingest 0/1\n" in quiet.stderr and "ingest 1/1 done\n" in quiet.stderr
     assert "noun phrases 1/1 done" in quiet.stderr and "STEP_START" not in quiet.stderr
+    assert "Warning" not in quiet.stderr, quiet.stderr  # e.g. Dagster's BetaWarning on backfill_policy
     shutil.copy(second, root / "data" / "input")
     verbose = run_index(root, "-v")
     assert verbose.returncode == 0, verbose.stderr

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import json
 import os
-import warnings
 from pathlib import Path
 from typing import Any
 
-from dagster import AssetSelection, BetaWarning, Definitions, InMemoryIOManager, define_asset_job, in_process_executor
+from dagster import AssetSelection, Definitions, InMemoryIOManager, define_asset_job, in_process_executor
 
 from graphrag_assets.core.settings import load_settings
 from graphrag_assets.pipeline.assets.communities import communities
@@ -34,8 +33,6 @@ from graphrag_assets.pipeline.query_job import query_job
 from graphrag_assets.pipeline.resources import GraphRAGProject
 from graphrag_assets.pipeline.shared_publish import shared_assets
 from graphrag_assets.pipeline.workers import SHARD_REF_IO_MANAGER, SHARD_REFS, build_workers_job
-
-warnings.filterwarnings("ignore", category=BetaWarning)  # backfill_policy on assets is beta; we rely on it deliberately
 
 DOCUMENT_ASSETS = AssetSelection.assets(ingest, extract, text_unit_embeddings)
 CORPUS_ASSETS = AssetSelection.assets(
