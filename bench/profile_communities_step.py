@@ -58,6 +58,9 @@ def main() -> None:
     parser.add_argument("database", type=Path, help="the index's DuckDB file (copied, never written)")
     parser.add_argument("--scratch", type=Path, default=Path("/tmp/profile_communities"))
     parser.add_argument("--stable", action="store_true", help="warm-start from the index's communities")
+    parser.add_argument(
+        "--keep", action="store_true", help="keep the copy (its _staged_communities: the table written)"
+    )
     args = parser.parse_args()
     args.scratch.mkdir(parents=True, exist_ok=True)
     database = args.scratch / "index.duckdb"
@@ -90,7 +93,8 @@ def main() -> None:
         f"\nstage_communities: {wall:.1f} s, {rows.height:,} communities, {outcome.strategy} ({outcome.reason}); "
         f"peak of the stages {stages.peak:,} MB; load average at end: {os.getloadavg()}"
     )
-    shutil.rmtree(args.scratch, ignore_errors=True)
+    if not args.keep:
+        shutil.rmtree(args.scratch, ignore_errors=True)
 
 
 def _timed(function, name: str, stages: Stages):
