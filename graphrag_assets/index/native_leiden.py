@@ -128,8 +128,8 @@ class _Level:
     def level_graph(self) -> LevelGraph:
         """The level's CSR with columns made global positions, for :func:`.local_moving.node_optimal`."""
         counts = np.diff(self.indptr)
-        graph_start = np.repeat(self.starts, self.ends - self.starts)  # first position of each row's graph
-        columns = self.indices + np.repeat(graph_start, counts)
+        graph_start = np.repeat(self.starts, self.ends - self.starts).astype(np.int32)  # of each row's graph
+        columns = self.indices + np.repeat(graph_start, counts)  # 32-bit: 4 bytes an entry less
         graph_of = np.repeat(np.arange(self.starts.size), self.ends - self.starts)
         return LevelGraph(self.indptr, columns, self.data, graph_of)
 
