@@ -75,7 +75,11 @@ def main() -> None:
     from graphrag_assets.storage.tables import read_table
 
     stages.done(f"imports ({step.__file__})")
-    entities = read_table(database, "entities")
+    # what the step reads: ENTITY_COLUMNS, or the whole table (the asset's input, before)
+    if hasattr(step, "ENTITY_COLUMNS"):
+        entities = step.read_staged_columns(database, "entities", step.ENTITY_COLUMNS)
+    else:
+        entities = read_table(database, "entities")
     stages.done(f"entities ({entities.height:,})")
     settings = CommunitySettings(update="stable" if args.stable else "exact")
     previous = None

@@ -212,6 +212,15 @@ def read_staged_without(path: str | Path, table: str, left_out: Sequence[str]) -
         return frame_of(conn.sql(f"select * exclude ({', '.join(quote(c) for c in left_out)}) from {source}"))
 
 
+def read_staged_columns(path: str | Path, table: str, columns: Sequence[str]) -> pl.DataFrame | None:
+    """``columns`` of :func:`read_staged`'s table (None: neither version exists)."""
+    with connect(path) as conn:
+        source = readable_table(conn, table)
+        if source is None:
+            return None
+        return frame_of(conn.sql(f"select {', '.join(quote(c) for c in columns)} from {source}"))
+
+
 def read_published_columns(path: str | Path, table: str, columns: Sequence[str]) -> pl.DataFrame | None:
     """``columns`` of the published ``table`` (not this run's staged one); None when it does not exist."""
     with connect(path) as conn:

@@ -42,12 +42,15 @@ from graphrag_assets.storage.corpus import (
     CLUSTERING_TABLE,
     last_clustering,
     read_published_columns,
+    read_staged_columns,
     write_staged,
     write_staged_batches,
 )
 
 # what stable mode's warm start needs of the last build's communities (not their lists)
 PREVIOUS_COLUMNS = ("community", "level", "parent", "entity_ids")
+# what the step needs of the entities: the whole table (descriptions) was 0.5 GB at 100,000 documents
+ENTITY_COLUMNS = ("id", "title", "degree")
 
 CHECKS = [
     AssetCheckSpec(
@@ -70,13 +73,18 @@ CHECKS = [
             metadata=STAGED_METADATA,
         )
     },
-    # relationships: read by DuckDB for the step (see stage_communities)
-    ins={"entities": AssetIn(), "relationships": AssetIn(dagster_type=Nothing)},
+    # read by the step itself: the entities' ENTITY_COLUMNS, the relationships by DuckDB (stage_communities)
+    ins={"entities": AssetIn(dagster_type=Nothing), "relationships": AssetIn(dagster_type=Nothing)},
     check_specs=CHECKS,
     group_name="graph",
 )
-def communities(context: AssetExecutionContext, project: GraphRAGProject, entities: pl.DataFrame):
+def communities(context: AssetExecutionContext, project: GraphRAGProject):
     settings = project.settings
+    entities = read_staged_columns(settings.database_path, "entities", ENTITY_COLUMNS)
+    if entities is None:
+        raise RuntimeError(
+            f"table entities does not exist yet in {settings.database_path}; materialize entities first."
+        )
     period = datetime.now(UTC).date().isoformat()
     progress = Counter("communities", 1, context.log).start()
     table, clustering = _cluster(context, settings, entities, period)
