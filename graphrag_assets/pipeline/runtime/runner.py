@@ -50,6 +50,11 @@ def dagster_console_logs(level: str = "DEBUG") -> Iterator[None]:
         _console_log_level = previous
 
 
+def console_log_level() -> str:
+    """The level Dagster's console logger prints at in runs started now (``index -v``: DEBUG)."""
+    return _console_log_level
+
+
 @dataclass
 class RunOutcome:
     job: str
@@ -149,7 +154,8 @@ def run_reconstructable_job(
     instance: DagsterInstance,
     job_name: str,
     partition_keys: Sequence[str],
-    console_log_level: str = "CRITICAL",
+    console_log_level: str = QUIET_CONSOLE_LEVEL,
+    tags: dict[str, str] | None = None,
 ) -> RunOutcome:
     """Execute a job whose steps run in other processes (a multiprocess or distributed executor).
 
@@ -158,7 +164,7 @@ def run_reconstructable_job(
     goes through the project's instance, and this process waits for it to end.
     """
     keys = list(partition_keys)
-    _, run_tags = _run_tags(keys, None)
+    _, run_tags = _run_tags(keys, tags)
     if len(keys) == 1:  # a range of one: the run needs no partition-specific config
         run_tags[ASSET_PARTITION_RANGE_START_TAG] = run_tags[ASSET_PARTITION_RANGE_END_TAG] = keys[0]
     run_config = {"loggers": {"console": {"config": {"log_level": console_log_level}}}}
