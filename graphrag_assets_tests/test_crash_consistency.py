@@ -86,10 +86,14 @@ def uninterrupted_calls(standard_index: Path, tmp_path_factory: pytest.TempPathF
         server.stop()
 
 
-@pytest.fixture
-def slow_project(standard_index: Path, openai_server_factory, tmp_path: Path):
+@pytest.fixture(params=["never", "always"], ids=["in-process", "step-processes"])
+def slow_project(standard_index: Path, openai_server_factory, tmp_path: Path, request: pytest.FixtureRequest):
+    """The project, its corpus steps in the ``index`` process or each in its own (``index.corpus_processes``)."""
     server = openai_server_factory(responder=RESPONDER, latency_ms=LATENCY_MS)
-    return _copy_without_corpus_answers(standard_index, tmp_path / "project", server.base_url), server
+    root = _copy_without_corpus_answers(standard_index, tmp_path / "project", server.base_url)
+    with (root / "graphrag.yaml").open("a", encoding="utf-8") as settings:
+        settings.write(f"index:\n  corpus_processes: {request.param}\n")
+    return root, server
 
 
 def _interrupt_at(root: Path, server, stage: str, sig: signal.Signals) -> None:

@@ -21,6 +21,7 @@ import multiprocessing.util
 import os
 import select
 import signal
+import sys
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -63,19 +64,24 @@ def corpus_job_of(root: str, overrides_json: str, run_pid: int, progress_address
     Called by the process that starts the run (``run_pid``) and by each step process; a step
     process sends its progress to ``progress_address``, checkpoints and closes the database when
     it ends (a process started by multiprocessing exits without running ``atexit``), and is killed
-    when the run's process dies (as it would be were it that process).
+    when the run's process dies (as it would be were it that process). It leaves the terminal's
+    process group: Ctrl-C reaches the run's process, whose executor stops the step, once, as the
+    in-process run is stopped (the terminal's signal as well made a second interrupt land in the
+    step's clean-up, and a traceback on the screen).
     """
     global _in_step_process
     if os.getpid() != run_pid and not _in_step_process:
         _in_step_process = True
-        _die_with(run_pid)
+        os.setpgid(0, 0)
+        end_with_process(run_pid)
+        _not_interactive()
         forward_progress(progress_address)
         multiprocessing.util.Finalize(None, let_go, exitpriority=10)
     defs = build_definitions(root, json.loads(overrides_json) or None, corpus_executor=corpus_processes_executor())
     return defs.resolve_job_def(CORPUS_JOB)
 
 
-def _die_with(run_pid: int) -> None:
+def end_with_process(run_pid: int) -> None:
     """Kill this process once ``run_pid`` has ended: a step whose ``index`` was killed (kill -9, the
     OOM killer) must not go on writing the index, which the next ``index`` finishes instead."""
     try:
@@ -91,6 +97,16 @@ def _die_with(run_pid: int) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
 
     threading.Thread(target=watch, name="run-process-watch", daemon=True).start()
+
+
+def _not_interactive() -> None:
+    """DuckDB takes a process whose ``__main__`` has no file for an interactive session and prints
+    a progress bar on stdout for its long queries (mixed into ``index --json``'s output at 20,000
+    documents); a step process runs the fork server's ``-c`` program. Naming this module as its
+    file makes it the script it is, as ``index`` is."""
+    main = sys.modules["__main__"]
+    if not getattr(main, "__file__", None):
+        main.__file__ = __file__
 
 
 def wants_processes(settings: Settings, documents: int, relationships: Callable[[], int]) -> bool:

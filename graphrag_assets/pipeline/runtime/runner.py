@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
 import signal
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -32,6 +33,7 @@ from graphrag_assets.storage.database import let_go
 
 # our errors' class names: their message is the sentence for the user, whatever they were raised from
 USER_ERRORS = frozenset(cls.__name__ for cls in (UserError, ConfigError, LLMError))
+CHILD_CRASH = "ChildProcessCrashException"  # Dagster's error for a step whose own process died
 
 log = logging.getLogger(__name__)
 
@@ -79,12 +81,30 @@ def _first_error(result) -> str | None:
     for event in result.all_events:
         if event.is_step_failure and event.event_specific_data is not None:
             error = getattr(event.event_specific_data, "error", None)
+            if error is not None and error.cls_name == CHILD_CRASH:
+                return _crash_sentence(result, event.step_key)
             while error is not None and error.cause is not None and error.cls_name not in USER_ERRORS:
                 error = error.cause
             if error is not None:
                 lines = [line for line in (error.message or "").strip().splitlines() if line.strip()]
                 return _without_class_name(lines[0], error.cls_name) if lines else error.cls_name
     return None
+
+
+def _crash_sentence(result, step_key: str | None) -> str:
+    """Why a step's own process ended before its step did, from the executor's note of its exit."""
+    how = "ended"
+    for event in result.all_events:
+        if event.step_key == step_key and event.is_engine_event and event.message:
+            killed = re.search(r"terminated by signal \d+ \((\w+)\)", event.message)
+            code = re.search(r"exit(?:ed)? (?:with )?code (-?\d+)", event.message)
+            if killed:
+                how = f"was killed ({killed.group(1)}" + (
+                    ", perhaps for lack of memory)" if killed.group(1) == "SIGKILL" else ")"
+                )
+            elif code:
+                how = f"exited with code {code.group(1)}"
+    return f"the process of step {step_key} {how} before the step finished; run 'graphrag-assets index' again."
 
 
 def _without_class_name(line: str, cls_name: str | None) -> str:
