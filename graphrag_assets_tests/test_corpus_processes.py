@@ -8,6 +8,7 @@ build. A step process dies with the ``index`` that started it. ``auto`` decides 
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import shutil
 import signal
@@ -29,6 +30,7 @@ from graphrag_assets.pipeline.corpus_processes import (
 from graphrag_assets.pipeline.indexing import index_project
 from graphrag_assets.pipeline.partitions import CORPUS_JOB
 from graphrag_assets.pipeline.runtime.instance import open_instance
+from graphrag_assets.pipeline.runtime.step_server import START_METHOD, start_step_server
 from graphrag_assets.storage.corpus import staged_tables
 from graphrag_assets_testkit.builds import NEW_DOCUMENT, published_tables, run_index
 from graphrag_assets_testkit.projects import make_project
@@ -165,10 +167,11 @@ time.sleep(120)
 
 def _alive(pid: int) -> bool:
     try:
-        state = Path(f"/proc/{pid}/status").read_text()
+        status = Path(f"/proc/{pid}/status").read_text()
     except OSError:
         return False
-    return "State:\tZ" not in state  # a zombie has ended; it waits for its new parent to reap it
+    # a zombie has ended (it waits for its new parent to reap it) once its last thread has
+    return "State:\tZ" not in status or "Threads:\t1\n" not in status
 
 
 def test_a_step_process_dies_with_the_process_that_started_the_run() -> None:
@@ -187,3 +190,16 @@ def test_a_step_process_dies_with_the_process_that_started_the_run() -> None:
         run.kill()
         if _alive(step):
             os.kill(step, signal.SIGKILL)
+
+
+def progress_bar_setting() -> bool:
+    import duckdb
+
+    with duckdb.connect() as conn:
+        return conn.execute("select current_setting('enable_progress_bar')").fetchone()[0]
+
+
+def test_duckdb_in_a_step_process_prints_no_progress_bar_on_stdout() -> None:
+    start_step_server(["duckdb"])  # imported by the server, as the pipeline's modules import it
+    with multiprocessing.get_context(START_METHOD).Pool(1) as pool:
+        assert pool.apply(progress_bar_setting) is False

@@ -21,7 +21,6 @@ import multiprocessing.util
 import os
 import select
 import signal
-import sys
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -74,7 +73,6 @@ def corpus_job_of(root: str, overrides_json: str, run_pid: int, progress_address
         _in_step_process = True
         os.setpgid(0, 0)
         end_with_process(run_pid)
-        _not_interactive()
         forward_progress(progress_address)
         multiprocessing.util.Finalize(None, let_go, exitpriority=10)
     defs = build_definitions(root, json.loads(overrides_json) or None, corpus_executor=corpus_processes_executor())
@@ -97,16 +95,6 @@ def end_with_process(run_pid: int) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
 
     threading.Thread(target=watch, name="run-process-watch", daemon=True).start()
-
-
-def _not_interactive() -> None:
-    """DuckDB takes a process whose ``__main__`` has no file for an interactive session and prints
-    a progress bar on stdout for its long queries (mixed into ``index --json``'s output at 20,000
-    documents); a step process runs the fork server's ``-c`` program. Naming this module as its
-    file makes it the script it is, as ``index`` is."""
-    main = sys.modules["__main__"]
-    if not getattr(main, "__file__", None):
-        main.__file__ = __file__
 
 
 def wants_processes(settings: Settings, documents: int, relationships: Callable[[], int]) -> bool:
