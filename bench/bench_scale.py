@@ -73,15 +73,19 @@ def offline_env() -> dict[str, str]:
 
 
 class TreeRss:
-    """Resident memory of this process's descendants (the measured CLI), sampled every 100 ms.
+    """Memory of this process's descendants (the measured CLI and its step processes), sampled every 100 ms.
 
-    ``ru_maxrss`` gives one peak for the whole command; sampled with a timestamp, each sample can
-    be put in the Dagster step running when it was taken, so a peak is given to its step.
+    ``ru_maxrss`` gives one peak for the whole command, and misses step processes nobody waited
+    for; sampled with a timestamp, each sample can be put in the Dagster step running when it was
+    taken, so a peak is given to its step. Each sample holds the tree's summed RSS, its summed PSS
+    (pages shared by forked processes counted once: a step forked from the step server shares its
+    imports) and the largest high-water mark (VmHWM) of a process in it: a step process's own peak
+    even between samples (the CLI's own is its peak since it started).
     """
 
     def __init__(self, interval_s: float = 0.1) -> None:
         self.interval_s = interval_s
-        self.samples: list[tuple[float, int]] = []  # (unix time, KiB summed over the tree)
+        self.samples: list[tuple[float, int, int, int]] = []  # (unix time, KiB RSS, KiB PSS, KiB largest VmHWM)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -95,13 +99,26 @@ class TreeRss:
 
     def _run(self) -> None:
         while not self._stop.wait(self.interval_s):
-            self.samples.append((time.time(), sum(_rss_kib(pid) for pid in _descendants(os.getpid()))))
+            pids = _descendants(os.getpid())
+            status = [_status_kib(pid) for pid in pids]
+            self.samples.append(
+                (
+                    time.time(),
+                    sum(s.get("VmRSS:", 0) for s in status),
+                    sum(_pss_kib(pid) for pid in pids),
+                    max((s.get("VmHWM:", 0) for s in status), default=0),
+                )
+            )
 
-    def peaks_by_step(self, windows: list[dict[str, Any]]) -> dict[str, float]:
-        """Peak tree RSS (MB) per step, over the samples taken while the step ran."""
+    def peak_mb(self, column: int) -> float:
+        """The peak over the whole command (1: tree RSS, 2: tree PSS, 3: largest VmHWM)."""
+        return round(max((sample[column] for sample in self.samples), default=0) / 1024, 1)
+
+    def peaks_by_step(self, windows: list[dict[str, Any]], column: int = 1) -> dict[str, float]:
+        """Peak (MB) per step, over the samples taken while the step ran (column as in :meth:`peak_mb`)."""
         peaks: dict[str, float] = {}
         for window in windows:
-            inside = [kib for at, kib in self.samples if window["start"] <= at <= window["end"]]
+            inside = [sample[column] for sample in self.samples if window["start"] <= sample[0] <= window["end"]]
             if inside:
                 peaks[window["step"]] = max(peaks.get(window["step"], 0.0), round(max(inside) / 1024, 1))
         return peaks
@@ -123,10 +140,19 @@ def _descendants(pid: int) -> list[int]:
     return found
 
 
-def _rss_kib(pid: int) -> int:
+def _status_kib(pid: int) -> dict[str, int]:
+    """VmRSS and VmHWM of a process (empty once it has ended)."""
     try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
+        lines = Path(f"/proc/{pid}/status").read_text().splitlines()
+    except OSError:
+        return {}
+    return {line.split()[0]: int(line.split()[1]) for line in lines if line.startswith(("VmRSS:", "VmHWM:"))}
+
+
+def _pss_kib(pid: int) -> int:
+    try:
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+            if line.startswith("Pss:"):
                 return int(line.split()[1])
     except OSError:
         pass
@@ -140,12 +166,18 @@ def size_on_disk(path: Path) -> int:
 
 
 def index_corpus(
-    root: Path, documents: int, env: dict[str, str], jsonl: bool = False, init_args: tuple[str, ...] = ()
+    root: Path,
+    documents: int,
+    env: dict[str, str],
+    jsonl: bool = False,
+    init_args: tuple[str, ...] = (),
+    corpus_processes: str | None = None,
 ) -> dict[str, Any]:
     """Create the project (``graphrag-assets init INIT_ARGS``), write the corpus, index it once and measure everything."""
     subprocess.run(
         cli_command("init", "--root", str(root), *init_args), env=env, check=True, capture_output=True, text=True
     )
+    set_corpus_processes(root, corpus_processes)
     inputs = root / "data" / "input"
     corpus_bytes = write_jsonl_corpus(inputs, documents) if jsonl else write_text_corpus(inputs, documents)
     return {
@@ -156,9 +188,23 @@ def index_corpus(
     }
 
 
-def add_one_document(root: Path, env: dict[str, str]) -> dict[str, Any]:
+CORPUS_PROCESSES_MARK = "# bench_scale: corpus_processes\n"
+
+
+def set_corpus_processes(root: Path, mode: str | None) -> None:
+    """Set ``index.corpus_processes`` in the project's graphrag.yaml (None: leave the project's own)."""
+    if mode is None:
+        return
+    settings = root / "graphrag.yaml"
+    text = settings.read_text(encoding="utf-8") if settings.exists() else ""
+    text = text.split(CORPUS_PROCESSES_MARK)[0]
+    settings.write_text(f"{text}{CORPUS_PROCESSES_MARK}index:\n  corpus_processes: {mode}\n", encoding="utf-8")
+
+
+def add_one_document(root: Path, env: dict[str, str], corpus_processes: str | None = None) -> dict[str, Any]:
     """Add one document to a kept offline project and index again: the corpus steps re-run on the
     whole graph (exact mode), so their time and memory can be measured without a new build."""
+    set_corpus_processes(root, corpus_processes)
     inputs = root / "data" / "input"
     documents = sum(1 for path in inputs.rglob("*") if path.is_file())
     added = inputs / f"added-{time.time_ns()}.txt"
@@ -194,6 +240,10 @@ def measured_index(root: Path, env: dict[str, str], documents: int) -> dict[str,
         "wall_breakdown": breakdown,
         "step_seconds": step_seconds(timeline["steps"]),
         "step_peak_rss_mb": rss.peaks_by_step(timeline["steps"]),
+        "step_peak_pss_mb": rss.peaks_by_step(timeline["steps"], column=2),
+        "step_largest_hwm_mb": rss.peaks_by_step(timeline["steps"], column=3),
+        "peak_tree_rss_mb": rss.peak_mb(1),
+        "peak_tree_pss_mb": rss.peak_mb(2),
         "orchestration_s": round(orchestration, 2),
         "orchestration_share": round(orchestration / measured.wall_s, 3),
         "ms_per_document": {
@@ -243,6 +293,13 @@ def growth_exponents(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return growth
 
 
+def _step_cell(run: dict[str, Any], step: str) -> str:
+    figures = [
+        run.get(key, {}).get(step, "") for key in ("step_peak_rss_mb", "step_peak_pss_mb", "step_largest_hwm_mb")
+    ]
+    return f"{run['step_seconds'].get(step, '')} s / " + " / ".join(str(figure) for figure in figures)
+
+
 def render(results: dict[str, Any]) -> str:
     out = [
         header_block(
@@ -261,6 +318,8 @@ def render(results: dict[str, Any]) -> str:
             r["wall_s"],
             r["cpu_s"],
             r["peak_rss_mb"],
+            r.get("peak_tree_rss_mb", ""),
+            r.get("peak_tree_pss_mb", ""),
             r["duckdb_mb"],
             r["lancedb_mb"],
             r["wall_breakdown"]["steps_s"],
@@ -286,6 +345,8 @@ def render(results: dict[str, Any]) -> str:
                 "wall s",
                 "CPU s",
                 "peak RSS MB",
+                "peak tree RSS MB",
+                "peak tree PSS MB",
                 "DuckDB MB",
                 "LanceDB MB",
                 "steps s",
@@ -307,17 +368,11 @@ def render(results: dict[str, Any]) -> str:
         out += [
             "",
             markdown_table(
-                ["step: seconds / peak tree RSS MB", *(f"{r['kind']} {r['documents']}" for r in results["runs"])],
                 [
-                    [
-                        step,
-                        *(
-                            f"{r['step_seconds'].get(step, '')} s / {r['step_peak_rss_mb'].get(step, '')} MB"
-                            for r in results["runs"]
-                        ),
-                    ]
-                    for step in steps
+                    "step: seconds / peak tree RSS / tree PSS / largest VmHWM (MB)",
+                    *(f"{r['kind']} {r['documents']}" for r in results["runs"]),
                 ],
+                [[step, *(_step_cell(r, step) for r in results["runs"])] for step in steps],
             ),
         ]
     if results["growth"]:
@@ -348,6 +403,10 @@ def render(results: dict[str, Any]) -> str:
             ),
         ]
     return "\n".join(out)
+
+
+def _mode_label(mode: str | None) -> str:
+    return f", corpus steps: processes {mode}" if mode else ""
 
 
 def main() -> int:
@@ -393,6 +452,13 @@ def main() -> int:
         help="kept offline projects: add one document to each and index again (the corpus steps re-run)",
     )
     parser.add_argument(
+        "--corpus-processes",
+        nargs="*",
+        choices=["auto", "always", "never"],
+        default=[],
+        help="index.corpus_processes of the offline sizes and --add-document runs, each in turn (A/B in one run)",
+    )
+    parser.add_argument(
         "--results", type=results_name, default="scale.json", help="file name under bench/results/ ('-': print only)"
     )
     args = parser.parse_args()
@@ -407,17 +473,22 @@ def main() -> int:
         "runs": [],
     }
     try:
+        modes = args.corpus_processes or [None]
         for documents in args.sizes:
-            run = index_corpus(workdir / f"offline_{documents}", documents, offline_env())
-            results["runs"].append({"kind": "offline", **run})
-            print(
-                f"  offline {documents}: {run['wall_s']:.1f} s wall, {100 * run['orchestration_share']:.1f}% orchestration",
-                flush=True,
-            )
+            for mode in modes:
+                name = f"offline_{documents}" + (f"_{mode}" if mode else "")
+                run = index_corpus(workdir / name, documents, offline_env(), corpus_processes=mode)
+                results["runs"].append({"kind": "offline" + _mode_label(mode), **run})
+                print(
+                    f"  offline {documents}{_mode_label(mode)}: {run['wall_s']:.1f} s wall, "
+                    f"{100 * run['orchestration_share']:.1f}% orchestration",
+                    flush=True,
+                )
         for root in args.add_document:
-            run = add_one_document(root, offline_env())
-            results["runs"].append({"kind": "offline, one document added", **run})
-            print(f"  one document added to {root}: {run['wall_s']:.1f} s wall", flush=True)
+            for mode in modes:
+                run = add_one_document(root, offline_env(), mode)
+                results["runs"].append({"kind": "offline, one document added" + _mode_label(mode), **run})
+                print(f"  one document added to {root}{_mode_label(mode)}: {run['wall_s']:.1f} s wall", flush=True)
         for documents in args.jsonl:
             run = index_corpus(workdir / f"jsonl_{documents}", documents, offline_env(), jsonl=True)
             results["runs"].append({"kind": "offline jsonl", **run})

@@ -91,6 +91,20 @@ def test_the_allocator_leaves_a_setting_the_environment_gave() -> None:
     assert json.loads(done.stdout) == [M_MMAP_THRESHOLD, M_TRIM_THRESHOLD]
 
 
+def test_the_processes_index_starts_get_the_same_allocator_settings() -> None:
+    code = (
+        "import json, os; from graphrag_assets.cli.allocator import tune_allocator; tune_allocator(); "
+        "print(json.dumps({k: v for k, v in os.environ.items() if k.startswith('MALLOC_')}))"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=env, check=True)
+    assert json.loads(done.stdout) == {
+        "MALLOC_ARENA_MAX": "2",
+        "MALLOC_MMAP_THRESHOLD_": str(256 << 10),
+        "MALLOC_TRIM_THRESHOLD_": str(256 << 10),
+    }
+
+
 def test_importing_the_package_asks_both_jemallocs_to_purge_at_once_unless_the_user_chose() -> None:
     """polars and DuckDB each read their jemalloc's settings once, when first loaded: importing the
     package (which every entry point does first) sets them, and keeps what the user set."""

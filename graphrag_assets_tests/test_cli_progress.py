@@ -70,8 +70,13 @@ def test_the_summaries_count_moves_as_each_call_finishes() -> None:
 
 
 @pytest.mark.slow
-def test_index_without_a_terminal_prints_progress_and_v_prints_dagster_lines(tmp_path: Path) -> None:
+@pytest.mark.parametrize("corpus_processes", ["never", "always"])
+def test_index_without_a_terminal_prints_progress_and_v_prints_dagster_lines(
+    tmp_path: Path, corpus_processes: str
+) -> None:
     root = make_project(tmp_path / "project", with_sample=False)
+    with (root / "graphrag.yaml").open("a", encoding="utf-8") as settings:  # the corpus steps in this process or apart
+        settings.write(f"index:\n  corpus_processes: {corpus_processes}\n")
     sample = make_project(tmp_path / "sample") / "data" / "input"
     first, second = sorted(path for path in sample.iterdir() if path.is_file())[:2]
     shutil.copy(first, root / "data" / "input")
@@ -80,8 +85,10 @@ def test_index_without_a_terminal_prints_progress_and_v_prints_dagster_lines(tmp
     assert "ingest 0/1\n" in quiet.stderr and "ingest 1/1 done\n" in quiet.stderr
     assert "noun phrases 1/1 done" in quiet.stderr and "STEP_START" not in quiet.stderr
     assert "Warning" not in quiet.stderr, quiet.stderr  # e.g. Dagster's BetaWarning on backfill_policy
+    assert "communities 0/1\n" in quiet.stderr and "publish the build 1/1 done\n" in quiet.stderr
     shutil.copy(second, root / "data" / "input")
     verbose = run_index(root, "-v")
     assert verbose.returncode == 0, verbose.stderr
     assert "ingest 1/1 done" in verbose.stderr  # still there, as lines
     assert "STEP_START" in verbose.stderr and "dagster - DEBUG - document_job" in verbose.stderr
+    assert "publish the build 1/1 done" in verbose.stderr and "dagster - DEBUG - corpus_job" in verbose.stderr

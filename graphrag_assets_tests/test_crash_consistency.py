@@ -86,10 +86,14 @@ def uninterrupted_calls(standard_index: Path, tmp_path_factory: pytest.TempPathF
         server.stop()
 
 
-@pytest.fixture
-def slow_project(standard_index: Path, openai_server_factory, tmp_path: Path):
+@pytest.fixture(params=["never", "always"], ids=["in-process", "step-processes"])
+def slow_project(standard_index: Path, openai_server_factory, tmp_path: Path, request: pytest.FixtureRequest):
+    """The project, its corpus steps in the ``index`` process or each in its own (``index.corpus_processes``)."""
     server = openai_server_factory(responder=RESPONDER, latency_ms=LATENCY_MS)
-    return _copy_without_corpus_answers(standard_index, tmp_path / "project", server.base_url), server
+    root = _copy_without_corpus_answers(standard_index, tmp_path / "project", server.base_url)
+    with (root / "graphrag.yaml").open("a", encoding="utf-8") as settings:
+        settings.write(f"index:\n  corpus_processes: {request.param}\n")
+    return root, server
 
 
 def _interrupt_at(root: Path, server, stage: str, sig: signal.Signals) -> None:
@@ -112,12 +116,45 @@ def _interrupt_at(root: Path, server, stage: str, sig: signal.Signals) -> None:
             assert process.poll() is None, f"index ended (exit {process.returncode}) before the {stage} stage"
             assert time.monotonic() < deadline, f"the {stage} stage did not start within {STAGE_SEEN_TIMEOUT} s"
             time.sleep(0.02)
+        tree = _descendants(process.pid)  # the corpus steps' own processes among them, when they run apart
         os.killpg(process.pid, sig)
         process.wait(timeout=60)
+        _wait_until_ended(tree)  # a step process in its own group ends once it sees index gone
     finally:
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
+
+
+def _descendants(pid: int) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            parent = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(parent, []).append(int(stat.parent.name))
+    found, todo = [], list(children.get(pid, []))
+    while todo:
+        found.append(todo.pop())
+        todo.extend(children.get(found[-1], []))
+    return found
+
+
+def _wait_until_ended(pids: list[int], timeout: float = 10.0) -> None:
+    def alive(pid: int) -> bool:  # a zombie leader's other threads may still be closing its files
+        try:
+            status = Path(f"/proc/{pid}/status").read_text()
+        except OSError:
+            return False
+        return "State:\tZ" not in status or "Threads:\t1\n" not in status
+
+    deadline = time.monotonic() + timeout
+    while any(alive(pid) for pid in pids):
+        assert time.monotonic() < deadline, (
+            f"processes of the interrupted index still run: {[p for p in pids if alive(p)]}"
+        )
+        time.sleep(0.02)
 
 
 def _published(root: Path) -> dict[str, pl.DataFrame]:

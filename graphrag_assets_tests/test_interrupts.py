@@ -17,6 +17,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from graphrag_assets.cli.output import render_status
 from graphrag_assets.core.settings import load_settings
 from graphrag_assets.pipeline.partitions import DOCUMENTS_JOB
@@ -94,11 +96,14 @@ def test_ctrl_c_in_a_document_run_stops_there(openai_server_factory, tmp_path: P
     assert "updating the corpus-wide graph" in finished.stderr
 
 
+@pytest.mark.parametrize("corpus_processes", ["never", "always"])
 def test_ctrl_c_in_the_corpus_run_stops_there_and_status_says_so_once(
-    standard_index: Path, openai_server_factory, tmp_path: Path
+    standard_index: Path, openai_server_factory, tmp_path: Path, corpus_processes: str
 ) -> None:
     server = openai_server_factory(responder=RESPONDER, latency_ms=LATENCY_MS)
     root = _copy_without_corpus_answers(standard_index, tmp_path / "project", server.base_url)
+    with (root / "graphrag.yaml").open("a", encoding="utf-8") as settings:  # the corpus steps in this process or apart
+        settings.write(f"index:\n  corpus_processes: {corpus_processes}\n")
     runs_before = len(_runs(root))
     code, output = _ctrl_c_once(root, server, "summaries", "--full")
     _assert_one_clean_sentence(code, output)

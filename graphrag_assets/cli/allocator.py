@@ -37,7 +37,8 @@ SETTINGS = {  # parameter: (value, the environment variable that sets it at star
 
 def tune_allocator() -> list[int]:
     """Apply ``SETTINGS`` where the C library has ``mallopt`` and the user set nothing; returns the
-    parameters applied."""
+    parameters applied. Each is also put in the environment, where glibc reads it when a process
+    starts: the processes ``index`` starts (the corpus steps' own, the workers') get the same."""
     try:
         mallopt = ctypes.CDLL(None).mallopt  # the C library this process runs on
     except (OSError, AttributeError):  # no mallopt (macOS): nothing to tune
@@ -47,4 +48,5 @@ def tune_allocator() -> list[int]:
     for parameter, (value, variable) in SETTINGS.items():
         if variable not in os.environ and mallopt(parameter, value) == 1:
             applied.append(parameter)
+            os.environ[variable] = str(value)
     return applied

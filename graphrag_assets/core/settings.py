@@ -430,6 +430,18 @@ class WorkerSettings(_Section):
         return self
 
 
+class IndexSettings(_Section):
+    """How ``index`` runs the corpus job (docs/SCALING.md).
+
+    ``corpus_processes``: each corpus step (graph, communities, reports, embeddings, manifest) in a
+    process of its own, so a step's peak memory is its own and not what the steps before it left
+    in the process (allocators keep freed memory); ``auto`` does so for a big corpus only, where
+    the few seconds of starting the processes are small beside the steps.
+    """
+
+    corpus_processes: Literal["auto", "always", "never"] = "auto"
+
+
 class Settings(_Section):
     """Validated project settings. Paths are relative to ``root``."""
 
@@ -451,6 +463,7 @@ class Settings(_Section):
     serve: ServeSettings = Field(default_factory=ServeSettings)
     partitions: PartitionSettings = Field(default_factory=PartitionSettings)
     workers: WorkerSettings = Field(default_factory=WorkerSettings)
+    index: IndexSettings = Field(default_factory=IndexSettings)
 
     @property
     def resolved_method(self) -> Method:

@@ -11,7 +11,14 @@ import os
 from pathlib import Path
 from typing import Any
 
-from dagster import AssetSelection, Definitions, InMemoryIOManager, define_asset_job, in_process_executor
+from dagster import (
+    AssetSelection,
+    Definitions,
+    ExecutorDefinition,
+    InMemoryIOManager,
+    define_asset_job,
+    in_process_executor,
+)
 
 from graphrag_assets.core.settings import load_settings
 from graphrag_assets.pipeline.assets.communities import communities
@@ -40,8 +47,14 @@ CORPUS_ASSETS = AssetSelection.assets(
 )
 
 
-def build_definitions(root: str | Path, overrides: dict[str, Any] | None = None) -> Definitions:
-    """Definitions for the project at ``root``; ``overrides`` (e.g. CLI flags) apply on top of graphrag.yaml."""
+def build_definitions(
+    root: str | Path, overrides: dict[str, Any] | None = None, corpus_executor: ExecutorDefinition | None = None
+) -> Definitions:
+    """Definitions for the project at ``root``; ``overrides`` (e.g. CLI flags) apply on top of graphrag.yaml.
+
+    ``corpus_executor``: runs the corpus job's steps (default: in the process that runs the job;
+    ``index`` gives big corpora a process per step, :mod:`graphrag_assets.pipeline.corpus_processes`).
+    """
     settings = load_settings(root, overrides=overrides)
     document_job = define_asset_job(
         DOCUMENTS_JOB,
@@ -53,6 +66,7 @@ def build_definitions(root: str | Path, overrides: dict[str, Any] | None = None)
     corpus_job = define_asset_job(
         CORPUS_JOB,
         selection=CORPUS_ASSETS | AssetSelection.assets(*publishing),
+        executor_def=corpus_executor,
         description="Corpus-wide assets: entity graph, communities, reports and their embeddings, rebuilt from all documents "
         "and published together by corpus_manifest (and to storage.shared_url by shared_build).",
     )

@@ -6,7 +6,8 @@
 3. run the per-document job: one range run for all new documents, one range run per contiguous
    group of changed documents;
 4. run the corpus job (entities onwards) when anything changed or the corpus graph is stale —
-   unless a document run failed, so the graph is never built from half-updated documents.
+   unless a document run failed, so the graph is never built from half-updated documents; on a
+   big corpus each of its steps runs in a process of its own (:mod:`.corpus_processes`).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from graphrag_assets.index.changes import ChangeSet
 from graphrag_assets.index.partition_plan import PartitionPlan, plan_partitions
 from graphrag_assets.llm.usage import create_model_tables, report_outcomes, usage_by_purpose
 from graphrag_assets.pipeline.assets.communities import RECLUSTER_TAG
+from graphrag_assets.pipeline.corpus_processes import run_corpus_job, wants_processes
 from graphrag_assets.pipeline.definitions import build_definitions
 from graphrag_assets.pipeline.partitions import (
     CORPUS_JOB,
@@ -172,7 +174,10 @@ def _index(
     elif changes.any or options.force_corpus or options.recluster or _corpus_stale(settings, plan, document_runs):
         announce("updating the corpus-wide graph" + (" (clustering from scratch)" if options.recluster else ""))
         tags = {RECLUSTER_TAG: "true"} if options.recluster else None
-        report.runs.append(run_job(defs, instance, CORPUS_JOB, tags=tags).as_dict())
+        separate = wants_processes(
+            settings, len(changes.paths), lambda: graph_sizes(settings.database_path)["relationships"]
+        )
+        report.runs.append(run_corpus_job(settings, instance, defs, options.overrides, tags, separate).as_dict())
     return report
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
 import signal
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -32,6 +33,7 @@ from graphrag_assets.storage.database import let_go
 
 # our errors' class names: their message is the sentence for the user, whatever they were raised from
 USER_ERRORS = frozenset(cls.__name__ for cls in (UserError, ConfigError, LLMError))
+CHILD_CRASH = "ChildProcessCrashException"  # Dagster's error for a step whose own process died
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +50,11 @@ def dagster_console_logs(level: str = "DEBUG") -> Iterator[None]:
         yield
     finally:
         _console_log_level = previous
+
+
+def console_log_level() -> str:
+    """The level Dagster's console logger prints at in runs started now (``index -v``: DEBUG)."""
+    return _console_log_level
 
 
 @dataclass
@@ -74,12 +81,30 @@ def _first_error(result) -> str | None:
     for event in result.all_events:
         if event.is_step_failure and event.event_specific_data is not None:
             error = getattr(event.event_specific_data, "error", None)
+            if error is not None and error.cls_name == CHILD_CRASH:
+                return _crash_sentence(result, event.step_key)
             while error is not None and error.cause is not None and error.cls_name not in USER_ERRORS:
                 error = error.cause
             if error is not None:
                 lines = [line for line in (error.message or "").strip().splitlines() if line.strip()]
                 return _without_class_name(lines[0], error.cls_name) if lines else error.cls_name
     return None
+
+
+def _crash_sentence(result, step_key: str | None) -> str:
+    """Why a step's own process ended before its step did, from the executor's note of its exit."""
+    how = "ended"
+    for event in result.all_events:
+        if event.step_key == step_key and event.is_engine_event and event.message:
+            killed = re.search(r"terminated by signal \d+ \((\w+)\)", event.message)
+            code = re.search(r"exit(?:ed)? (?:with )?code (-?\d+)", event.message)
+            if killed:
+                how = f"was killed ({killed.group(1)}" + (
+                    ", perhaps for lack of memory)" if killed.group(1) == "SIGKILL" else ")"
+                )
+            elif code:
+                how = f"exited with code {code.group(1)}"
+    return f"the process of step {step_key} {how} before the step finished; run 'graphrag-assets index' again."
 
 
 def _without_class_name(line: str, cls_name: str | None) -> str:
@@ -149,7 +174,8 @@ def run_reconstructable_job(
     instance: DagsterInstance,
     job_name: str,
     partition_keys: Sequence[str],
-    console_log_level: str = "CRITICAL",
+    console_log_level: str = QUIET_CONSOLE_LEVEL,
+    tags: dict[str, str] | None = None,
 ) -> RunOutcome:
     """Execute a job whose steps run in other processes (a multiprocess or distributed executor).
 
@@ -158,7 +184,7 @@ def run_reconstructable_job(
     goes through the project's instance, and this process waits for it to end.
     """
     keys = list(partition_keys)
-    _, run_tags = _run_tags(keys, None)
+    _, run_tags = _run_tags(keys, tags)
     if len(keys) == 1:  # a range of one: the run needs no partition-specific config
         run_tags[ASSET_PARTITION_RANGE_START_TAG] = run_tags[ASSET_PARTITION_RANGE_END_TAG] = keys[0]
     run_config = {"loggers": {"console": {"config": {"log_level": console_log_level}}}}
