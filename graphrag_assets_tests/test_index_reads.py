@@ -16,7 +16,7 @@ import pytest
 from graphrag_assets.core.buckets import is_bucket_key
 from graphrag_assets.core.settings import load_settings
 from graphrag_assets.index import changes, input_files
-from graphrag_assets.pipeline import indexing
+from graphrag_assets.pipeline import corpus_processes, indexing
 from graphrag_assets.pipeline.idle_check import plan_index
 from graphrag_assets.project import state
 from graphrag_assets.project.index_run import IndexOptions, IndexReport
@@ -55,6 +55,7 @@ class Reads:
         monkeypatch.setattr(input_files, "scan_input_files", scan)
         monkeypatch.setattr(state, "read_table", read)
         monkeypatch.setattr(indexing, "run_job", run)
+        monkeypatch.setattr(corpus_processes, "run_job", run)  # the corpus job, run in-process for a small corpus
 
     def scans(self) -> int:
         return self.log.count("scan")
