@@ -12,6 +12,7 @@ import duckdb
 import numpy as np
 import pytest
 
+from graphrag_assets.core.ownership import DOCUMENT, cache_owner
 from graphrag_assets.llm.cache import (
     CHAT_TABLE,
     EMBEDDING_TABLE,
@@ -22,6 +23,7 @@ from graphrag_assets.llm.cache import (
     chat_cache_key,
     embedding_cache_key,
 )
+from graphrag_assets.storage.table_names import CACHE_OWNERS as OWNERS_TABLE
 
 
 def key_for(text: str, **overrides: object) -> str:
@@ -274,3 +276,55 @@ def test_a_failed_write_keeps_the_rows_for_the_next_attempt(tmp_path: Path, capl
     assert cache.stats.rows_written == 1
     with duckdb.connect(str(blocker / "db.duckdb")) as conn:
         assert conn.execute(f"select count(*) from {CHAT_TABLE}").fetchone() == (1,)
+
+
+def test_an_answer_cached_meanwhile_by_another_process_is_replaced_and_owned_once(tmp_path: Path):
+    """A miss's answer is written without looking for an older row of its key (the fast write);
+    when another writer cached the same key in between, the write still ends with one row, the
+    newer answer, and each ownership once."""
+    db = tmp_path / "db.duckdb"
+    first, second = LLMCache(db), LLMCache(db)
+
+    async def answer(cache: LLMCache, text: str, owner: str) -> None:
+        with cache_owner(DOCUMENT, owner):
+            assert await cache.get_chat("k") is None  # both read the keys before either wrote
+            cache.put_chat("k", model="m", purpose="p", text=text, prompt_tokens=1, completion_tokens=1)
+            cache.note_use(CHAT_TABLE, ["k"])
+            cache.note_use(CHAT_TABLE, ["k"])
+
+    asyncio.run(answer(first, "old", "a.txt"))
+    asyncio.run(answer(second, "new", "a.txt"))
+    first.close()
+    second.close()
+    assert second.stats.write_failures == 0
+    with duckdb.connect(str(db)) as conn:
+        assert conn.execute(f"select response from {CHAT_TABLE}").fetchall() == [('{"text": "new"}',)]
+        assert conn.execute(f"select key, scope, owner from {OWNERS_TABLE}").fetchall() == [("k", DOCUMENT, "a.txt")]
+
+
+def test_answers_to_misses_and_hits_written_together_are_each_owned_once(tmp_path: Path):
+    db = tmp_path / "db.duckdb"
+    seed = LLMCache(db)
+    with cache_owner(DOCUMENT, "a.txt"):
+        seed.put_chat("old", model="m", purpose="p", text="x", prompt_tokens=1, completion_tokens=1)
+        seed.note_use(CHAT_TABLE, ["old"])
+    seed.close()
+    cache = LLMCache(db)
+
+    async def mixed() -> None:
+        with cache_owner(DOCUMENT, "a.txt"):
+            assert await cache.get_chat("old") is not None
+            cache.note_use(CHAT_TABLE, ["old"])  # a hit, already owned by a.txt
+            assert await cache.get_chat("fresh") is None
+            cache.put_chat("fresh", model="m", purpose="p", text="y", prompt_tokens=1, completion_tokens=1)
+            cache.note_use(CHAT_TABLE, ["fresh"])
+            await cache.commit()
+
+    asyncio.run(mixed())
+    cache.close()
+    with duckdb.connect(str(db)) as conn:
+        assert sorted(conn.execute(f"select key, owner from {OWNERS_TABLE}").fetchall()) == [
+            ("fresh", "a.txt"),
+            ("old", "a.txt"),
+        ]
+        assert conn.execute(f"select count(*) from {CHAT_TABLE}").fetchone() == (2,)

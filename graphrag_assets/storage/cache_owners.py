@@ -55,13 +55,20 @@ _COLUMNS = ("key", "cache_table", "scope", "owner")
 
 
 def add_owners(
-    conn, rows: Iterable[tuple[str, str, str, str]], *, only_cached: bool = False, create: bool = True
+    conn,
+    rows: Iterable[tuple[str, str, str, str]],
+    *,
+    only_cached: bool = False,
+    create: bool = True,
+    fresh: bool = False,
 ) -> int:
     """Record (key, cache table, scope, owner) rows on an open connection; returns distinct rows given.
 
     ``only_cached`` keeps only keys that have a cache row (for ownership recorded after the fact,
     where a key may never have been cached: an embedder without a cache, say). ``create=False``:
     the caller knows the table exists (the cache's writer, after its first write of owners).
+    ``fresh``: the caller knows no row holds these keys yet (answers cached in the same
+    transaction), so none is looked for.
 
     The rows go to DuckDB as one list parameter per column: this runs on the cache's writer thread
     after nearly every model answer, where a polars frame (and its thread pool) cost several times
@@ -83,6 +90,9 @@ def add_owners(
     else:
         source = "select * from _owners"
     owners = ", ".join(f"unnest(${i}::VARCHAR[]) as {name}" for i, name in enumerate(_COLUMNS, start=1))
+    if fresh and not only_cached:
+        conn.execute(f"insert into {OWNERS_TABLE} by name select {owners}", [list(column) for column in zip(*unique)])
+        return len(unique)
     conn.execute(
         f"insert into {OWNERS_TABLE} by name (with _owners as (select {owners}) {source} "
         f"except select key, cache_table, scope, owner from {OWNERS_TABLE} where key in (select key from _owners))",

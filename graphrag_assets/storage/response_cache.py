@@ -16,11 +16,12 @@ process that writes to it (:func:`store_vectors_as_bytes`); until then its rows 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import polars as pl
 
 from graphrag_assets.core.float32 import to_le_bytes
@@ -86,11 +87,19 @@ class EmbeddingRow:
 
 @dataclass
 class CacheBatch:
-    """Rows to write in one transaction: answers, vectors and (key, table, scope, owner) ownerships."""
+    """Rows to write in one transaction: answers, vectors and (key, table, scope, owner) ownerships.
+
+    ``new_keys``: keys the writer believes no cache row and no ownership has yet (answers to calls
+    that missed). Their rows are inserted without first deleting rows of the same key, and their
+    ownerships without first looking for the same ownership: two statements of the four a write
+    of fresh answers needs, which the model calls wait for (see ``llm/cache.py``). A wrong belief
+    (another process cached the same key meanwhile) costs a retry of the whole batch the slow way.
+    """
 
     chat: Sequence[ChatRow] = ()
     embeddings: Sequence[EmbeddingRow] = ()
     owners: Iterable[tuple[str, str, str, str]] = ()
+    new_keys: frozenset[str] = frozenset()
 
 
 def create_cache_tables(conn: Any) -> None:
@@ -131,38 +140,59 @@ def write_batch(path: Path, batch: CacheBatch, *, create: bool, create_owners: b
         if create:
             create_cache_tables(conn)
             store_vectors_as_bytes(conn)
-        with transaction(conn):
-            chat = list(batch.chat)
-            if chat:
-                _replace_rows(
-                    conn,
-                    CHAT_CACHE,
-                    [r.key for r in chat],
-                    _INSERT_CHAT_ROWS,
-                    [
-                        [r.model for r in chat],
-                        [r.purpose for r in chat],
-                        [r.response for r in chat],
-                        [r.prompt_tokens for r in chat],
-                        [r.completion_tokens for r in chat],
-                        [r.created_at for r in chat],
-                    ],
-                )
-            embeddings = list(batch.embeddings)
-            if embeddings:
-                _replace_rows(
-                    conn,
-                    EMBEDDING_CACHE,
-                    [r.key for r in embeddings],
-                    INSERT_EMBEDDING_ROWS,
-                    [[r.model for r in embeddings], [to_le_bytes(r.vector) for r in embeddings]],
-                )
-            return bool(add_owners(conn, batch.owners, create=create_owners))
+        if batch.new_keys:
+            try:
+                return _write_rows(conn, batch, create_owners)
+            except duckdb.ConstraintException:  # a "new" key was cached meanwhile: replace, as below
+                pass
+        return _write_rows(conn, replace(batch, new_keys=frozenset()), create_owners)
 
 
-def _replace_rows(conn: Any, table: str, keys: list[str], insert: str, columns: list[list[Any]]) -> None:
-    conn.execute(f"delete from {table} where key in (select unnest(?::VARCHAR[]))", [keys])
-    conn.execute(insert, [keys, *columns])
+def _write_rows(conn: Any, batch: CacheBatch, create_owners: bool) -> bool:
+    new = batch.new_keys
+    with transaction(conn):
+        chat = list(batch.chat)
+        if chat:
+            _replace_rows(
+                conn,
+                CHAT_CACHE,
+                chat,
+                new,
+                _INSERT_CHAT_ROWS,
+                lambda rows: [
+                    [r.model for r in rows],
+                    [r.purpose for r in rows],
+                    [r.response for r in rows],
+                    [r.prompt_tokens for r in rows],
+                    [r.completion_tokens for r in rows],
+                    [r.created_at for r in rows],
+                ],
+            )
+        embeddings = list(batch.embeddings)
+        if embeddings:
+            _replace_rows(
+                conn,
+                EMBEDDING_CACHE,
+                embeddings,
+                new,
+                INSERT_EMBEDDING_ROWS,
+                lambda rows: [[r.model for r in rows], [to_le_bytes(r.vector) for r in rows]],
+            )
+        owners = list(batch.owners)
+        fresh = [row for row in owners if row[0] in new]
+        known = [row for row in owners if row[0] not in new]
+        added = add_owners(conn, fresh, create=create_owners, fresh=True)
+        return bool(added + add_owners(conn, known, create=create_owners and not added))
+
+
+def _replace_rows(
+    conn: Any, table: str, rows: list[Any], new: frozenset[str], insert: str, columns: Callable[[list[Any]], list[Any]]
+) -> None:
+    """Insert ``rows`` (dataclasses with a ``key``), deleting rows of the same keys first unless new."""
+    old = [r.key for r in rows if r.key not in new]
+    if old:
+        conn.execute(f"delete from {table} where key in (select unnest(?::VARCHAR[]))", [old])
+    conn.execute(insert, [[r.key for r in rows], *columns(rows)])
 
 
 def empty_cache(path: Path) -> int:
