@@ -2,14 +2,23 @@
 
 from __future__ import annotations
 
+import inspect
 import json
+import random
 import re
 
 import polars as pl
 
 from graphrag_assets.core.ids import entity_id, relationship_id, short_id, stable_uuid
 from graphrag_assets.core.schemas import COMMUNITY_REPORTS
-from graphrag_assets.index.extractive_reports import extractive_reports, rating
+from graphrag_assets.index.extractive_reports import (
+    LONG_SENTENCE_CHARS,
+    _Findings,
+    _Sentence,
+    _unit_sentences,
+    extractive_reports,
+    rating,
+)
 
 U1 = "11111111-aaaa-4aaa-8aaa-aaaaaaaaaaaa"
 U2 = "22222222-bbbb-4bbb-8bbb-bbbbbbbbbbbb"
@@ -202,3 +211,54 @@ def test_links_count_distinct_ids_that_relationships_hold() -> None:
     # without relationships to check against, every distinct id counts
     summary = extractive_reports(extra, ENTITIES, RELATIONSHIPS.clear(), TEXT_UNITS)["summary"][0]
     assert "linked by 5 co-occurrence relationships" in summary
+
+
+def test_a_community_keeps_the_best_sentences_of_distinct_text_as_sorting_them_all_would() -> None:
+    """The findings are chosen as the sentences stream past (a community keeps its best few, not
+    every sentence of its units): the same as sorting every sentence and skipping repeated texts."""
+    rng = random.Random(7)
+    titles = ["A", "B", "C", "D"]
+    degree = {"A": 4, "B": 1, "C": 0}
+    for _ in range(200):
+        sentences = [
+            _Sentence(
+                "u",
+                rng.randrange(5),
+                index,
+                rng.choice(["one", "two", "three", "four", "x" * (LONG_SENTENCE_CHARS + 1)]),
+                frozenset(rng.sample(titles, rng.randrange(1, 3))),
+                frozenset(),
+                frozenset(),
+            )
+            for index in range(rng.randrange(12))
+        ]
+        limit = rng.randrange(1, 4)
+        findings = _Findings(degree, limit)
+        for sentence in sentences:
+            findings.offer(sentence)
+        ranked = sorted(
+            (
+                (
+                    len(s.text) > LONG_SENTENCE_CHARS,
+                    -sum(1 + degree[t] for t in s.mentions & degree.keys()),
+                    s.position,
+                    s.index,
+                ),
+                s,
+            )
+            for s in sentences
+            if s.mentions & degree.keys()
+        )
+        expected, seen = [], set()
+        for _, sentence in ranked:
+            if sentence.text not in seen and len(expected) < limit:
+                seen.add(sentence.text)
+                expected.append(sentence)
+        assert findings.best() == expected
+
+
+def test_sentences_are_made_one_unit_at_a_time_not_held_for_the_whole_corpus() -> None:
+    entities = pl.DataFrame({"title": ["SCROOGE"], "text_unit_ids": [[U1, U2]]})
+    sentences = _unit_sentences({U1, U2}, entities, TEXT_UNITS)
+    assert inspect.isgenerator(sentences)
+    assert [(s.unit_id, s.index) for s in sentences] == [(U1, 1), (U2, 0), (U2, 1)]

@@ -1,0 +1,52 @@
+"""Peak RSS of the extractive (offline) community_reports step's phases, in this process.
+
+    python bench/profile_reports_step.py PROJECT_ROOT
+
+Reads the project's published ``entities``, ``text_units`` and ``communities`` as the step does
+(read only: nothing is written), counts the internal links, then makes the reports; prints each
+phase's peak resident memory (sampled every 20 ms), its seconds and the load average. Cheaper than
+a whole ``bench_scale`` run for finding what holds the reports step's memory (issue 35).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from profile_graph_step import Phases  # noqa: E402
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("root", type=Path)
+    args = parser.parse_args()
+    print(f"load average at start: {os.getloadavg()}")
+    print("| phase | peak RSS MB | RSS after MB | seconds |\n|---|---|---|---|")
+    phases = Phases()
+    from graphrag_assets.core.settings import load_settings
+    from graphrag_assets.index.extractive_reports import extractive_reports
+    from graphrag_assets.storage.corpus import internal_link_counts, read_staged_without
+    from graphrag_assets.storage.tables import read_table
+
+    database = load_settings(args.root).database_path
+    phases.done("imports")
+    entities = read_table(database, "entities")
+    phases.done(f"entities ({entities.height} rows, {entities.estimated_size('mb'):.0f} MB)")
+    text_units = read_table(database, "text_units")
+    units = text_units.sort("document_key", "chunk_index").select("id", "text")
+    phases.done(f"text units ({units.height} rows, {text_units.estimated_size('mb'):.0f} MB whole)")
+    communities = read_staged_without(database, "communities", ["relationship_ids"])
+    phases.done(f"communities ({communities.height} rows, {communities.estimated_size('mb'):.0f} MB)")
+    links = internal_link_counts(database)
+    phases.done("internal link counts")
+    reports = extractive_reports(communities, entities, entities.clear(), units, internal_links=links)
+    phases.done(f"extractive reports ({reports.height})")
+    print(f"load average at end: {os.getloadavg()}")
+
+
+if __name__ == "__main__":
+    main()
