@@ -14,6 +14,8 @@ import polars as pl
 
 from graphrag_assets.index.input_files import file_hash, scan_input_files
 
+_UNRECORDED = object()  # a state table from before settings fingerprints: no settings change is seen
+
 
 @dataclass
 class ChangeSet:
@@ -51,9 +53,26 @@ def detect_changes(
     with a successful ingestion (a registered but never-ingested partition counts as new work).
     A document ingested with other settings (``fingerprint`` differs) counts as changed.
     """
-    state: dict[str, dict] = {}
+    # (size, mtime_ns, content hash, settings fingerprint) by document, read from the columns at
+    # once: a dict per row cost 0.55 s at 100,000 documents, which `status` and `index` pay each time.
+    state: dict[str, tuple] = {}
     if stored is not None and not stored.is_empty():
-        state = {row["document_key"]: row for row in stored.iter_rows(named=True)}
+        fingerprints = (
+            stored["settings_fingerprint"].to_list()
+            if "settings_fingerprint" in stored.columns
+            else [_UNRECORDED] * stored.height
+        )
+        state = dict(
+            zip(
+                stored["document_key"].to_list(),
+                zip(
+                    stored["size"].to_list(),
+                    stored["mtime_ns"].to_list(),
+                    stored["content_hash"].to_list(),
+                    fingerprints,
+                ),
+            )
+        )
     changes = ChangeSet()
     on_disk: set[str] = set()
     scan = scan_input_files(input_dir, file_types)
@@ -62,27 +81,26 @@ def detect_changes(
         on_disk.add(found.key)
         changes.paths[found.key] = found.path
         previous = state.get(found.key)
-        full = input_dir / found.path
-        try:
-            stat = full.stat()
-        except OSError:
-            continue
         if found.key not in registered_keys:
             changes.new.append(found.key)
             continue
         if previous is None or (materialized_keys is not None and found.key not in materialized_keys):
             changes.changed.append(found.key)  # registered but never ingested successfully
             continue
-        if fingerprint is not None and previous.get("settings_fingerprint", fingerprint) != fingerprint:
+        size, mtime_ns, content_hash, stored_fingerprint = previous
+        if fingerprint is not None and stored_fingerprint is not _UNRECORDED and stored_fingerprint != fingerprint:
             changes.changed.append(found.key)
             changes.reconfigured.append(found.key)
             continue
-        if previous["size"] == stat.st_size and previous["mtime_ns"] == stat.st_mtime_ns:
+        if size == found.size and mtime_ns == found.mtime_ns:
             changes.unchanged.append(found.key)
             continue
-        digest = file_hash(full)
+        try:
+            digest = file_hash(input_dir / found.path)
+        except FileNotFoundError:
+            continue  # gone since the scan
         changes.hashes[found.key] = digest
-        (changes.unchanged if digest == previous["content_hash"] else changes.changed).append(found.key)
+        (changes.unchanged if digest == content_hash else changes.changed).append(found.key)
     for key in sorted(registered_keys | set(state)):
         if key not in on_disk:
             changes.deleted.append(key)

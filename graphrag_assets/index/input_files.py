@@ -37,7 +37,7 @@ class InputFile:
     path: str  # relative to the input folder, with forward slashes
     key: str  # partition key
     size: int
-    mtime: float
+    mtime_ns: int  # as stored in source_files, so a change check needs no second stat
 
 
 class NotARegularFile(OSError):
@@ -124,7 +124,8 @@ def scan_input_files(input_dir: Path, file_types: list[str]) -> InputScan:
         return scan
     wanted = {t.lower() for t in file_types}
     visited = {input_dir.resolve()}
-    for dirpath, dirnames, filenames in os.walk(input_dir, followlinks=True):
+    root = os.fspath(input_dir)
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=True):
         here = Path(dirpath)
         keep = []
         for name in sorted(d for d in dirnames if not d.startswith(".")):
@@ -140,20 +141,24 @@ def scan_input_files(input_dir: Path, file_types: list[str]) -> InputScan:
             visited.add(target)
             keep.append(name)
         dirnames[:] = keep
+        # Strings, not Path objects, for each file: at 100,000 files pathlib's parsing was most
+        # of the scan (10.7 of 16.8 s of a profiled `status`), which index and status pay each time.
+        folder = here.relative_to(input_dir).as_posix()
+        prefix = "" if folder == "." else folder + "/"
         for name in filenames:
-            if name.startswith(".") or Path(name).suffix.lower() not in wanted:
+            if name.startswith(".") or os.path.splitext(name)[1].lower() not in wanted:
                 continue
-            full = here / name
-            relative = full.relative_to(input_dir).as_posix()
+            full = os.path.join(dirpath, name)
+            relative = prefix + name
             if escaped_name(name) is not None:
                 scan.passed_over.append(_not_utf8(relative, "file"))
                 continue
             try:
-                stat = full.stat()
+                stat = os.stat(full)
             except OSError as exc:
                 reason = (
                     "a link to a file that does not exist"
-                    if full.is_symlink()
+                    if os.path.islink(full)
                     else f"it cannot be read ({exc.strerror})"
                 )
                 scan.passed_over.append(f"{relative}: skipped, {reason}")
@@ -161,7 +166,7 @@ def scan_input_files(input_dir: Path, file_types: list[str]) -> InputScan:
             if not stat_kind.S_ISREG(stat.st_mode):
                 scan.passed_over.append(f"{relative}: skipped, it is {kind_of(stat.st_mode)}, not a regular file")
                 continue
-            scan.files.append(InputFile(relative, partition_key_for(relative), stat.st_size, stat.st_mtime))
+            scan.files.append(InputFile(relative, partition_key_for(relative), stat.st_size, stat.st_mtime_ns))
     scan.files.sort(key=lambda f: f.path)
     return scan
 

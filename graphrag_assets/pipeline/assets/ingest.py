@@ -197,7 +197,7 @@ def planned_file(settings: Settings, key: str, path: str | None) -> InputFile | 
         stat = (settings.input_dir / path).stat()
     except OSError:
         return None
-    return InputFile(path, key, stat.st_size, stat.st_mtime)
+    return InputFile(path, key, stat.st_size, stat.st_mtime_ns)
 
 
 def _describe_source(rows: pl.DataFrame, bucketed: bool) -> dict:
