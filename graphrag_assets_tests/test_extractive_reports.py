@@ -11,6 +11,7 @@ import polars as pl
 
 from graphrag_assets.core.ids import entity_id, relationship_id, short_id, stable_uuid
 from graphrag_assets.core.schemas import COMMUNITY_REPORTS
+from graphrag_assets.core.sentences import prepare_text, sentences_with_words, tokenize
 from graphrag_assets.index.extractive_reports import (
     LONG_SENTENCE_CHARS,
     _Findings,
@@ -262,3 +263,21 @@ def test_sentences_are_made_one_unit_at_a_time_not_held_for_the_whole_corpus() -
     sentences = _unit_sentences({U1, U2}, entities, TEXT_UNITS)
     assert inspect.isgenerator(sentences)
     assert [(s.unit_id, s.index) for s in sentences] == [(U1, 1), (U2, 0), (U2, 1)]
+
+
+def test_a_sentences_words_from_its_units_tokenisation_are_those_of_the_sentence_alone() -> None:
+    """The reports read each sentence's words from its unit's tokenisation instead of tokenising
+    the sentence again; the words and their sentence-initial marks must be the same."""
+    text = (
+        "Mr. Scrooge met J. R. Marley at 10:30 on the U.S.A. stage. 'Why?' said Bob. \"Hello,\" she "
+        'said."Next" came Fred\'s turn: he paid 2,500 pounds to Dr. Topper. Look at www.example.com now!\n'
+        "A line\nthat goes on... and on. Ghost of Christmas Past — the first spirit — spoke.\n\n"
+        "THE END OF IT. the last words were lower case; Then TINY TIM said it."
+    )
+    checked = 0
+    for sentence, _, words in sentences_with_words(text):
+        if any(ch.islower() for ch in sentence):
+            alone = [(t.text, t.initial) for t in tokenize(prepare_text(sentence)) if t.kind == "word"]
+            assert [(w.text, w.initial) for w in words] == alone, sentence
+            checked += 1
+    assert checked >= 8

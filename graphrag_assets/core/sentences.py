@@ -150,7 +150,17 @@ def split_sentences(text: str) -> list[str]:
 
 def sentences_with_keys(text: str) -> list[tuple[str, str]]:
     """:func:`split_sentences` paired with each sentence's :func:`mention_key` (one tokenisation)."""
-    return [(sentence, key) for _, _, sentence, key in _sentence_bounds(prepare_text(text))]
+    return [(sentence, key) for _, _, sentence, key, _ in _sentence_bounds(prepare_text(text))]
+
+
+def sentences_with_words(text: str) -> list[tuple[str, str, list[Token]]]:
+    """:func:`sentences_with_keys` with each sentence's word tokens, from the same tokenisation.
+
+    A sentence's words are the ones :func:`tokenize` gives for the sentence alone when it has a
+    lower-case letter (the same characters, and the same words around each one); a sentence
+    without one is lower-cased when prepared alone, which these tokens are not.
+    """
+    return [(sentence, key, words) for _, _, sentence, key, words in _sentence_bounds(prepare_text(text))]
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,7 +182,7 @@ def sentence_spans(text: str) -> list[SentenceSpan]:
     """
     prepared = _MappedText.prepared(text)
     spans = []
-    for begin, stop, sentence, key in _sentence_bounds(prepared.text):
+    for begin, stop, sentence, key, _ in _sentence_bounds(prepared.text):
         start, end = prepared.starts[begin], prepared.ends[stop - 1]
         while start < end and text[start].isspace():
             start += 1
@@ -182,19 +192,20 @@ def sentence_spans(text: str) -> list[SentenceSpan]:
     return spans
 
 
-def _sentence_bounds(prepared: str) -> list[tuple[int, int, str, str]]:
-    """(begin, stop, sentence, mention key) of each sentence of a prepared text."""
-    result: list[tuple[int, int, str, str]] = []
+def _sentence_bounds(prepared: str) -> list[tuple[int, int, str, str, list[Token]]]:
+    """(begin, stop, sentence, mention key, word tokens) of each sentence of a prepared text."""
+    result: list[tuple[int, int, str, str, list[Token]]] = []
     begin: int | None = None
     pending_end: int | None = None
-    words: list[str] = []
+    words: list[Token] = []
 
     def flush(stop: int) -> None:
         nonlocal begin, pending_end, words
         if begin is not None:
             sentence = " ".join(prepared[begin:stop].split())
             if any(ch.isalpha() for ch in sentence):
-                result.append((begin, stop, sentence, " " + " ".join(words) + " "))
+                key = " " + " ".join(word.text.upper() for word in words) + " "
+                result.append((begin, stop, sentence, key, words))
         begin, pending_end, words = None, None, []
 
     for token in tokenize(prepared):
@@ -216,7 +227,7 @@ def _sentence_bounds(prepared: str) -> list[tuple[int, int, str, str]]:
         if begin is None:
             begin = token.start
         if token.kind == "word":
-            words.append(token.text.upper())
+            words.append(token)
     if pending_end is not None:
         flush(pending_end)
     flush(len(prepared))
