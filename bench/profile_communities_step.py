@@ -1,6 +1,6 @@
 """Peak RSS of the communities step's stages, alone in a fresh process, on an existing index.
 
-    python bench/profile_communities_step.py INDEX.duckdb [--scratch DIR] [--stable]
+    python bench/profile_communities_step.py INDEX.duckdb [--scratch DIR] [--stable] [--memory-limit 100MB]
 
 Copies the index's DuckDB file to ``--scratch`` (the original is never written), loads its
 ``entities`` table as the step's input, then runs ``stage_communities`` as the ``communities``
@@ -9,6 +9,9 @@ and prints, per stage, the peak resident memory (VmHWM, reset between stages), t
 and its wall time, with the load average. The stages are the functions the step's module calls
 (whichever of them it has), so the same script measures an older checkout for an A/B:
 ``PYTHONPATH=/path/to/other/checkout python bench/profile_communities_step.py ...``.
+``--memory-limit`` lowers DuckDB's limit for the step's queries (``storage.community_graph``),
+to reproduce on a small index what a larger one meets at the real limit (512 MB): the share of
+the largest community in it grows with the corpus.
 """
 
 from __future__ import annotations
@@ -61,6 +64,9 @@ def main() -> None:
     parser.add_argument(
         "--keep", action="store_true", help="keep the copy (its _staged_communities: the table written)"
     )
+    parser.add_argument(
+        "--memory-limit", help="DuckDB's limit for the step's queries, e.g. 100MB (default: the step's)"
+    )
     args = parser.parse_args()
     args.scratch.mkdir(parents=True, exist_ok=True)
     database = args.scratch / "index.duckdb"
@@ -75,6 +81,8 @@ def main() -> None:
     from graphrag_assets.storage.tables import read_table
 
     stages.done(f"imports ({step.__file__})")
+    if args.memory_limit:
+        print(f"DuckDB memory limit of the step's queries: {_lower_limit(args.memory_limit)}")
     # what the step reads: ENTITY_COLUMNS, or the whole table (the asset's input, before)
     if hasattr(step, "ENTITY_COLUMNS"):
         entities = step.read_staged_columns(database, "entities", step.ENTITY_COLUMNS)
@@ -99,6 +107,18 @@ def main() -> None:
     )
     if not args.keep:
         shutil.rmtree(args.scratch, ignore_errors=True)
+
+
+def _lower_limit(limit: str) -> str:
+    """Set ``limit`` in the settings the step's DuckDB module applies (named ``_SETTINGS`` in its
+    first version); a checkout without the module does not use DuckDB there."""
+    try:
+        from graphrag_assets.storage import community_graph
+    except ImportError:
+        return "not applied (this checkout has no storage.community_graph)"
+    settings = getattr(community_graph, "SETTINGS", None) or community_graph._SETTINGS
+    settings["memory_limit"] = f"'{limit}'"
+    return limit
 
 
 def _timed(function, name: str, stages: Stages):

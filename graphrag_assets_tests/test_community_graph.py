@@ -18,6 +18,7 @@ from graphrag_assets.core.settings import CommunitySettings
 from graphrag_assets.index import coded_graph
 from graphrag_assets.index.coded_graph import coded_frame, internal_relationship_chunks, normalized_edges
 from graphrag_assets.index.stable_communities import ClusteringRequest, cluster_for_update, entity_titles
+from graphrag_assets.storage import community_graph
 from graphrag_assets.storage.community_graph import staged_edge_list, staged_internal_lists
 from graphrag_assets.storage.corpus import write_staged
 from graphrag_assets_tests.test_coded_graph import random_graph
@@ -99,3 +100,42 @@ def test_the_process_gets_numbers_for_the_graph_and_a_chunk_of_strings(tmp_path:
     total = sum(ids_per_chunk)
     assert total > 10 * chunk
     assert max(ids_per_chunk) < total / 4
+
+
+def one_huge_community(relationships: int) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Relationships of 300 entities, most inside one community of level 0 (280 entities; its two
+    halves are level 1), and four small ones with none inside: the shape of a coarse level at 100,000
+    documents, where one community held millions of relationships."""
+    rows = pl.DataFrame({"i": pl.int_range(relationships, eager=True)})
+    frame = rows.select(
+        id=pl.concat_str(pl.lit("relationship-"), pl.col("i").cast(pl.String).str.pad_start(9, "0"), pl.lit("-" * 20)),
+        source=pl.format("T{}", (pl.col("i") % 300).cast(pl.String).str.pad_start(3, "0")),
+        target=pl.format("T{}", ((pl.col("i") * 7 + 1) % 300).cast(pl.String).str.pad_start(3, "0")),
+        weight=pl.lit(1.0),
+        text_unit_ids=pl.concat_list(pl.format("u{}", pl.col("i") % 50), pl.format("u{}", pl.col("i") % 7)),
+    )
+    titles = [f"T{n:03d}" for n in range(300)]
+    level0 = [0 if n < 280 else 1 + (n - 280) // 5 for n in range(300)]
+    level1 = [5 + n // 140 for n in range(280)]
+    assignments = pl.DataFrame(
+        {"node": titles + titles[:280], "community": level0 + level1, "level": [0] * 300 + [1] * 280}
+    )
+    return frame, assignments
+
+
+def test_one_huge_community_stays_within_the_memory_limit(tmp_path: Path, monkeypatch) -> None:
+    """500,000 relationships inside one community, listed under a 48 MB limit: DuckDB's list
+    aggregate (with distinct and order by) held the whole community and needed about 128 MB; the
+    sorted rows it now hands to polars spill. Two threads, as DuckDB's memory needs grow with them."""
+    relationships, assignments = one_huge_community(500_000)
+    database = staged(tmp_path, relationships)
+    monkeypatch.setitem(community_graph.SETTINGS, "memory_limit", "'48MB'")
+    monkeypatch.setitem(community_graph.SETTINGS, "threads", "2")
+    got = list(staged_internal_lists(database, assignments, 100_000))
+    coded = coded_frame(entity_titles(assignments.select(title="node").unique()), relationships)
+    monkeypatch.setattr(coded_graph, "LIST_CHUNK_MEMBERSHIPS", 100_000)
+    expected = list(internal_relationship_chunks(coded, assignments))
+    assert [part["community"].to_list() for part in got] == [[0], [5], [6]]
+    assert got[0]["relationship_ids"].list.len().item() > 400_000
+    for mine, theirs in zip(got, expected, strict=True):
+        assert mine.equals(theirs)

@@ -85,7 +85,7 @@ def staged_edge_list(path: str | Path, titles: pl.Series) -> tuple[pl.Series, pl
 
 
 # The relationships inside a community of one level (``_level``: node, community): both ends in it.
-# Joined in the order written (see _SETTINGS): DuckDB's join order, estimating one row for a
+# Joined in the order written (see SETTINGS): DuckDB's join order, estimating one row for a
 # registered frame, joined the level with itself on the community first (size² rows a community).
 _INSIDE = """
     create or replace temp table _inside as
@@ -93,15 +93,24 @@ _INSIDE = """
     from {relationships} r join _level s on r.source = s.node join _level t on r.target = t.node
     where s.community = t.community"""
 _SIZES = "select community, count(*) as rows from _inside group by community order by community"
+# Rows, not lists: a list aggregate holds its whole group in memory and does not spill, and at
+# 100,000 documents one coarse community holds millions of relationships (``list(distinct id
+# order by id)`` ran out of DuckDB's memory there). A sort spills; the lists are made in polars
+# (_grouped) from one run's sorted rows. Duplicate ids are dropped there, next to each other once
+# sorted: a DISTINCT before the sort needed twice the memory of either. Nulls first, as polars
+# sorts them.
 _IDS = """
-    select community, list(distinct id order by id) as relationship_ids from _inside
-    where community between {first} and {last} group by community order by community"""
+    select community, id from _inside where community between {first} and {last} order by community, id nulls first"""
+# A community's units repeat across its relationships (a few entries each), so DuckDB keeps them
+# distinct (a hash aggregate, spilling) before they leave: the rows are at most the text units.
 _UNITS = """
-    select community, list(distinct unit order by unit) as text_unit_ids
+    select distinct community, unit
     from (select community, unnest(text_unit_ids) as unit from _inside where community between {first} and {last})
-    where unit is not null group by community order by community"""
-# Applied to the statements of this module and reset after (the settings are the instance's).
-_SETTINGS = {"memory_limit": f"'{STAGE_MEMORY_LIMIT}'", "disabled_optimizers": "'join_order'"}
+    where unit is not null order by community, unit"""
+# DuckDB settings of this module's statements, applied to the connection and reset after (they are
+# the instance's): the stage's memory limit, and joins in the order written (see _INSIDE). Read
+# when applied, so a test can lower the limit.
+SETTINGS = {"memory_limit": f"'{STAGE_MEMORY_LIMIT}'", "disabled_optimizers": "'join_order'"}
 INTERNAL = {"community": pl.Int64, "relationship_ids": pl.List(pl.String), "text_unit_ids": pl.List(pl.String)}
 
 
@@ -112,8 +121,10 @@ def staged_internal_lists(path: str | Path, assignments: pl.DataFrame, membershi
     level, in runs of consecutive communities holding about ``memberships`` relationships.
 
     DuckDB selects each level's inside relationships into a temporary table (spilled beyond the
-    memory limit) and lists one run of communities at a time, so the caller holds one chunk's
-    strings. Ids and units are distinct and sorted; communities without a unit get none (null).
+    memory limit) and sorts one run of communities at a time; polars makes that run's lists, so
+    the caller holds one chunk's strings (one community's, when it alone is larger) and DuckDB no
+    more than its limit, however large a community. Ids and units are distinct and sorted;
+    communities without a unit get none (null).
     """
     if assignments.is_empty():
         return
@@ -134,7 +145,10 @@ def staged_internal_lists(path: str | Path, assignments: pl.DataFrame, membershi
                     ids = frame_of(conn.sql(_IDS.format(first=int(first), last=int(last))))
                     units = frame_of(conn.sql(_UNITS.format(first=int(first), last=int(last))))
                     yield (
-                        ids.join(units, on="community", how="left", maintain_order="left")
+                        _grouped(ids, "id", "relationship_ids")
+                        .join(
+                            _grouped(units, "unit", "text_unit_ids"), on="community", how="left", maintain_order="left"
+                        )
                         .select(list(INTERNAL))
                         .cast(INTERNAL)
                     )
@@ -156,11 +170,22 @@ def _runs(sizes: pl.DataFrame, memberships: int) -> list[tuple[int, int]]:
     return list(zip(runs["first"].to_list(), runs["last"].to_list()))
 
 
+def _grouped(rows: pl.DataFrame, column: str, name: str) -> pl.DataFrame:
+    """Each community's list ``name`` of ``column`` from ``rows`` sorted by community then value,
+    each value once (duplicates are next to each other)."""
+    repeated = (pl.col("community") == pl.col("community").shift()) & pl.col(column).eq_missing(pl.col(column).shift())
+    return (
+        rows.filter(~repeated.fill_null(False))
+        .group_by("community", maintain_order=True)
+        .agg(pl.col(column).alias(name))
+    )
+
+
 def _set(conn) -> None:
-    for name, value in _SETTINGS.items():
+    for name, value in SETTINGS.items():
         conn.execute(f"set {name} = {value}")
 
 
 def _reset(conn) -> None:
-    for name in _SETTINGS:
+    for name in SETTINGS:
         conn.execute(f"reset {name}")
