@@ -142,16 +142,12 @@ def staged_internal_lists(path: str | Path, assignments: pl.DataFrame, membershi
                 finally:
                     conn.unregister("_level")
                 for first, last in _runs(frame_of(conn.sql(_SIZES)), memberships):
-                    ids = frame_of(conn.sql(_IDS.format(first=int(first), last=int(last))))
-                    units = frame_of(conn.sql(_UNITS.format(first=int(first), last=int(last))))
-                    yield (
-                        _grouped(ids, "id", "relationship_ids")
-                        .join(
-                            _grouped(units, "unit", "text_unit_ids"), on="community", how="left", maintain_order="left"
-                        )
-                        .select(list(INTERNAL))
-                        .cast(INTERNAL)
-                    )
+                    # the rows as DuckDB gave them are dropped once grouped, before the caller writes
+                    ids = _grouped(frame_of(conn.sql(_IDS.format(first=first, last=last))), "id", "relationship_ids")
+                    units = _grouped(frame_of(conn.sql(_UNITS.format(first=first, last=last))), "unit", "text_unit_ids")
+                    chunk = ids.join(units, on="community", how="left", maintain_order="left")
+                    del ids, units
+                    yield chunk.select(list(INTERNAL)).cast(INTERNAL)
         finally:
             conn.execute("drop table if exists _inside")
             _reset(conn)
@@ -167,18 +163,16 @@ def _runs(sizes: pl.DataFrame, memberships: int) -> list[tuple[int, int]]:
         .group_by(((pl.col("end") - 1) // memberships).alias("run"), maintain_order=True)
         .agg(first=pl.col("community").first(), last=pl.col("community").last())
     )
-    return list(zip(runs["first"].to_list(), runs["last"].to_list()))
+    return [(int(first), int(last)) for first, last in zip(runs["first"].to_list(), runs["last"].to_list())]
 
 
 def _grouped(rows: pl.DataFrame, column: str, name: str) -> pl.DataFrame:
     """Each community's list ``name`` of ``column`` from ``rows`` sorted by community then value,
-    each value once (duplicates are next to each other)."""
-    repeated = (pl.col("community") == pl.col("community").shift()) & pl.col(column).eq_missing(pl.col(column).shift())
-    return (
-        rows.filter(~repeated.fill_null(False))
-        .group_by("community", maintain_order=True)
-        .agg(pl.col(column).alias(name))
-    )
+    each value once (duplicates are next to each other; the rows are copied only when there is one)."""
+    repeated = (rows["community"] == rows["community"].shift()) & rows[column].eq_missing(rows[column].shift())
+    if repeated.any():
+        rows = rows.filter(~repeated.fill_null(False))
+    return rows.group_by("community", maintain_order=True).agg(pl.col(column).alias(name))
 
 
 def _set(conn) -> None:
