@@ -126,7 +126,7 @@ def one_huge_community(relationships: int) -> tuple[pl.DataFrame, pl.DataFrame]:
 def test_one_huge_community_stays_within_the_memory_limit(tmp_path: Path, monkeypatch) -> None:
     """500,000 relationships inside one community, listed under a 48 MB limit: DuckDB's list
     aggregate (with distinct and order by) held the whole community and needed about 128 MB; the
-    sorted rows it now hands to polars spill. Two threads, as DuckDB's memory needs grow with them."""
+    sort that now hands polars the rows spills. Two threads, as DuckDB's memory needs grow with them."""
     relationships, assignments = one_huge_community(500_000)
     database = staged(tmp_path, relationships)
     monkeypatch.setitem(community_graph.SETTINGS, "memory_limit", "'48MB'")
