@@ -97,3 +97,19 @@ def test_run_seeds_of_encoded_titles_equal_the_seeds_of_the_titles() -> None:
     seed_of = _SeedOfMembers(0xDEADBEEF, titles)
     for members in ([0], [1, 3], [0, 2, 4], [0, 1, 2, 3, 4]):
         assert seed_of(np.array(members)) == _run_seed(0xDEADBEEF, [titles[i] for i in members])
+
+
+@pytest.mark.parametrize("batch", [1, 37, 1_000])
+def test_polishing_rows_in_runs_gives_the_labels_of_one_pass(monkeypatch, batch: int) -> None:
+    """Rows are looked at in runs of ``BATCH_ENTRIES`` entries (memory of a level with millions of edges):
+    the labels are exactly those of one pass over all rows."""
+    from graphrag_assets.index import local_moving
+
+    n = 600
+    src, dst, weight = random_graph(n, 3_000, 4)
+    graph = level_graph(n, src, dst, weight, np.zeros(n, dtype=np.int64))
+    start = np.random.default_rng(4).integers(0, 40, n)
+    whole = node_optimal(graph, start)
+    monkeypatch.setattr(local_moving, "BATCH_ENTRIES", batch)
+    assert np.array_equal(node_optimal(graph, start), whole)
+    assert not np.array_equal(whole, start)

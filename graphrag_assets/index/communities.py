@@ -444,7 +444,7 @@ def _native_hierarchical_leiden(coded: CodedEdges, options: LeidenOptions, itera
 
     names = coded.names
     src, dst = coded.edges["source"].to_numpy(), coded.edges["target"].to_numpy()
-    weight = coded.edges["weight"].to_numpy().astype(np.float64)
+    weight = coded.edges["weight"].to_numpy().astype(np.float64, copy=False)
     nodes = largest_component(names.len(), src, dst) if options.use_lcc else None
     return native_hierarchy(
         names,

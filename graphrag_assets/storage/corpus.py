@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 import polars as pl
@@ -206,10 +206,19 @@ def read_staged(path: str | Path, table: str) -> pl.DataFrame | None:
 def read_staged_without(path: str | Path, table: str, left_out: Sequence[str]) -> pl.DataFrame | None:
     """:func:`read_staged` without the columns ``left_out`` (lists a step does not need)."""
     with connect(path) as conn:
-        source = _readable(conn, table)
+        source = readable_table(conn, table)
         if source is None:
             return None
         return frame_of(conn.sql(f"select * exclude ({', '.join(quote(c) for c in left_out)}) from {source}"))
+
+
+def read_staged_columns(path: str | Path, table: str, columns: Sequence[str]) -> pl.DataFrame | None:
+    """``columns`` of :func:`read_staged`'s table (None: neither version exists)."""
+    with connect(path) as conn:
+        source = readable_table(conn, table)
+        if source is None:
+            return None
+        return frame_of(conn.sql(f"select {', '.join(quote(c) for c in columns)} from {source}"))
 
 
 def read_published_columns(path: str | Path, table: str, columns: Sequence[str]) -> pl.DataFrame | None:
@@ -231,7 +240,7 @@ def internal_link_counts(path: str | Path) -> dict[int, int]:
     counts. An id the table does not hold could count only by sharing its hash with one it holds.
     """
     with connect(path) as conn:
-        communities, relationships = _readable(conn, "communities"), _readable(conn, "relationships")
+        communities, relationships = readable_table(conn, "communities"), readable_table(conn, "relationships")
         if communities is None:
             return {}
         ids = f"select community, hash(unnest(relationship_ids)) as h from {communities}"
@@ -243,41 +252,11 @@ def internal_link_counts(path: str | Path) -> dict[int, int]:
     return {int(community): int(count) for community, count in rows}
 
 
-def _readable(conn, table: str) -> str | None:
+def readable_table(conn, table: str) -> str | None:
     """The staged version of ``table`` when this run wrote one, else the published one (None: neither)."""
     if staged_table_exists(conn, table):
         return _staged(table)
     return quote(table) if table_exists(conn, table) else None
-
-
-def read_staged_batches(
-    path: str | Path, table: str, columns: Sequence[str], batch_rows: int = STAGE_CHUNK_ROWS
-) -> Iterator[pl.DataFrame]:
-    """``columns`` of :func:`read_staged`'s table, ``batch_rows`` rows at a time, in table order.
-
-    For a step that codes a table of millions of rows as it reads it: the whole table as a frame
-    of strings and lists is what it must not hold (see :mod:`graphrag_assets.index.coded_graph`).
-    """
-    selected = ", ".join(quote(column) for column in columns)
-    with connect(path) as conn:
-        source = _readable(conn, table)
-        if source is None:
-            return
-        last = conn.execute(f"select max(rowid) from {source}").fetchall()[0][0]
-        for start in range(0, -1 if last is None else last + 1, batch_rows):
-            yield frame_of(
-                conn.sql(f"select {selected} from {source} where rowid >= {start} and rowid < {start + batch_rows}")
-            )
-
-
-def staged_list_values(path: str | Path, table: str, column: str) -> pl.Series:
-    """The sorted distinct values of list column ``column`` of :func:`read_staged`'s table."""
-    with connect(path) as conn:
-        source = _readable(conn, table)
-        if source is None:
-            return pl.Series(column, [], dtype=pl.String)
-        frame = frame_of(conn.sql(f"select distinct unnest({quote(column)}) as value from {source}"))
-    return frame["value"].drop_nulls().sort().rename(column)
 
 
 def staged_tables(path: str | Path, *, read_only: bool = False, wait_seconds: float = 30.0) -> list[str]:

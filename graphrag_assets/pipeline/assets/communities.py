@@ -23,12 +23,8 @@ from dagster import (
 )
 
 from graphrag_assets.core.progress import Counter
-from graphrag_assets.index.coded_graph import (
-    CodedRelationships,
-    code_relationships,
-    internal_relationship_chunks,
-    normalized_edges,
-)
+from graphrag_assets.index import coded_graph
+from graphrag_assets.index.coded_graph import CodedEdges
 from graphrag_assets.index.communities import community_rows, community_table_chunks
 from graphrag_assets.index.community_checks import check_hierarchy
 from graphrag_assets.index.stable_communities import (
@@ -41,18 +37,20 @@ from graphrag_assets.index.stable_communities import (
 from graphrag_assets.pipeline.assets.metadata import largest_communities, preview
 from graphrag_assets.pipeline.partitions import STAGED_METADATA
 from graphrag_assets.pipeline.resources import GraphRAGProject
+from graphrag_assets.storage.community_graph import staged_edge_list, staged_internal_lists
 from graphrag_assets.storage.corpus import (
     CLUSTERING_TABLE,
     last_clustering,
     read_published_columns,
-    read_staged_batches,
-    staged_list_values,
+    read_staged_columns,
     write_staged,
     write_staged_batches,
 )
 
 # what stable mode's warm start needs of the last build's communities (not their lists)
 PREVIOUS_COLUMNS = ("community", "level", "parent", "entity_ids")
+# what the step needs of the entities: the whole table (descriptions) was 0.5 GB at 100,000 documents
+ENTITY_COLUMNS = ("id", "title", "degree")
 
 CHECKS = [
     AssetCheckSpec(
@@ -75,13 +73,18 @@ CHECKS = [
             metadata=STAGED_METADATA,
         )
     },
-    # relationships: read by the step itself, in coded batches (see stage_communities)
-    ins={"entities": AssetIn(), "relationships": AssetIn(dagster_type=Nothing)},
+    # read by the step itself: the entities' ENTITY_COLUMNS, the relationships by DuckDB (stage_communities)
+    ins={"entities": AssetIn(dagster_type=Nothing), "relationships": AssetIn(dagster_type=Nothing)},
     check_specs=CHECKS,
     group_name="graph",
 )
-def communities(context: AssetExecutionContext, project: GraphRAGProject, entities: pl.DataFrame):
+def communities(context: AssetExecutionContext, project: GraphRAGProject):
     settings = project.settings
+    entities = read_staged_columns(settings.database_path, "entities", ENTITY_COLUMNS)
+    if entities is None:
+        raise RuntimeError(
+            f"table entities does not exist yet in {settings.database_path}; materialize entities first."
+        )
     period = datetime.now(UTC).date().isoformat()
     progress = Counter("communities", 1, context.log).start()
     table, clustering = _cluster(context, settings, entities, period)
@@ -129,29 +132,21 @@ def stage_communities(
     """Cluster the staged relationships and write the staged ``communities`` table; returns its rows
     without the two list columns (``COMMUNITY_ROWS``) and how it was clustered.
 
-    The relationships are read in coded batches (the table as strings, ids, descriptions and
-    unit lists of millions of rows, is what this step must not hold). Each community's
-    ``relationship_ids`` and ``text_unit_ids`` are made and written a chunk of communities at a
-    time (:func:`~graphrag_assets.index.coded_graph.internal_relationship_chunks`), not every
-    level's at once (each relationship once per level it is inside a community: 2.1 M ids at
-    20,000 documents), and the checks and metadata use the rows, not a table of lists.
+    The process holds the normalized edge list in codes and the rows, nothing of the relationships
+    table as strings: DuckDB makes the edge list (:func:`~graphrag_assets.storage.community_graph.staged_edge_list`)
+    and, once the clustering is known, each community's ``relationship_ids`` and ``text_unit_ids``
+    a chunk of communities at a time, each chunk written before the next. Coding the 15 M
+    relationships of 100,000 documents in polars (ids, unit entries, ends and weights) and
+    normalising them there took the step to 5.5 GB.
     """
-    relationships = _coded_relationships(database, entities)
-    outcome = cluster_for_update(normalized_edges(relationships.titles, relationships.edges), request)
+    titles = entity_titles(entities)
+    codes, edges = staged_edge_list(database, titles)
+    outcome = cluster_for_update(CodedEdges(titles.gather(codes), edges), request)
+    del edges
     rows = community_rows(entities.select("id", "title").unique().sort("title", "id"), outcome.assignments, period)
-    lists = internal_relationship_chunks(relationships, outcome.assignments)
+    lists = staged_internal_lists(database, outcome.assignments, coded_graph.LIST_CHUNK_MEMBERSHIPS)
     write_staged_batches(database, "communities", community_table_chunks(rows, lists))
     return rows, outcome
-
-
-def _coded_relationships(database: str | Path, entities: pl.DataFrame) -> CodedRelationships:
-    """This run's relationships in codes, read in batches: the table as strings (ids, descriptions,
-    unit lists of millions of rows) was most of this step's memory."""
-    return code_relationships(
-        entity_titles(entities),
-        read_staged_batches(database, "relationships", ("source", "target", "weight", "id", "text_unit_ids")),
-        staged_list_values(database, "relationships", "text_unit_ids"),
-    )
 
 
 def _cluster(context: AssetExecutionContext, settings, entities: pl.DataFrame, period: str):
