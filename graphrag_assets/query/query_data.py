@@ -13,7 +13,7 @@ engines call the same attributes and methods either way, so they stay free of I/
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 import polars as pl
@@ -44,6 +44,8 @@ SCHEMAS: dict[str, dict[str, pl.DataType]] = {  # attribute of QueryData (= tabl
     "documents": DOCUMENTS,
 }
 LINK_COLUMNS = ("source", "target", "weight")
+SEARCH_INDEXES = ("entity_description", "text_unit_text", "community_full_content", "text_unit_lexical")
+LEXICAL = "text_unit_lexical"  # the one search index that may be None (an index built before full-text search)
 WALK_FRAMES = frozenset({"entities", "relationships", "text_units"})  # what the stored walk graph describes
 
 
@@ -56,6 +58,10 @@ class IndexReader(Protocol):
 
     def table(self, name: str) -> pl.DataFrame | None:
         """The whole table."""
+        ...
+
+    def columns_of(self, name: str, columns: Sequence[str]) -> pl.DataFrame | None:
+        """Only ``columns`` of every row of the table, in stored order."""
         ...
 
     def relationships_touching(self, titles: Sequence[str], columns: Sequence[str] = ()) -> pl.DataFrame | None:
@@ -100,8 +106,51 @@ class _Table:
     def __set__(self, data: QueryData, frame: pl.DataFrame) -> None:
         data._frames[self.name] = frame
         data._given.add(self.name)
+        for derived in [key for key in data._frames if key.startswith(f"_{self.name}:")]:
+            del data._frames[derived]
         if self.name == "relationships":
             data._frames.pop("_links", None)
+
+
+class _SearchIndex:
+    """A search-index attribute of :class:`QueryData`: given, or opened in the background
+    (:meth:`QueryData.open_in_background`) and waited for on first use."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, data: QueryData | None, owner: type | None = None) -> Any:
+        if data is None:
+            return self
+        if self.name not in data._indexes:
+            data._take_opened()
+        return data._indexes[self.name]
+
+    def __set__(self, data: QueryData, index: Any) -> None:
+        data._indexes[self.name] = index
+
+
+class _Opening:
+    """A function run on a thread of its own, its result (or exception) kept for :meth:`result`."""
+
+    def __init__(self, run: Callable[[], Mapping[str, Any]]) -> None:
+        self._run = run
+        self._outcome: tuple[Mapping[str, Any] | None, BaseException | None] = (None, None)
+        self._thread = threading.Thread(target=self._target, name="open-search-indexes", daemon=True)
+        self._thread.start()
+
+    def _target(self) -> None:
+        try:
+            self._outcome = (self._run(), None)
+        except BaseException as exc:  # handed to the thread that waits for the result
+            self._outcome = (None, exc)
+
+    def result(self) -> Mapping[str, Any]:
+        self._thread.join()
+        opened, error = self._outcome
+        if error is not None:
+            raise error
+        return opened or {}
 
 
 class QueryData:
@@ -114,6 +163,10 @@ class QueryData:
     text_units = _Table()
     covariates = _Table()
     documents = _Table()
+    entity_description = _SearchIndex()  # ids: entity ids
+    text_unit_text = _SearchIndex()  # ids: text unit ids
+    community_full_content = _SearchIndex()  # ids: report ids
+    text_unit_lexical = _SearchIndex()  # ids: text unit ids; None: no full-text index
 
     def __init__(
         self,
@@ -144,18 +197,42 @@ class QueryData:
         self._given = set(self._frames)  # frames not read from the reader: a stored walk graph does not describe them
         self._walk: list[WalkMatrix | None] = []  # the stored walk graph once read (holding None when there is none)
         self._lock = threading.Lock()
+        self._index_lock = threading.Lock()
+        self._indexes: dict[str, Any] = {}
+        self._opening: list[_Opening] = []  # search indexes being opened in the background
         self.reader = reader
-        self.entity_description: VectorIndex = entity_description or empty_index()
-        self.text_unit_text: VectorIndex = text_unit_text or empty_index()
-        self.community_full_content: VectorIndex = community_full_content or empty_index()
+        self.entity_description = entity_description or empty_index()
+        self.text_unit_text = text_unit_text or empty_index()
+        self.community_full_content = community_full_content or empty_index()
         self.text_unit_lexical = text_unit_lexical
         # Structures derived from the frames above (the local-ranking graph), built on first use and
         # reused by every query in the process.
         self.derived: dict[str, Any] = {}
 
+    def open_in_background(self, open_indexes: Callable[[], Mapping[str, Any]]) -> None:
+        """Have ``open_indexes()`` (search index attributes by name) run on another thread, waited
+        for when one of them is first used: opening LanceDB (importing it takes 1–4 s) then overlaps
+        the reads that come first, e.g. local search's walk graph."""
+        for name in SEARCH_INDEXES:
+            self._indexes.pop(name, None)
+        self._opening.append(_Opening(open_indexes))
+
+    def _take_opened(self) -> None:
+        with self._index_lock:
+            if self._opening:
+                opened = self._opening[0].result()
+                for name in SEARCH_INDEXES:
+                    found = opened.get(name)
+                    self._indexes.setdefault(name, empty_index() if found is None and name != LEXICAL else found)
+                self._opening.clear()
+
     def _read(self, read: Any, schema: dict[str, pl.DataType]) -> pl.DataFrame:
         frame = read(self.reader) if self.reader is not None else None
         return empty_frame(schema) if frame is None else frame
+
+    def holds(self, name: str) -> bool:
+        """Whether the table ``name`` is in memory whole (given, or read already)."""
+        return self._holds(name)
 
     def _holds(self, name: str) -> bool:
         """Whether the frame is in memory (given, or read already), so a slice of it costs no read."""
@@ -172,6 +249,30 @@ class QueryData:
         if self._holds(name) or self.reader is None:
             return getattr(self, name).height
         return self.reader.row_count(name)
+
+    def columns_of(self, name: str, columns: Sequence[str]) -> pl.DataFrame:
+        """Only ``columns`` of the table ``name``, every row in table order: read alone (not kept)
+        when the table is not in memory, e.g. the titles of 50,000 entities without their descriptions."""
+        if self._holds(name):
+            return getattr(self, name).select(columns)
+        schema = {c: t for c, t in SCHEMAS[name].items() if c in columns}
+        return self._read(lambda reader: reader.columns_of(name, list(columns)), schema).select(columns)
+
+    def key_columns(self, name: str, columns: Sequence[str]) -> pl.DataFrame:
+        """The table ``name`` when it is in memory; otherwise only its ``columns``, every row in
+        table order, read once and kept (local search's walk needs every entity's id and title,
+        not the 150 MB of descriptions of a 100,000-document index)."""
+        if self._holds(name):
+            return getattr(self, name)
+        key = f"_{name}:{','.join(columns)}"
+        frame = self._frames.get(key)
+        if frame is None:
+            with self._lock:
+                frame = self._frames.get(key)
+                if frame is None:
+                    frame = self.columns_of(name, columns)
+                    self._frames[key] = frame
+        return frame
 
     def rows_where(self, name: str, column: str, values: Sequence[Any]) -> pl.DataFrame:
         """The rows of the table ``name`` whose ``column`` is among ``values``, in table order."""

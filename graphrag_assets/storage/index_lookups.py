@@ -83,6 +83,10 @@ class StoredIndex:
         """The whole table (its schema's columns), None when the index has no such table."""
         return self._read(name)
 
+    def columns_of(self, name: str, columns: Sequence[str]) -> pl.DataFrame | None:
+        """Only ``columns`` of every row of the table, None when the index has no such table."""
+        return self._read(name, columns=columns)
+
     def relationships_touching(self, titles: Sequence[str], columns: Sequence[str] = ()) -> pl.DataFrame | None:
         """The relationships with an end among ``titles``, in stored order (``columns`` only, when given)."""
         wanted = list(dict.fromkeys(titles))
