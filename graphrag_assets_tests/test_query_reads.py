@@ -58,9 +58,9 @@ class RecordingReader:
         self.reads.append("walk_graph")
         return self.reader.walk_graph()
 
-    def rows_where(self, table: str, column: str, values: Sequence[Any]) -> Any:
+    def rows_where(self, table: str, column: str, values: Sequence[Any], columns: Sequence[str] = ()) -> Any:
         self.reads.append(f"rows of {table}")
-        return self.reader.rows_where(table, column, values)
+        return self.reader.rows_where(table, column, values, columns)
 
     def row_count(self, table: str) -> int:
         return self.reader.row_count(table)

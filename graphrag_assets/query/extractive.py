@@ -414,7 +414,7 @@ def subject_sources(question: str, data: QueryData, records: ContextRecords) -> 
     unit_ids: list[str] = []
     titles = data.columns_of("entities", ("title",))["title"]
     named = titles.filter(may_name(titles, subjects)).unique().to_list()
-    mentioned = data.rows_where("entities", "title", named).select("title", "text_unit_ids")
+    mentioned = data.rows_where("entities", "title", named, ("title", "text_unit_ids"))
     for title, units in mentioned.iter_rows():
         key = mention_key(title or "").strip()
         if key and units and any(f" {s} " in f" {key} " or f" {key} " in f" {s} " for s in subjects):
@@ -426,9 +426,13 @@ def subject_sources(question: str, data: QueryData, records: ContextRecords) -> 
     wanted = [u for u in dict.fromkeys(unit_ids) if u not in known]
     if not wanted:
         return []
-    units = data.rows_where("text_units", "id", wanted).sort("document_id", "chunk_index")
+    # the first units in reading order, chosen by their keys: the units of a common name run to thousands
+    first = data.rows_where("text_units", "id", wanted, ("id", "document_id", "chunk_index"))
+    first = first.sort("document_id", "chunk_index").head(MAX_SUBJECT_UNITS)
+    texts = _texts_of(data, "text_units", first["id"].to_list(), "text")
     pairs = []
-    for unit_id, text in units.head(MAX_SUBJECT_UNITS).select("id", "text").iter_rows():
+    for unit_id in first["id"].to_list():
+        text = texts.get(unit_id)
         sentences = [
             (n, sentence, key)
             for n, paragraph in enumerate(_PARAGRAPH.split(prose(text or "")))

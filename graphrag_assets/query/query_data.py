@@ -76,8 +76,10 @@ class IndexReader(Protocol):
         """The walk graph the build stored (arrays of :func:`~graphrag_assets.index.walk_graph.stored_walk`)."""
         ...
 
-    def rows_where(self, table: str, column: str, values: Sequence[Any]) -> pl.DataFrame | None:
-        """The rows of ``table`` whose ``column`` is among ``values``, in stored order."""
+    def rows_where(
+        self, table: str, column: str, values: Sequence[Any], columns: Sequence[str] = ()
+    ) -> pl.DataFrame | None:
+        """The rows of ``table`` whose ``column`` is among ``values``, in stored order (``columns`` only, when given)."""
         ...
 
     def row_count(self, table: str) -> int:
@@ -274,11 +276,15 @@ class QueryData:
                     self._frames[key] = frame
         return frame
 
-    def rows_where(self, name: str, column: str, values: Sequence[Any]) -> pl.DataFrame:
-        """The rows of the table ``name`` whose ``column`` is among ``values``, in table order."""
+    def rows_where(self, name: str, column: str, values: Sequence[Any], columns: Sequence[str] = ()) -> pl.DataFrame:
+        """The rows of the table ``name`` whose ``column`` is among ``values``, in table order; only
+        ``columns`` when given (the sort keys of thousands of text units, not their text)."""
         if self._holds(name):
-            return getattr(self, name).filter(pl.col(column).is_in(list(values)))
-        return self._read(lambda reader: reader.rows_where(name, column, list(values)), SCHEMAS[name])
+            rows = getattr(self, name).filter(pl.col(column).is_in(list(values)))
+            return rows.select(columns) if columns else rows
+        schema = {c: t for c, t in SCHEMAS[name].items() if not columns or c in columns}
+        rows = self._read(lambda reader: reader.rows_where(name, column, list(values), list(columns)), schema)
+        return rows.select(columns) if columns else rows
 
     def relationships_touching(self, titles: Sequence[str], columns: Sequence[str] = ()) -> pl.DataFrame:
         """The relationships with an end among ``titles``, in table order; only ``columns`` when
