@@ -241,9 +241,11 @@ class QueryData:
         return self.reader is None or name in self._frames
 
     def load_all(self) -> QueryData:
-        """Read every frame now (a server keeps one build for many requests)."""
+        """Read every frame now, and wait for the search indexes (a server keeps one build for
+        many requests, and says at start when it cannot open them)."""
         for name in SCHEMAS:
             getattr(self, name)
+        self._take_opened()
         return self
 
     def row_count(self, name: str) -> int:
