@@ -6,8 +6,12 @@ never reads the relationships table, basic search reads neither the graph nor th
 local search reads only the relationships touching the entities it selected
 (:meth:`QueryData.relationships_touching`) plus, for its ranking walk, the edges without their
 descriptions (:meth:`QueryData.relationship_links`) — or, when the build stored it, the walk's
-graph as integer arrays (:meth:`QueryData.stored_walk`), which needs no relationship at all. The
-engines call the same attributes and methods either way, so they stay free of I/O.
+graph as integer arrays (:meth:`QueryData.stored_walk`), which needs no relationship at all. Of
+the entities, text units and communities the walk keeps only the columns it reads
+(:meth:`QueryData.key_columns`) and the answer reads the rows it quotes by id
+(:meth:`QueryData.rows_where`). The search indexes may be opened on another thread
+(:meth:`QueryData.open_in_background`). The engines call the same attributes and methods either
+way, so they stay free of I/O.
 """
 
 from __future__ import annotations
