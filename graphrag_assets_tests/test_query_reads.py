@@ -9,13 +9,10 @@ the graph nor the reports. The reads are recorded by wrapping the real reader ov
 from __future__ import annotations
 
 import shutil
-import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-import polars as pl
 import pytest
 
 from graphrag_assets.core.errors import UserError
@@ -23,7 +20,6 @@ from graphrag_assets.core.settings import Settings, load_settings
 from graphrag_assets.project.query_data import load_query_data
 from graphrag_assets.project.querying import answer_from
 from graphrag_assets.project.walk_graph import store_walk_graph
-from graphrag_assets.query.array_index import ArrayVectorIndex
 from graphrag_assets.query.query_data import QueryData
 from graphrag_assets.query.request import QueryOptions
 from graphrag_assets.storage.database import connect
@@ -138,30 +134,3 @@ def test_a_build_published_while_answering_is_refused_not_mixed(project: Path, t
         conn.execute("update corpus_build set run_id = 'a-newer-build'")
     with pytest.raises(UserError, match="the index was rebuilt while the question was being answered; ask again"):
         answer_from(settings, data, QUESTION, QueryOptions(method="local"))
-
-
-def test_search_indexes_open_in_the_background_and_are_waited_for_on_first_use() -> None:
-    started, release = threading.Event(), threading.Event()
-
-    def open_indexes() -> dict[str, Any]:
-        started.set()
-        assert release.wait(10)
-        return {"entity_description": ArrayVectorIndex(["e1", "e2"], np.array([[1.0, 0.0], [0.0, 1.0]]))}
-
-    data = QueryData(entities=pl.DataFrame({"id": ["e1", "e2"]}))
-    data.open_in_background(open_indexes)
-    assert started.wait(10)  # opening runs on another thread while this one reads the tables
-    assert data.entities.height == 2
-    release.set()
-    assert [hit for hit, _ in data.entity_description.search([0.0, 1.0], 1)] == ["e2"]
-    assert data.text_unit_text.search([0.0, 1.0], 1) == [] and data.text_unit_lexical is None
-
-
-def test_an_error_opening_the_search_indexes_is_raised_where_they_are_used() -> None:
-    def open_indexes() -> dict[str, Any]:
-        raise UserError("the LanceDB folder is damaged; rebuild the index.")
-
-    data = QueryData()
-    data.open_in_background(open_indexes)
-    with pytest.raises(UserError, match="the LanceDB folder is damaged"):
-        data.text_unit_text.search([1.0], 1)

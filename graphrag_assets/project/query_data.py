@@ -4,8 +4,7 @@ A small index (text units up to ``query.in_memory_search_max_tokens`` tokens) is
 memory: its vectors come from the embedding tables DuckDB already holds and its lexical index is
 built on load (``query/lexical.py``), so a command-line query never imports LanceDB, which costs
 about a second. A larger index is searched through LanceDB (vectors and full-text index), opened
-at the versions the published build recorded, on a thread of its own while the question reads the
-tables (importing LanceDB takes 1–4 s; local search reads its walk graph meanwhile) — when it recorded any: a build made while the index
+at the versions the published build recorded — when it recorded any: a build made while the index
 was small has no LanceDB tables (``storage.lancedb_tables: auto``) and is searched in memory.
 """
 
@@ -77,16 +76,13 @@ def _load(settings: Settings) -> QueryData:
         data.text_unit_lexical = Bm25Index(units["id"].to_list(), units["text"].fill_null("").to_list())
         return data
     lance = settings.lancedb_path
-    data = QueryData(reader=stored)
-    data.open_in_background(
-        lambda: {
-            "entity_description": LanceVectorIndex(lance, ENTITY_TABLE, versions.get(ENTITY_TABLE)),
-            "text_unit_text": LanceVectorIndex(lance, TEXT_UNIT_TABLE, versions.get(TEXT_UNIT_TABLE)),
-            "community_full_content": LanceVectorIndex(lance, REPORT_TABLE, versions.get(REPORT_TABLE)),
-            "text_unit_lexical": lexical_index(lance, TEXT_UNIT_TABLE, versions.get(TEXT_UNIT_TABLE)),
-        }
+    return QueryData(
+        entity_description=LanceVectorIndex(lance, ENTITY_TABLE, versions.get(ENTITY_TABLE)),
+        text_unit_text=LanceVectorIndex(lance, TEXT_UNIT_TABLE, versions.get(TEXT_UNIT_TABLE)),
+        community_full_content=LanceVectorIndex(lance, REPORT_TABLE, versions.get(REPORT_TABLE)),
+        text_unit_lexical=lexical_index(lance, TEXT_UNIT_TABLE, versions.get(TEXT_UNIT_TABLE)),
+        reader=stored,
     )
-    return data
 
 
 def _vector_index(frame: pl.DataFrame | None, name: str) -> ArrayVectorIndex:

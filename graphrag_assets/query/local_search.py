@@ -59,7 +59,7 @@ from graphrag_assets.query.context_records import (
 )
 from graphrag_assets.query.context_tables import BudgetedTable, fill_table, format_row, join_sections, section_header
 from graphrag_assets.query.extractive import no_llm_answer
-from graphrag_assets.query.graph_ranking import GraphQuery, RankedCandidates, rank_by_graph, ranking_graph
+from graphrag_assets.query.graph_ranking import GraphQuery, RankedCandidates, rank_by_graph
 from graphrag_assets.query.model_calls import ModelCalls, TokenCounter
 from graphrag_assets.query.query_data import QueryData
 from graphrag_assets.query.query_prompts import query_prompt
@@ -233,11 +233,9 @@ def rank_candidates(
 ) -> RankedCandidates:
     """The candidates of each context table, best first, by ``settings.ranking``."""
     k = settings.top_k_entities
-    if settings.ranking == "graph":
-        ranking_graph(data)  # first: the search indexes may still be opening in the background
-        hits = data.entity_description.search(vector, k * ENTITY_OVERSAMPLING)
-        return rank_by_graph(GraphQuery(text, vector, hits), data, settings, community_level)
     hits = data.entity_description.search(vector, k * ENTITY_OVERSAMPLING)
+    if settings.ranking == "graph":
+        return rank_by_graph(GraphQuery(text, vector, hits), data, settings, community_level)
     mapped = map_entities(hits, data.entities, k)
     touching = data.relationships_touching(mapped["title"].to_list())  # all the two rankings below read
     return RankedCandidates(

@@ -9,15 +9,14 @@ descriptions (:meth:`QueryData.relationship_links`) — or, when the build store
 graph as integer arrays (:meth:`QueryData.stored_walk`), which needs no relationship at all. Of
 the entities, text units and communities the walk keeps only the columns it reads
 (:meth:`QueryData.key_columns`) and the answer reads the rows it quotes by id
-(:meth:`QueryData.rows_where`). The search indexes may be opened on another thread
-(:meth:`QueryData.open_in_background`). The engines call the same attributes and methods either
-way, so they stay free of I/O.
+(:meth:`QueryData.rows_where`). The engines call the same attributes and methods either way, so
+they stay free of I/O.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 import polars as pl
@@ -48,8 +47,6 @@ SCHEMAS: dict[str, dict[str, pl.DataType]] = {  # attribute of QueryData (= tabl
     "documents": DOCUMENTS,
 }
 LINK_COLUMNS = ("source", "target", "weight")
-SEARCH_INDEXES = ("entity_description", "text_unit_text", "community_full_content", "text_unit_lexical")
-LEXICAL = "text_unit_lexical"  # the one search index that may be None (an index built before full-text search)
 WALK_FRAMES = frozenset({"entities", "relationships", "text_units"})  # what the stored walk graph describes
 
 
@@ -118,47 +115,6 @@ class _Table:
             data._frames.pop("_links", None)
 
 
-class _SearchIndex:
-    """A search-index attribute of :class:`QueryData`: given, or opened in the background
-    (:meth:`QueryData.open_in_background`) and waited for on first use."""
-
-    def __set_name__(self, owner: type, name: str) -> None:
-        self.name = name
-
-    def __get__(self, data: QueryData | None, owner: type | None = None) -> Any:
-        if data is None:
-            return self
-        if self.name not in data._indexes:
-            data._take_opened()
-        return data._indexes[self.name]
-
-    def __set__(self, data: QueryData, index: Any) -> None:
-        data._indexes[self.name] = index
-
-
-class _Opening:
-    """A function run on a thread of its own, its result (or exception) kept for :meth:`result`."""
-
-    def __init__(self, run: Callable[[], Mapping[str, Any]]) -> None:
-        self._run = run
-        self._outcome: tuple[Mapping[str, Any] | None, BaseException | None] = (None, None)
-        self._thread = threading.Thread(target=self._target, name="open-search-indexes", daemon=True)
-        self._thread.start()
-
-    def _target(self) -> None:
-        try:
-            self._outcome = (self._run(), None)
-        except BaseException as exc:  # handed to the thread that waits for the result
-            self._outcome = (None, exc)
-
-    def result(self) -> Mapping[str, Any]:
-        self._thread.join()
-        opened, error = self._outcome
-        if error is not None:
-            raise error
-        return opened or {}
-
-
 class QueryData:
     """The index as the query engines see it. Frames follow :mod:`graphrag_assets.core.schemas`."""
 
@@ -169,10 +125,6 @@ class QueryData:
     text_units = _Table()
     covariates = _Table()
     documents = _Table()
-    entity_description = _SearchIndex()  # ids: entity ids
-    text_unit_text = _SearchIndex()  # ids: text unit ids
-    community_full_content = _SearchIndex()  # ids: report ids
-    text_unit_lexical = _SearchIndex()  # ids: text unit ids; None: no full-text index
 
     def __init__(
         self,
@@ -203,34 +155,14 @@ class QueryData:
         self._given = set(self._frames)  # frames not read from the reader: a stored walk graph does not describe them
         self._walk: list[WalkMatrix | None] = []  # the stored walk graph once read (holding None when there is none)
         self._lock = threading.Lock()
-        self._index_lock = threading.Lock()
-        self._indexes: dict[str, Any] = {}
-        self._opening: list[_Opening] = []  # search indexes being opened in the background
         self.reader = reader
-        self.entity_description = entity_description or empty_index()
-        self.text_unit_text = text_unit_text or empty_index()
-        self.community_full_content = community_full_content or empty_index()
+        self.entity_description: VectorIndex = entity_description or empty_index()
+        self.text_unit_text: VectorIndex = text_unit_text or empty_index()
+        self.community_full_content: VectorIndex = community_full_content or empty_index()
         self.text_unit_lexical = text_unit_lexical
         # Structures derived from the frames above (the local-ranking graph), built on first use and
         # reused by every query in the process.
         self.derived: dict[str, Any] = {}
-
-    def open_in_background(self, open_indexes: Callable[[], Mapping[str, Any]]) -> None:
-        """Have ``open_indexes()`` (search index attributes by name) run on another thread, waited
-        for when one of them is first used: opening LanceDB (importing it takes 1–4 s) then overlaps
-        the reads that come first, e.g. local search's walk graph."""
-        for name in SEARCH_INDEXES:
-            self._indexes.pop(name, None)
-        self._opening.append(_Opening(open_indexes))
-
-    def _take_opened(self) -> None:
-        with self._index_lock:
-            if self._opening:
-                opened = self._opening[0].result()
-                for name in SEARCH_INDEXES:
-                    found = opened.get(name)
-                    self._indexes.setdefault(name, empty_index() if found is None and name != LEXICAL else found)
-                self._opening.clear()
 
     def _read(self, read: Any, schema: dict[str, pl.DataType]) -> pl.DataFrame:
         frame = read(self.reader) if self.reader is not None else None
@@ -245,11 +177,9 @@ class QueryData:
         return self.reader is None or name in self._frames
 
     def load_all(self) -> QueryData:
-        """Read every frame now, and wait for the search indexes (a server keeps one build for
-        many requests, and says at start when it cannot open them)."""
+        """Read every frame now (a server keeps one build for many requests)."""
         for name in SCHEMAS:
             getattr(self, name)
-        self._take_opened()
         return self
 
     def row_count(self, name: str) -> int:
