@@ -863,7 +863,13 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3, help="timed runs of every question and variant")
     parser.add_argument("--latency-ms", type=float, default=500.0, help="stand-in server latency for global search")
     parser.add_argument("--skip-global", action="store_true", help="do not start the stand-in server")
-    parser.add_argument("--index", type=Path, default=None, help="measure CLI commands and serve on this project")
+    parser.add_argument(
+        "--index",
+        type=Path,
+        nargs="+",
+        default=None,
+        help="measure CLI commands and serve on these projects (e.g. a big index and the sample, in one run)",
+    )
     parser.add_argument("--baseline", type=Path, default=None, help="with --index: also run this graphrag_assets tree")
     parser.add_argument(
         "--candidate", type=Path, default=None, help="with --index: the tree to compare (default: installed)"
@@ -873,6 +879,13 @@ def main() -> None:
         action="store_true",
         help="with --index: start serve with the compared tree only (older trees held 12 GB on the 100k index)",
     )
+    parser.add_argument(
+        "--commands",
+        nargs="+",
+        default=None,
+        help="with --index: only the commands named so (e.g. 'query -m local' 'query -m basic'; default: all)",
+    )
+    parser.add_argument("--no-serve", action="store_true", help="with --index: do not start serve")
     args = parser.parse_args()
     if args.index is not None:
         from query_on_index import index_costs, render_index_costs
@@ -880,12 +893,13 @@ def main() -> None:
         trees = {"baseline": args.baseline} if args.baseline else {}
         trees["this tree"] = args.candidate
 
+        serve = "none" if args.no_serve else "last" if args.serve_candidate_only else "all"
         costs = {
             **machine_info(),
             "command": invocation(),
-            **index_costs(args.index, trees, args.repeats, args.serve_candidate_only),
+            "indexes": [index_costs(root, trees, args.repeats, serve, args.commands) for root in args.index],
         }
-        print(render_index_costs(costs))
+        print("\n\n".join(render_index_costs(index) for index in costs["indexes"]))
         path = write_results("query_index.json", costs)
         print(f"\nwritten to {path.relative_to(REPO_ROOT)}")
         return

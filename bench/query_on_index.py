@@ -133,14 +133,25 @@ def serve_memory(root: Path, entity: str, source: Path | None) -> dict[str, Any]
 
 
 def index_costs(
-    root: Path, trees: dict[str, Path | None], repeats: int, serve_last_only: bool = False
+    root: Path,
+    trees: dict[str, Path | None],
+    repeats: int,
+    serve: str = "all",
+    only: list[str] | None = None,
 ) -> dict[str, Any]:
-    """Every command of :func:`commands` (and ``serve``) under each tree (name -> source folder, None:
-    the installed package), taking turns, best of ``repeats``; ``serve`` under the last tree only
-    when ``serve_last_only``."""
+    """Every command of :func:`commands` (those named in ``only``, when given) and ``serve`` under
+    each tree (name -> source folder, None: the installed package), taking turns, best of
+    ``repeats``; ``serve`` under every tree, the last one only (``"last"``) or none (``"none"``:
+    ``serve`` holds a 100k index's 12 GB of relationships)."""
     entity = busiest_entity(root)
     results: dict[str, Any] = {"root": str(root), "entity": entity, "load_average_start": load_average(), "rows": {}}
-    for name, command in commands(root, entity).items():
+    chosen = commands(root, entity)
+    unknown = sorted(set(only or ()) - set(chosen))
+    if unknown:
+        raise SystemExit(f"unknown command(s) {unknown}; choose among {sorted(chosen)}.")
+    for name, command in chosen.items():
+        if only and name not in only:
+            continue
         row: dict[str, Any] = {}
         for _ in range(repeats):
             for tree, source in trees.items():
@@ -150,7 +161,7 @@ def index_costs(
                     row[tree] = {"wall_s": measured.wall_s, "peak_rss_mb": measured.peak_rss_mb, "load": load_average()}
         results["rows"][name] = row
         print(f"  {name}: {row}", file=sys.stderr, flush=True)
-    served = list(trees.items())[-1:] if serve_last_only else trees.items()
+    served = {"all": list(trees.items()), "last": list(trees.items())[-1:], "none": []}[serve]
     results["serve"] = {tree: serve_memory(root, entity, source) for tree, source in served}
     results["load_average_end"] = load_average()
     return results
@@ -176,9 +187,9 @@ def render_index_costs(results: dict[str, Any]) -> str:
         f"load average: start {results['load_average_start']}, end {results['load_average_end']}",
         "",
         markdown_table(headers, rows),
-        "",
-        "serve (MB; VmRSS / VmHWM):",
     ]
+    if results["serve"]:
+        lines += ["", "serve (MB; VmRSS / VmHWM):"]
     for tree, figures in results["serve"].items():
         lines.append(f"- {tree}: {json.dumps(figures)}")
     return "\n".join(lines)

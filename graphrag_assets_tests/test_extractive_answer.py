@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import polars as pl
 
+from graphrag_assets.core.sentences import mention_key
 from graphrag_assets.llm.local_embedder import LocalEmbedder
 from graphrag_assets.query.extractive import (
     HEADER,
     NO_MATCH,
     extractive_answer,
     keywords,
+    may_name,
     question_sources,
     stem,
     subject_sources,
@@ -140,3 +142,49 @@ def test_the_subject_s_passages_keep_the_sentences_that_continue_them() -> None:
             "It was made of brass and green glass.",
         )
     ]
+
+
+TITLES = [
+    "MARA",
+    "Mara's lantern",
+    "U.S.A.",
+    "the U.N. council",
+    "Søren Holm",
+    "SØREN HOLM",
+    "So\u0308ren Holm",  # decomposed
+    "Storm Odile",
+    "STORM-ODILE RESCUE",
+    "O'Brien",
+    "1,000 LANTERNS",
+    "Northern Grace",
+    "Vellmouth harbour",
+    "Mr. Topper",
+    "Straße",
+    None,
+    "",
+]
+SUBJECTS = [
+    "MARA",
+    "USA",
+    "UN",
+    "SØREN HOLM",
+    "SOREN",
+    "STORM ODILE",
+    "O'BRIEN",
+    "OBRIEN",
+    "1,000",
+    "TOPPER",
+    "STRASSE",
+]
+
+
+def test_the_title_filter_keeps_every_title_that_names_a_subject_and_drops_others() -> None:
+    # subject_sources tokenizes only the titles may_name keeps: it must keep every one that matches
+    titles = pl.Series(TITLES, dtype=pl.String)
+    for subject in SUBJECTS:
+        kept = may_name(titles, [subject]).to_list()
+        for title, may in zip(TITLES, kept, strict=True):
+            key = mention_key(title or "").strip()
+            matches = bool(key) and (f" {subject} " in f" {key} " or f" {key} " in f" {subject} ")
+            assert may or not matches, (subject, title)
+    assert may_name(titles, ["NORTHERN GRACE"]).to_list() == [title == "Northern Grace" for title in TITLES]

@@ -38,6 +38,10 @@ class RecordingReader:
         self.reads.append(f"table {name}")
         return self.reader.table(name)
 
+    def columns_of(self, name: str, columns: Sequence[str]) -> Any:
+        self.reads.append(f"columns of {name}")
+        return self.reader.columns_of(name, columns)
+
     def relationships_touching(self, titles: Sequence[str], columns: Sequence[str] = ()) -> Any:
         self.reads.append("relationships_touching")
         return self.reader.relationships_touching(titles, columns)
@@ -50,9 +54,9 @@ class RecordingReader:
         self.reads.append("walk_graph")
         return self.reader.walk_graph()
 
-    def rows_where(self, table: str, column: str, values: Sequence[Any]) -> Any:
+    def rows_where(self, table: str, column: str, values: Sequence[Any], columns: Sequence[str] = ()) -> Any:
         self.reads.append(f"rows of {table}")
-        return self.reader.rows_where(table, column, values)
+        return self.reader.rows_where(table, column, values, columns)
 
     def row_count(self, table: str) -> int:
         return self.reader.row_count(table)
@@ -82,7 +86,11 @@ def project(nlp_index: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.mark.parametrize(
     ("method", "ranking", "not_read"),
     [
-        ("local", "graph", {"table relationships", "relationship_links"}),  # the build stored the walk's graph
+        (  # the build stored the walk's graph; of the entities and text units only ids (titles) and chosen rows
+            "local",
+            "graph",
+            {"table relationships", "relationship_links", "table entities", "table text_units", "table communities"},
+        ),
         ("local", "msgraphrag", {"table relationships", "relationship_links", "walk_graph"}),
         ("drift", "graph", {"table relationships", "relationship_links"}),
         ("global", "graph", {"table relationships", "relationship_links", "relationships_touching"}),
@@ -95,6 +103,8 @@ def project(nlp_index: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
                 "relationships_touching",
                 "table community_reports",
                 "table communities",
+                "table entities",  # the extractive answer reads the titles and mentions only
+                "table text_units",  # and the rows of the text units it cites
             },
         ),
     ],

@@ -134,12 +134,15 @@ def _units_by_short_id(data: QueryData, records: ContextRecords, shorts: set[str
     """The cited text units by the short id they are cited by. The context's own sources come first:
     a short id is a prefix, so at scale two units can share one, and the context says which was meant."""
     in_context = {r.citation: r.id for r in records.sources if r.citation in shorts}
-    wanted = pl.col("id").is_in(list(in_context.values()))
+    wanted = list(in_context.values())
     elsewhere = shorts - set(in_context)
     if elsewhere:  # sources an extractive answer found outside the context: the whole id column is scanned
-        wanted = wanted | pl.col("id").str.replace_all("-", "").str.slice(0, 8).is_in(list(elsewhere))
+        ids = data.key_columns("text_units", ("id",))
+        short = pl.col("id").str.replace_all("-", "").str.slice(0, 8)
+        wanted += ids.filter(short.is_in(list(elsewhere)))["id"].to_list()
     units: dict[str, dict[str, Any]] = {}
-    rows = data.text_units.filter(wanted).select("id", "text", "document_id", "start_char", "end_char")
+    # only the cited rows: an index read on demand need not load its 100,000 text units
+    rows = data.rows_where("text_units", "id", wanted).select("id", "text", "document_id", "start_char", "end_char")
     for row in rows.iter_rows(named=True):
         short = short_id(row["id"])
         if in_context.get(short, row["id"]) == row["id"] and short not in units:

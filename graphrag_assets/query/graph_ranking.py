@@ -69,6 +69,9 @@ PASSAGE_CANDIDATES = 10  # text units that receive restart mass (measured on LiH
 SOURCE_CANDIDATES = 200  # text units offered to the Sources table (its token budget keeps a prefix)
 TOLERANCE = 1e-10  # power iteration stops when the scores move less than this (L1)
 MAX_STEPS = 1000
+ENTITY_KEYS = ("id", "title", "type")  # what the graph and the seed filter read of every entity
+UNIT_KEYS = ("id",)
+COMMUNITY_KEYS = ("community", "level", "entity_ids")
 RANKED_COLUMNS = ("id", "human_readable_id", "source", "target")  # what ranking the relationships reads
 
 
@@ -218,11 +221,14 @@ def build_ranking_graph(
 
 
 def _sources(data: QueryData, stored: bool) -> tuple[pl.DataFrame, ...]:
-    """The frames a graph of ``data`` is built from: with a stored walk, no relationship at all;
-    otherwise their ends and weights only (a lazily read index need not load their descriptions)."""
+    """The frames a graph of ``data`` is built from, of a lazily read index only the columns the
+    graph reads (the chosen rows are read whole afterwards, :func:`_whole`): with a stored walk, no
+    relationship at all; otherwise their ends and weights, and the entities' mentions."""
+    units, communities = data.key_columns("text_units", UNIT_KEYS), data.key_columns("communities", COMMUNITY_KEYS)
     if stored:
-        return (data.entities, data.text_units, data.communities)
-    return (data.entities, data.relationship_links(), data.text_units, data.communities)
+        return (data.key_columns("entities", ENTITY_KEYS), units, communities)
+    entities = data.key_columns("entities", (*ENTITY_KEYS, "text_unit_ids"))
+    return (entities, data.relationship_links(), units, communities)
 
 
 def _fits(walk: WalkMatrix, entities: pl.DataFrame, text_units: pl.DataFrame) -> bool:
@@ -233,7 +239,9 @@ def ranking_graph(data: QueryData) -> RankingGraph:
     """The graph of ``data``, built on first use and kept on it for every later query: from the
     walk graph the build stored when it has one, else from the tables."""
     walk = data.stored_walk()
-    if walk is not None and not _fits(walk, data.entities, data.text_units):
+    if walk is not None and not _fits(
+        walk, data.key_columns("entities", ENTITY_KEYS), data.key_columns("text_units", UNIT_KEYS)
+    ):
         walk = None
     sources = _sources(data, walk is not None)
     cached = data.derived.get(CACHE_KEY)
@@ -351,7 +359,8 @@ def rank_by_graph(
 ) -> RankedCandidates:
     """The local-search candidates ordered by the walk (see the module docstring)."""
     graph = ranking_graph(data)
-    seeds = seed_entities(query.text, query.entity_hits, data.entities)
+    # the graph's entity rows (id order): the seeds' order does not change the restart vector
+    seeds = seed_entities(query.text, query.entity_hits, graph.entity_rows)
     passages = text_unit_hits(data, query.vector, query.text, PASSAGE_CANDIDATES, "hybrid").hits
     reset = restart_distribution(graph, seeds, passages, settings.passage_weight)
     scores = personalized_pagerank(graph, reset, settings.ppr_damping)
@@ -368,11 +377,20 @@ def rank_by_graph(
         settings.top_k_relationships * len(titles),
     )
     return RankedCandidates(
-        entities=graph.entity_rows[selected],
+        entities=_whole(data, "entities", graph.entity_rows[selected]),
         reports=rank_reports_by_score(graph, scores, selected, data, community_level),
         relationships=_whole_rows(data, ranked),
-        text_units=graph.unit_rows[units],
+        text_units=_whole(data, "text_units", graph.unit_rows[units]),
     )
+
+
+def _whole(data: QueryData, table: str, chosen: pl.DataFrame) -> pl.DataFrame:
+    """The ``chosen`` rows of ``table`` with every column, in their order: ``chosen`` itself when
+    the table is in memory, else read by id (the graph holds only the columns it needs)."""
+    if data.holds(table):
+        return chosen
+    order = chosen.select("id").with_row_index("_rank")
+    return data.rows_where(table, "id", order["id"].to_list()).join(order, on="id").sort("_rank").drop("_rank")
 
 
 def _whole_rows(data: QueryData, ranked: pl.DataFrame) -> pl.DataFrame:

@@ -6,8 +6,11 @@ never reads the relationships table, basic search reads neither the graph nor th
 local search reads only the relationships touching the entities it selected
 (:meth:`QueryData.relationships_touching`) plus, for its ranking walk, the edges without their
 descriptions (:meth:`QueryData.relationship_links`) — or, when the build stored it, the walk's
-graph as integer arrays (:meth:`QueryData.stored_walk`), which needs no relationship at all. The
-engines call the same attributes and methods either way, so they stay free of I/O.
+graph as integer arrays (:meth:`QueryData.stored_walk`), which needs no relationship at all. Of
+the entities, text units and communities the walk keeps only the columns it reads
+(:meth:`QueryData.key_columns`) and the answer reads the rows it quotes by id
+(:meth:`QueryData.rows_where`). The engines call the same attributes and methods either way, so
+they stay free of I/O.
 """
 
 from __future__ import annotations
@@ -58,6 +61,10 @@ class IndexReader(Protocol):
         """The whole table."""
         ...
 
+    def columns_of(self, name: str, columns: Sequence[str]) -> pl.DataFrame | None:
+        """Only ``columns`` of every row of the table, in stored order."""
+        ...
+
     def relationships_touching(self, titles: Sequence[str], columns: Sequence[str] = ()) -> pl.DataFrame | None:
         """The relationships with an end among ``titles``, in stored order (``columns`` only, when given)."""
         ...
@@ -70,8 +77,10 @@ class IndexReader(Protocol):
         """The walk graph the build stored (arrays of :func:`~graphrag_assets.index.walk_graph.stored_walk`)."""
         ...
 
-    def rows_where(self, table: str, column: str, values: Sequence[Any]) -> pl.DataFrame | None:
-        """The rows of ``table`` whose ``column`` is among ``values``, in stored order."""
+    def rows_where(
+        self, table: str, column: str, values: Sequence[Any], columns: Sequence[str] = ()
+    ) -> pl.DataFrame | None:
+        """The rows of ``table`` whose ``column`` is among ``values``, in stored order (``columns`` only, when given)."""
         ...
 
     def row_count(self, table: str) -> int:
@@ -100,6 +109,8 @@ class _Table:
     def __set__(self, data: QueryData, frame: pl.DataFrame) -> None:
         data._frames[self.name] = frame
         data._given.add(self.name)
+        for derived in [key for key in data._frames if key.startswith(f"_{self.name}:")]:
+            del data._frames[derived]
         if self.name == "relationships":
             data._frames.pop("_links", None)
 
@@ -157,6 +168,10 @@ class QueryData:
         frame = read(self.reader) if self.reader is not None else None
         return empty_frame(schema) if frame is None else frame
 
+    def holds(self, name: str) -> bool:
+        """Whether the table ``name`` is in memory whole (given, or read already)."""
+        return self._holds(name)
+
     def _holds(self, name: str) -> bool:
         """Whether the frame is in memory (given, or read already), so a slice of it costs no read."""
         return self.reader is None or name in self._frames
@@ -173,11 +188,39 @@ class QueryData:
             return getattr(self, name).height
         return self.reader.row_count(name)
 
-    def rows_where(self, name: str, column: str, values: Sequence[Any]) -> pl.DataFrame:
-        """The rows of the table ``name`` whose ``column`` is among ``values``, in table order."""
+    def columns_of(self, name: str, columns: Sequence[str]) -> pl.DataFrame:
+        """Only ``columns`` of the table ``name``, every row in table order: read alone (not kept)
+        when the table is not in memory, e.g. the titles of 50,000 entities without their descriptions."""
         if self._holds(name):
-            return getattr(self, name).filter(pl.col(column).is_in(list(values)))
-        return self._read(lambda reader: reader.rows_where(name, column, list(values)), SCHEMAS[name])
+            return getattr(self, name).select(columns)
+        schema = {c: t for c, t in SCHEMAS[name].items() if c in columns}
+        return self._read(lambda reader: reader.columns_of(name, list(columns)), schema).select(columns)
+
+    def key_columns(self, name: str, columns: Sequence[str]) -> pl.DataFrame:
+        """The table ``name`` when it is in memory; otherwise only its ``columns``, every row in
+        table order, read once and kept (local search's walk needs every entity's id and title,
+        not the 150 MB of descriptions of a 100,000-document index)."""
+        if self._holds(name):
+            return getattr(self, name)
+        key = f"_{name}:{','.join(columns)}"
+        frame = self._frames.get(key)
+        if frame is None:
+            with self._lock:
+                frame = self._frames.get(key)
+                if frame is None:
+                    frame = self.columns_of(name, columns)
+                    self._frames[key] = frame
+        return frame
+
+    def rows_where(self, name: str, column: str, values: Sequence[Any], columns: Sequence[str] = ()) -> pl.DataFrame:
+        """The rows of the table ``name`` whose ``column`` is among ``values``, in table order; only
+        ``columns`` when given (the sort keys of thousands of text units, not their text)."""
+        if self._holds(name):
+            rows = getattr(self, name).filter(pl.col(column).is_in(list(values)))
+            return rows.select(columns) if columns else rows
+        schema = {c: t for c, t in SCHEMAS[name].items() if not columns or c in columns}
+        rows = self._read(lambda reader: reader.rows_where(name, column, list(values), list(columns)), schema)
+        return rows.select(columns) if columns else rows
 
     def relationships_touching(self, titles: Sequence[str], columns: Sequence[str] = ()) -> pl.DataFrame:
         """The relationships with an end among ``titles``, in table order; only ``columns`` when

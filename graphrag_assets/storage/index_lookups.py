@@ -83,6 +83,10 @@ class StoredIndex:
         """The whole table (its schema's columns), None when the index has no such table."""
         return self._read(name)
 
+    def columns_of(self, name: str, columns: Sequence[str]) -> pl.DataFrame | None:
+        """Only ``columns`` of every row of the table, None when the index has no such table."""
+        return self._read(name, columns=columns)
+
     def relationships_touching(self, titles: Sequence[str], columns: Sequence[str] = ()) -> pl.DataFrame | None:
         """The relationships with an end among ``titles``, in stored order (``columns`` only, when given)."""
         wanted = list(dict.fromkeys(titles))
@@ -106,11 +110,13 @@ class StoredIndex:
         """The local-search walk's graph stored with this build, as arrays (None: the build has none)."""
         return self._on_build(read_walk)
 
-    def rows_where(self, table: str, column: str, values: Sequence[Any]) -> pl.DataFrame | None:
-        """The rows of ``table`` whose ``column`` is among ``values``, in stored order."""
+    def rows_where(
+        self, table: str, column: str, values: Sequence[Any], columns: Sequence[str] = ()
+    ) -> pl.DataFrame | None:
+        """The rows of ``table`` whose ``column`` is among ``values``, in stored order (``columns`` only, when given)."""
         if column not in self._present.get(table, ()):
-            return self._read(table, "where false")
-        return self._read(table, f"where {quote(column)} in (select unnest($1))", [list(values)])
+            return self._read(table, "where false", columns=columns)
+        return self._read(table, f"where {quote(column)} in (select unnest($1))", [list(values)], columns)
 
     def row_count(self, table: str) -> int:
         """Rows of ``table`` (0 when the index has no such table)."""
