@@ -114,6 +114,18 @@ class TreeRss:
         """The peak over the whole command (1: tree RSS, 2: tree PSS, 3: largest VmHWM)."""
         return round(max((sample[column] for sample in self.samples), default=0) / 1024, 1)
 
+    def when_peak(self, windows: list[dict[str, Any]]) -> str:
+        """Where the whole command's tree RSS peaked: in a step, or after one (a step process's
+        exit, e.g. DuckDB's checkpoint as it lets the file go, falls outside its step's window)."""
+        if not self.samples:
+            return ""
+        at = max(self.samples, key=lambda sample: sample[1])[0]
+        inside = [w["step"] for w in windows if w["start"] <= at <= w["end"]]
+        if inside:
+            return f"in {inside[0]}"
+        before = [w for w in windows if w["end"] < at]
+        return f"after {max(before, key=lambda w: w['end'])['step']} ended" if before else "before the first step"
+
     def peaks_by_step(self, windows: list[dict[str, Any]], column: int = 1) -> dict[str, float]:
         """Peak (MB) per step, over the samples taken while the step ran (column as in :meth:`peak_mb`)."""
         peaks: dict[str, float] = {}
@@ -244,6 +256,7 @@ def measured_index(root: Path, env: dict[str, str], documents: int) -> dict[str,
         "step_largest_hwm_mb": rss.peaks_by_step(timeline["steps"], column=3),
         "peak_tree_rss_mb": rss.peak_mb(1),
         "peak_tree_pss_mb": rss.peak_mb(2),
+        "peak_tree_rss_when": rss.when_peak(timeline["steps"]),
         "orchestration_s": round(orchestration, 2),
         "orchestration_share": round(orchestration / measured.wall_s, 3),
         "ms_per_document": {
@@ -320,6 +333,7 @@ def render(results: dict[str, Any]) -> str:
             r["peak_rss_mb"],
             r.get("peak_tree_rss_mb", ""),
             r.get("peak_tree_pss_mb", ""),
+            r.get("peak_tree_rss_when", ""),
             r["duckdb_mb"],
             r["lancedb_mb"],
             r["wall_breakdown"]["steps_s"],
@@ -347,6 +361,7 @@ def render(results: dict[str, Any]) -> str:
                 "peak RSS MB",
                 "peak tree RSS MB",
                 "peak tree PSS MB",
+                "tree RSS peaked",
                 "DuckDB MB",
                 "LanceDB MB",
                 "steps s",
