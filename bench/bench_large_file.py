@@ -14,6 +14,7 @@ growth. Results: markdown on stdout and ``bench/results/large_file.json``.
 from __future__ import annotations
 
 import argparse
+import json
 import random
 import shutil
 import sys
@@ -24,8 +25,10 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_nlp import index_counts, offline_env  # noqa: E402
+from bench_scale import TreeRss  # noqa: E402
 from common import (  # noqa: E402
     cli_command,
+    dagster_timeline,
     git_state,
     header_block,
     invocation,
@@ -202,8 +205,31 @@ def run_size(workdir: Path, megabytes: float) -> dict[str, Any]:
     (root / "data" / "input").mkdir(parents=True)
     text = generate(int(megabytes * 1_000_000))
     (root / "data" / "input" / "big.txt").write_text(text, encoding="utf-8")
-    measured = measure(cli_command("index", "--root", str(root)), env=offline_env())
-    return {"megabytes": megabytes, **measured.figures(), "counts": index_counts(root)}
+    load_start = load_average()
+    with TreeRss() as rss:
+        measured = measure(cli_command("index", "--root", str(root), "--json"), env=offline_env())
+    load_end = load_average()
+    run_ids = [run["run_id"] for run in json.loads(measured.stdout)["runs"]]
+    steps = dagster_timeline(root, run_ids)["steps"]
+    return {
+        "megabytes": megabytes,
+        **measured.figures(),
+        "load_average_start": load_start,
+        "load_average_end": load_end,
+        "step_largest_hwm_mb": rss.peaks_by_step(steps, column=3),  # steps in the order they ran
+        "counts": index_counts(root),
+    }
+
+
+def step_rows(runs: list[dict[str, Any]]) -> list[list[Any]]:
+    """One row per step, in the order the steps ran: the largest high-water mark of a process while
+    it ran, at each size.
+
+    A single file runs every step in the CLI's own process, so a step's figure is the process's peak
+    so far; the step where the figure first rises to the command's peak is where the memory goes.
+    """
+    steps = list(dict.fromkeys(step for r in runs for step in r["step_largest_hwm_mb"]))
+    return [[step, *(r["step_largest_hwm_mb"].get(step, "") for r in runs)] for step in steps]
 
 
 def main() -> None:
@@ -234,6 +260,8 @@ def main() -> None:
             ],
         )
     )
+    print()
+    print(markdown_table(["step: largest VmHWM MB at", *(f"{r['megabytes']:g} MB" for r in runs)], step_rows(runs)))
     path = write_results(
         "large_file.json",
         {

@@ -56,6 +56,7 @@ def main() -> None:
     from graphrag_assets.index import nlp_graph
     from graphrag_assets.index.corpus_graph import noun_graph
     from graphrag_assets.storage import corpus
+    from graphrag_assets.storage.database import let_go
     from graphrag_assets.storage.tables import read_table
 
     database = args.root / "data" / "graphrag.duckdb"
@@ -75,11 +76,15 @@ def main() -> None:
     del extractions
     phases.done("descriptions and entities")
     entities = built.entities
-    written = corpus.write_staged_batches(args.scratch, "relationships", built.relationships.batches())
+    written = corpus.write_staged_batches(
+        args.scratch, "relationships", built.relationships.batches(), corpus.BATCHES_MEMORY_LIMIT, checkpoint=True
+    )
     del built
     phases.done(f"write {written:,} relationships")
     corpus.staged_graph_problems(args.scratch, entities)
     phases.done("checks in DuckDB")
+    let_go(args.scratch)
+    phases.done("close the file (its checkpoint)")
     print(
         f"\nprocess peak: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024} MB; load average at end: {os.getloadavg()}"
     )
