@@ -223,20 +223,20 @@ def read_staged(path: str | Path, table: str) -> pl.DataFrame | None:
 
 def read_staged_without(path: str | Path, table: str, left_out: Sequence[str]) -> pl.DataFrame | None:
     """:func:`read_staged` without the columns ``left_out`` (lists a step does not need)."""
-    with connect(path) as conn:
-        source = readable_table(conn, table)
-        if source is None:
-            return None
-        return frame_of(conn.sql(f"select * exclude ({', '.join(quote(c) for c in left_out)}) from {source}"))
+    return _select_staged(path, table, f"* exclude ({', '.join(quote(c) for c in left_out)})")
 
 
 def read_staged_columns(path: str | Path, table: str, columns: Sequence[str]) -> pl.DataFrame | None:
     """``columns`` of :func:`read_staged`'s table (None: neither version exists)."""
+    return _select_staged(path, table, ", ".join(quote(c) for c in columns))
+
+
+def _select_staged(path: str | Path, table: str, selection: str) -> pl.DataFrame | None:
     with connect(path) as conn:
         source = readable_table(conn, table)
         if source is None:
             return None
-        return frame_of(conn.sql(f"select {', '.join(quote(c) for c in columns)} from {source}"))
+        return frame_of(conn.sql(f"select {selection} from {source}"))
 
 
 def read_published_columns(path: str | Path, table: str, columns: Sequence[str]) -> pl.DataFrame | None:
