@@ -140,6 +140,7 @@ def write_batch(path: Path, batch: CacheBatch, *, create: bool, create_owners: b
         if create:
             create_cache_tables(conn)
             store_vectors_as_bytes(conn)
+        batch = replace(batch, owners=list(batch.owners))  # read twice when the first attempt fails
         if batch.new_keys:
             try:
                 return _write_rows(conn, batch, create_owners)
