@@ -91,7 +91,11 @@ def test_the_sample_corpus_indexed_on_the_cluster_equals_the_single_process_buil
     assert sorted(ours) == sorted(expected)
     for table, frame in expected.items():
         assert_frame_equal(ours[table], frame)
-    assert _shard_step_pids(root) == dask_cluster.worker_pids()
+    # On the cluster's workers, not in `index`'s process. Which worker takes which shard is the
+    # scheduler's choice (one worker took both once, at load ~5); the test above pins that two
+    # workers run steps at the same time.
+    shard_pids = _shard_step_pids(root)
+    assert shard_pids and shard_pids <= dask_cluster.worker_pids()
 
 
 def test_an_unreachable_scheduler_is_one_clear_sentence(graphrag_server, tmp_path: Path) -> None:
