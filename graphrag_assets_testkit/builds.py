@@ -27,6 +27,15 @@ TABLE_ORDER = {
     "corpus_manifest": ["document_key"],
     "entity_aliases": ["alias"],
 }
+# the tables the corpus run publishes (a failed or killed corpus run must leave them as they were)
+CORPUS_TABLES = (
+    "entities",
+    "relationships",
+    "communities",
+    "community_reports",
+    "entity_embeddings",
+    "corpus_manifest",
+)
 IGNORED_COLUMNS = {"period", "creation_date"}  # the run date and file modification times
 NEW_DOCUMENT = (
     "Captain Ilse Marrow sailed the schooner Wren to Port Auberon. "

@@ -32,7 +32,7 @@ from graphrag_assets.pipeline.partitions import CORPUS_JOB
 from graphrag_assets.pipeline.runtime.instance import open_instance
 from graphrag_assets.pipeline.runtime.step_server import START_METHOD, start_step_server
 from graphrag_assets.storage.corpus import staged_tables
-from graphrag_assets_testkit.builds import NEW_DOCUMENT, published_tables, run_index
+from graphrag_assets_testkit.builds import CORPUS_TABLES, NEW_DOCUMENT, published_tables, run_index
 from graphrag_assets_testkit.projects import make_project
 from graphrag_assets_testkit.publish_fault import IN_THE_PUBLISH
 
@@ -45,15 +45,6 @@ CORPUS_STEPS = {
     "community_report_embeddings",
     "corpus_manifest",
 }
-
-PUBLISHED_CORPUS_TABLES = (
-    "entities",
-    "relationships",
-    "communities",
-    "community_reports",
-    "entity_embeddings",
-    "corpus_manifest",
-)
 
 
 def processes_setting(mode: str) -> str:
@@ -136,7 +127,7 @@ def test_a_step_failing_in_its_process_publishes_nothing_and_the_next_index_fini
     assert ("injected fault at 'alter table' 2" if fault == "raise" else killed) in reason, reason
     assert "Traceback" not in failed.stderr and "dagster._core" not in failed.stdout
     after = published_tables(root)
-    for table in PUBLISHED_CORPUS_TABLES:  # the new document's own rows are in: its run succeeded
+    for table in CORPUS_TABLES:  # the new document's own rows are in: its run succeeded
         assert_frame_equal(after[table], before[table])
     assert "entities" in staged_tables(root / "data" / "graphrag.duckdb", read_only=True)
 

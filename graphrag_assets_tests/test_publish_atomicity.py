@@ -20,7 +20,7 @@ from graphrag_assets.storage import corpus
 from graphrag_assets.storage.corpus import publish_corpus, staged_tables, write_staged
 from graphrag_assets.storage.database import connect
 from graphrag_assets.storage.tables import read_table
-from graphrag_assets_testkit.builds import NEW_DOCUMENT, published_tables, run_index
+from graphrag_assets_testkit.builds import CORPUS_TABLES, NEW_DOCUMENT, published_tables, run_index
 from graphrag_assets_testkit.projects import make_project
 from graphrag_assets_testkit.publish_fault import IN_THE_PUBLISH, PublishFault, faulty_connect
 
@@ -76,16 +76,6 @@ def edited_nlp_project(nlp_index: Path, tmp_path: Path) -> Path:
     shutil.copytree(nlp_index, root)
     (root / "data" / "input" / "marrow_log.txt").write_text(NEW_DOCUMENT, encoding="utf-8")
     return root
-
-
-CORPUS_TABLES = (
-    "entities",
-    "relationships",
-    "communities",
-    "community_reports",
-    "entity_embeddings",
-    "corpus_manifest",
-)
 
 
 def test_an_index_killed_inside_the_publish_leaves_the_previous_build_and_the_next_one_finishes(
