@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import math
 import struct
+import threading
 import time
 from pathlib import Path
 
@@ -13,6 +14,7 @@ import numpy as np
 import pytest
 
 from graphrag_assets.core.ownership import DOCUMENT, cache_owner
+from graphrag_assets.llm import cache as cache_module
 from graphrag_assets.llm.cache import (
     CHAT_TABLE,
     EMBEDDING_TABLE,
@@ -233,6 +235,29 @@ def test_writes_gather_and_happen_without_close(tmp_path: Path):
         assert cache.stats.flushes - flushes == 1
     with duckdb.connect(str(db)) as conn:
         assert conn.execute(f"select count(*) from {CHAT_TABLE}").fetchone() == (6,)
+    cache.close()
+
+
+def test_answers_written_one_by_one_start_no_thread_each(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """Each answer a model call writes at once re-arms the delayed write of rows nobody waits for;
+    one thread serves those delays while answers keep coming (a timer thread per answer cost the
+    calling thread ~1 ms each), and it ends when they stop."""
+    monkeypatch.setattr(cache_module, "DELAYER_IDLE_SECONDS", 0.3)
+    cache = LLMCache(tmp_path / "db.duckdb")
+    cache.put_chat("warm", model="m", purpose="p", text="x", prompt_tokens=1, completion_tokens=1)
+    asyncio.run(cache.commit())  # the writer thread exists from here on
+    starts = []
+    real_start = threading.Thread.start
+    monkeypatch.setattr(threading.Thread, "start", lambda thread: (starts.append(thread.name), real_start(thread))[1])
+    for i in range(10):
+        cache.put_chat(f"k{i}", model="m", purpose="p", text="x", prompt_tokens=1, completion_tokens=1)
+        asyncio.run(cache.commit())
+    assert cache.stats.rows_written == 11
+    assert len(starts) <= 1, starts
+    deadline = time.monotonic() + 10
+    while any(t.name == "llm-cache-delay" for t in threading.enumerate()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(t.name == "llm-cache-delay" for t in threading.enumerate())
     cache.close()
 
 

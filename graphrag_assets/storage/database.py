@@ -13,7 +13,7 @@ import contextlib
 import errno
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import duckdb
@@ -242,11 +242,16 @@ def transaction(conn: duckdb.DuckDBPyConnection, **frames: pl.DataFrame) -> Iter
 
 
 def table_exists(conn: duckdb.DuckDBPyConnection, table: str) -> bool:
-    row = conn.execute(
-        "select count(*) from information_schema.tables where table_schema = 'main' and table_name = ?",
-        [table],
-    ).fetchall()[0]
-    return bool(row and row[0])
+    return bool(existing_tables(conn, [table]))
+
+
+def existing_tables(conn: duckdb.DuckDBPyConnection, tables: Sequence[str]) -> set[str]:
+    """Which of ``tables`` exist, asked in one query (each query of the catalog costs ~1 ms)."""
+    rows = conn.execute(
+        "select table_name from information_schema.tables where table_schema = 'main' and list_contains(?, table_name)",
+        [list(tables)],
+    ).fetchall()
+    return {row[0] for row in rows}
 
 
 def rewrite_compact(path: str | Path) -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import duckdb
 
-from graphrag_assets.storage.database import table_exists
+from graphrag_assets.storage.database import existing_tables
 
 BUILD_DOCUMENT_TABLES = ("documents", "text_units", "text_unit_embeddings")
 PENDING_PREFIX = "_pending_"
@@ -23,8 +23,9 @@ def _quote(identifier: str) -> str:
 def working_source(conn: duckdb.DuckDBPyConnection, table: str) -> str | None:
     """SQL (a table name or a subquery) for ``table`` as the pipeline sees it: the published rows
     of the documents not pending plus the pending rows; None when neither exists."""
-    published, pending = table_exists(conn, table), table_exists(conn, PENDING_PREFIX + table)
-    if table not in BUILD_DOCUMENT_TABLES or not table_exists(conn, PENDING_KEYS):
+    existing = existing_tables(conn, [table, PENDING_PREFIX + table, PENDING_KEYS])
+    published, pending = table in existing, PENDING_PREFIX + table in existing
+    if table not in BUILD_DOCUMENT_TABLES or PENDING_KEYS not in existing:
         return _quote(table) if published else None
     parts = []
     if published:

@@ -42,6 +42,7 @@ from graphrag_assets.storage.database import let_go
 from graphrag_assets.storage.documents import indexed_documents, keep_only_documents
 
 PREVIEW_COLUMNS = ("source", "target", "weight", "description")
+LET_GO_RELATIONSHIPS = 100_000  # from this many, the step closes the database when it ends (see the end of graph)
 
 CHECKS = [
     AssetCheckSpec(
@@ -124,6 +125,7 @@ def graph(
         },
     )
     if isinstance(relationships, pl.DataFrame):
+        relationship_count = relationships.height
         report = check_graph(entities, relationships)
         yield Output(
             relationships,
@@ -140,6 +142,7 @@ def graph(
             settings.database_path, "relationships", relationships.batches(), BATCHES_MEMORY_LIMIT, checkpoint=True
         )
         del relationships, built
+        relationship_count = written
         report = _written_graph_report(settings.database_path, entities)
         top = staged_top_rows(
             settings.database_path, "relationships", PREVIEW_COLUMNS, "combined_degree desc, human_readable_id", 5
@@ -176,8 +179,11 @@ def graph(
     )
     # DuckDB's cache of the tables this step read and wrote would stay in this process while the
     # next step (communities) reads the relationships afresh in batches: a 30 MB text file's index
-    # started the communities step ~120 MB lower with it let go (bench/bench_large_file.py).
-    let_go(settings.database_path)
+    # started the communities step ~120 MB lower with it let go (bench/bench_large_file.py). A
+    # small graph's cache is small, and letting go costs a checkpoint and a reopen (~0.1 s of a
+    # 5 s cold index of A Christmas Carol), so only a big one is let go.
+    if relationship_count >= LET_GO_RELATIONSHIPS:
+        let_go(settings.database_path)
 
 
 def _written_graph_report(database_path, entities: pl.DataFrame) -> GraphReport:
