@@ -247,9 +247,10 @@ def table_exists(conn: duckdb.DuckDBPyConnection, table: str) -> bool:
 
 def existing_tables(conn: duckdb.DuckDBPyConnection, tables: Sequence[str]) -> set[str]:
     """Which of ``tables`` exist, asked in one query (each query of the catalog costs ~1 ms)."""
+    marks = ", ".join("?" for _ in tables)
     rows = conn.execute(
-        "select table_name from information_schema.tables where table_schema = 'main' and list_contains(?, table_name)",
-        [list(tables)],
+        f"select table_name from information_schema.tables where table_schema = 'main' and table_name in ({marks})",
+        list(tables),
     ).fetchall()
     return {row[0] for row in rows}
 
