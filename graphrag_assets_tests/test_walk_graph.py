@@ -54,7 +54,7 @@ def test_the_stored_walk_is_the_walk_of_the_tables_float_for_float(project: Path
     tables = in_id_order(whole.entities, whole.relationships, whole.text_units, whole.communities)
     fresh = build_ranking_graph(*tables)
     assert fresh.walk.vertex_count == stored.walk.vertex_count > 50
-    for name in ("indptr", "sources", "probability", "mentions"):
+    for name in ("indptr", "sources", "probability", "mentions", "strength"):
         assert np.array_equal(getattr(fresh.walk, name), getattr(stored.walk, name)), name
     reset = np.zeros(stored.vertex_count)
     reset[[0, 3, stored.entity_count + 1]] = [0.6, 0.3, 0.1]
@@ -72,7 +72,7 @@ def test_a_walk_of_another_build_is_not_used(project: Path, tmp_path: Path) -> N
     data = load_query_data(settings)
     graph = ranking_graph(data)
     assert len(graph.built_from) == 4 and "_links" in data._frames  # built from the relationships' ends
-    for name in ("indptr", "sources", "probability", "mentions"):
+    for name in ("indptr", "sources", "probability", "mentions", "strength"):
         assert np.array_equal(getattr(graph.walk, name), getattr(expected.walk, name)), name
 
 
