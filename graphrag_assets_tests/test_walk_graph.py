@@ -15,7 +15,8 @@ from graphrag_assets.project.walk_graph import store_walk_graph
 from graphrag_assets.query.graph_ranking import build_ranking_graph, in_id_order, personalized_pagerank, ranking_graph
 from graphrag_assets.serve.lookups import neighbourhood, relationship_detail
 from graphrag_assets.serve.snapshot import load_snapshot
-from graphrag_assets.storage.database import connect
+from graphrag_assets.storage.corpus import BUILD_TABLE
+from graphrag_assets.storage.database import connect, table_exists
 from graphrag_assets.storage.walk_tables import WALK_TABLE
 from graphrag_assets_tests.test_graph_ranking import directed_edges
 
@@ -85,3 +86,18 @@ def test_the_server_shows_relationships_by_entity_and_by_number_as_the_tables_ho
     assert neighbourhood(snapshot.data, title).equals(neighbourhood(whole, title))
     number = str(whole.relationships["human_readable_id"][5])
     assert relationship_detail(snapshot.data, number) == relationship_detail(whole, number)
+
+
+def test_a_new_build_replaces_the_stored_arrays_and_the_old_tables(project: Path, tmp_path: Path) -> None:
+    root = Path(shutil.copytree(project, tmp_path / "project"))
+    database = root / "data" / "graphrag.duckdb"
+    before = list(Path(f"{database}.walk").iterdir())
+    with connect(database) as conn:  # as a walk stored by older code left it, then a new build
+        conn.execute("create table ranking_walk_edges as select 1 as source, 0.5 as probability")
+        conn.execute(f"update {BUILD_TABLE} set run_id = 'the-next-build'")
+    assert store_walk_graph(database, min_relationships=0) > 0
+    after = list(Path(f"{database}.walk").iterdir())
+    assert len(before) == len(after) == 1 and before != after
+    with connect(database, read_only=True) as conn:
+        assert not table_exists(conn, "ranking_walk_edges")
+    assert ranking_graph(load_query_data(load_settings(root, environ={}))).walk.vertex_count > 50
