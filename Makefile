@@ -42,4 +42,4 @@ dev: $(STAMP)
 
 ## Delete the generated index (DuckDB, LanceDB, Dagster state); keeps data/input.
 clean-index:
-	rm -rf data/graphrag.duckdb data/graphrag.duckdb.wal data/graphrag.duckdb.wait data/lancedb data/dagster
+	rm -rf data/graphrag.duckdb data/graphrag.duckdb.wal data/graphrag.duckdb.walk data/graphrag.duckdb.wait data/lancedb data/dagster

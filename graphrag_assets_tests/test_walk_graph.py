@@ -15,7 +15,8 @@ from graphrag_assets.project.walk_graph import store_walk_graph
 from graphrag_assets.query.graph_ranking import build_ranking_graph, in_id_order, personalized_pagerank, ranking_graph
 from graphrag_assets.serve.lookups import neighbourhood, relationship_detail
 from graphrag_assets.serve.snapshot import load_snapshot
-from graphrag_assets.storage.database import connect
+from graphrag_assets.storage.corpus import BUILD_TABLE
+from graphrag_assets.storage.database import connect, table_exists
 from graphrag_assets.storage.walk_tables import WALK_TABLE
 from graphrag_assets_tests.test_graph_ranking import directed_edges
 
@@ -54,7 +55,7 @@ def test_the_stored_walk_is_the_walk_of_the_tables_float_for_float(project: Path
     tables = in_id_order(whole.entities, whole.relationships, whole.text_units, whole.communities)
     fresh = build_ranking_graph(*tables)
     assert fresh.walk.vertex_count == stored.walk.vertex_count > 50
-    for name in ("indptr", "sources", "probability", "mentions"):
+    for name in ("indptr", "sources", "probability", "mentions", "strength"):
         assert np.array_equal(getattr(fresh.walk, name), getattr(stored.walk, name)), name
     reset = np.zeros(stored.vertex_count)
     reset[[0, 3, stored.entity_count + 1]] = [0.6, 0.3, 0.1]
@@ -72,7 +73,7 @@ def test_a_walk_of_another_build_is_not_used(project: Path, tmp_path: Path) -> N
     data = load_query_data(settings)
     graph = ranking_graph(data)
     assert len(graph.built_from) == 4 and "_links" in data._frames  # built from the relationships' ends
-    for name in ("indptr", "sources", "probability", "mentions"):
+    for name in ("indptr", "sources", "probability", "mentions", "strength"):
         assert np.array_equal(getattr(graph.walk, name), getattr(expected.walk, name)), name
 
 
@@ -85,3 +86,18 @@ def test_the_server_shows_relationships_by_entity_and_by_number_as_the_tables_ho
     assert neighbourhood(snapshot.data, title).equals(neighbourhood(whole, title))
     number = str(whole.relationships["human_readable_id"][5])
     assert relationship_detail(snapshot.data, number) == relationship_detail(whole, number)
+
+
+def test_a_new_build_replaces_the_stored_arrays_and_the_old_tables(project: Path, tmp_path: Path) -> None:
+    root = Path(shutil.copytree(project, tmp_path / "project"))
+    database = root / "data" / "graphrag.duckdb"
+    before = list(Path(f"{database}.walk").iterdir())
+    with connect(database) as conn:  # as a walk stored by older code left it, then a new build
+        conn.execute("create table ranking_walk_edges as select 1 as source, 0.5 as probability")
+        conn.execute(f"update {BUILD_TABLE} set run_id = 'the-next-build'")
+    assert store_walk_graph(database, min_relationships=0) > 0
+    after = list(Path(f"{database}.walk").iterdir())
+    assert len(before) == len(after) == 1 and before != after
+    with connect(database, read_only=True) as conn:
+        assert not table_exists(conn, "ranking_walk_edges")
+    assert ranking_graph(load_query_data(load_settings(root, environ={}))).walk.vertex_count > 50

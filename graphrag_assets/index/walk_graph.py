@@ -6,7 +6,7 @@ process, that graph cost a 100,000-document index (15 M relationships) 64 s and 
 command-line query, almost all of it spent reading and joining 30 M strings. This module turns the
 graph's integer form — each relationship's two end vertices and weight, each (entity, text unit)
 mention — into the step matrix of the walk, which a build writes once
-(:mod:`graphrag_assets.storage.walk_tables`) and a query reads as three arrays.
+(:mod:`graphrag_assets.storage.walk_tables`) and a query maps as arrays.
 
 Vertices: the entities in id order, then the text units in id order. An undirected edge per
 relationship, weighted by its weight divided by the mean positive weight, and one of weight 1 per
@@ -15,6 +15,12 @@ edge's *target*: row ``t`` lists the sources of the edges arriving at ``t`` and 
 probability (the edge's weight over the total weight leaving its source), in the order the edges
 were given, so one multiplication adds, for every vertex, the same products in the same order as
 summing over the edge list did before: the walk's scores are the same, float for float.
+
+Each vertex's strength (the total weight of its edges) is kept too: a walk that pushes a vertex's
+mass to its neighbours (:mod:`graphrag_assets.query.push_walk`) reads that vertex's row alone and
+needs the probabilities of its edges *leaving* it, ``w / strength(vertex)``; the row holds
+``w / strength(neighbour)``, so the leaving one is the row's times ``strength(neighbour) /
+strength(vertex)`` (the graph is undirected).
 """
 
 from __future__ import annotations
@@ -35,7 +41,8 @@ class WalkMatrix:
     """The walk's step matrix (``walked = matrix @ scores``) and the counts the ranking reads.
 
     ``indptr``/``sources``/``probability`` are the matrix's compressed rows (see the module
-    docstring); ``mentions`` holds, per entity vertex, the text units mentioning it (at least 1).
+    docstring); ``mentions`` holds, per entity vertex, the text units mentioning it (at least 1);
+    ``strength`` per vertex the total weight of its edges (0: none).
     """
 
     entity_count: int
@@ -44,6 +51,7 @@ class WalkMatrix:
     sources: np.ndarray
     probability: np.ndarray
     mentions: np.ndarray
+    strength: np.ndarray
 
     @property
     def vertex_count(self) -> int:
@@ -106,6 +114,7 @@ def walk_matrix(
         sources=sources,
         probability=probability,
         mentions=mentions[:entity_count],
+        strength=strength,
     )
 
 
@@ -116,8 +125,10 @@ def stored_walk(
     sources: np.ndarray,
     probability: np.ndarray,
     mentions: np.ndarray,
+    strength: np.ndarray,
 ) -> WalkMatrix:
-    """A walk matrix read back from a build, its index arrays in the one dtype the matrix needs."""
+    """A walk matrix read back from a build, its index arrays in the one dtype the matrix needs (a
+    memory-mapped array of that dtype stays mapped: a walk reads only the rows it visits)."""
     index_dtype = _index_dtype(max(len(sources), entity_count + unit_count))
     return WalkMatrix(
         entity_count=entity_count,
@@ -126,4 +137,5 @@ def stored_walk(
         sources=np.asarray(sources, dtype=index_dtype),
         probability=np.asarray(probability, dtype=np.float64),
         mentions=np.asarray(mentions, dtype=np.int64),
+        strength=np.asarray(strength, dtype=np.float64),
     )

@@ -21,10 +21,8 @@ def store_walk_graph(database_path: str | Path, min_relationships: int = MIN_REL
     build, or fewer than ``min_relationships`` relationships, when queries walk the tables)."""
     if graph_sizes(database_path)["relationships"] < min_relationships:
         return 0
-    import numpy as np  # only for a graph this big (see MIN_RELATIONSHIPS)
-
     from graphrag_assets.index.walk_graph import walk_matrix
-    from graphrag_assets.storage.walk_tables import walk_inputs, write_walk
+    from graphrag_assets.storage.walk_tables import ARRAYS, walk_inputs, write_walk
 
     inputs = walk_inputs(database_path)
     if inputs is None or inputs["stamp"] is None:
@@ -37,8 +35,6 @@ def store_walk_graph(database_path: str | Path, min_relationships: int = MIN_REL
         inputs.pop("mention_entity"),
         inputs.pop("mention_unit"),
     )
-    counts = (walk.entity_count, walk.unit_count)
-    write_walk(
-        database_path, inputs["stamp"], counts, np.diff(walk.indptr), walk.mentions, walk.sources, walk.probability
-    )
+    arrays = {name: getattr(walk, name) for name in ARRAYS}
+    write_walk(database_path, inputs["stamp"], (walk.entity_count, walk.unit_count), arrays)
     return len(walk.sources)

@@ -7,8 +7,8 @@ top 10 for 38% of the questions where plain vector search found one for 76%. Thi
 same candidates by a random walk with restart, after HippoRAG 2:
 
 **The graph** (stored with each build as integer arrays, :mod:`graphrag_assets.index.walk_graph`,
-read once per loaded index and cached on the :class:`QueryData`; built from the tables for a build
-that stored none): one vertex per
+mapped once per loaded index and cached on the :class:`QueryData`; built from the tables for a
+build that stored none): one vertex per
 entity and per text unit. An undirected edge per relationship, weighted by the relationship's
 weight divided by the mean positive weight, so that the tiny PMI weights of the nlp method and the
 summed strengths of the standard method both sit on the scale of the mention edges (relationships
@@ -28,8 +28,11 @@ of weight 1 between an entity and each text unit it is mentioned in.
 
 **The walk**: personalized PageRank with damping ``ppr_damping`` (HippoRAG 2 uses 0.5): the walker
 follows an edge (chosen by weight) with probability ``damping`` and otherwise restarts; a vertex
-without edges sends it back to the restart distribution. The scores are computed by power
-iteration over the step probabilities, a sparse matrix prepared once with the graph. igraph's PRPACK
+without edges sends it back to the restart distribution. On a graph of fewer than
+``PUSH_FROM_EDGES`` directed edges the scores are computed by power iteration over the step
+probabilities, a sparse matrix prepared once with the graph; on a bigger one by forward push
+(:mod:`graphrag_assets.query.push_walk`), whose work depends on the question's neighbourhood, not
+on the graph: see ``PUSH_FROM_EDGES`` for what that changes. igraph's PRPACK
 gives the same scores (the tests compare them), but it prepares the graph again on every call: on
 a random weighted graph the size of ``bench/bench_query.py``'s (15,000 vertices, 80,000 edges) it
 took 78 ms per call where this power iteration took 24 ms (2 cores at load 9). With damping 0.5
@@ -50,6 +53,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -59,6 +63,7 @@ from graphrag_assets.core.settings import LocalSearchSettings
 from graphrag_assets.index.walk_graph import WalkMatrix, walk_matrix
 from graphrag_assets.query.entity_filter import seed_entities
 from graphrag_assets.query.hybrid_search import text_unit_hits
+from graphrag_assets.query.push_walk import pushed_pagerank
 from graphrag_assets.query.query_data import QueryData
 
 if TYPE_CHECKING:
@@ -69,6 +74,17 @@ PASSAGE_CANDIDATES = 10  # text units that receive restart mass (measured on LiH
 SOURCE_CANDIDATES = 200  # text units offered to the Sources table (its token budget keeps a prefix)
 TOLERANCE = 1e-10  # power iteration stops when the scores move less than this (L1)
 MAX_STEPS = 1000
+# From this many directed edges the walk pushes from the question's vertices instead of iterating
+# over the whole matrix; it leaves at each vertex a residual below PUSH_RESIDUAL × its degree / the
+# directed edges. Measured (bench/bench_walk_tolerance.py, docs/SCALING.md): on the 100,000-document
+# index (37.7 M edges) 3.77 is a threshold of 1e-7, a walk of ~0.03 s over ~1 M edges instead of
+# ~1.1 s over all of them; what the context keeps differs from the exact walk's (relationships and
+# sources mostly), and no threshold does better short of one that costs more than the power
+# iteration (the exact scores hold ties that float noise orders). On LiHua-World with the push
+# forced at the same residual, hit@10 95.3% against 95.1% (hit@5 88.6% against 89.3%). Below the
+# bound the walk stays exact, float for float, as the small indexes' tests pin.
+PUSH_FROM_EDGES = 1_000_000
+PUSH_RESIDUAL = 3.77
 ENTITY_KEYS = ("id", "title", "type")  # what the graph and the seed filter read of every entity
 UNIT_KEYS = ("id",)
 COMMUNITY_KEYS = ("community", "level", "entity_ids")
@@ -84,7 +100,6 @@ class RankingGraph:
     """
 
     walk: WalkMatrix
-    matrix: sparse.csr_array  # walk.matrix(): walked = matrix @ scores
     isolated: np.ndarray  # per vertex: has no edge
     entity_titles: list[str]  # vertex i (i < entity_count) is the entity of row i of the entity table
     entity_vertex: dict[str, int]
@@ -97,6 +112,12 @@ class RankingGraph:
     @property
     def vertex_count(self) -> int:
         return self.walk.vertex_count
+
+    @cached_property
+    def matrix(self) -> sparse.csr_array:
+        """The step matrix (``walked = matrix @ scores``) of the power iteration, made on first use:
+        a pushed walk reads only the rows it visits."""
+        return self.walk.matrix()
 
     @property
     def mentions(self) -> np.ndarray:
@@ -197,7 +218,6 @@ def graph_of_walk(
     )
     return RankingGraph(
         walk=walk,
-        matrix=walk.matrix(),
         isolated=walk.isolated(),
         entity_titles=entities["title"].fill_null("").to_list(),
         entity_vertex={entity_id: i for i, entity_id in enumerate(entity_ids)},
@@ -259,12 +279,21 @@ def ranking_graph(data: QueryData) -> RankingGraph:
 
 
 def personalized_pagerank(graph: RankingGraph, reset: np.ndarray, damping: float) -> np.ndarray:
-    """Stationary scores (summing to 1) of the walk that follows an edge with probability
-    ``damping`` (by weight) and otherwise restarts by ``reset``; all zeros when ``reset`` has no mass."""
+    """Scores of the walk that follows an edge with probability ``damping`` (by weight) and
+    otherwise restarts by ``reset``: exact on a graph below ``PUSH_FROM_EDGES`` directed edges,
+    pushed on a bigger one; all zeros when ``reset`` has no mass."""
     total = float(reset.sum())
     if graph.vertex_count == 0 or total <= 0:
         return np.zeros(graph.vertex_count)
-    restart = reset / total
+    edges = len(graph.walk.sources)
+    if edges >= PUSH_FROM_EDGES:
+        return pushed_pagerank(graph.walk, reset / total, damping, PUSH_RESIDUAL / edges)
+    return exact_pagerank(graph, reset / total, damping)
+
+
+def exact_pagerank(graph: RankingGraph, restart: np.ndarray, damping: float) -> np.ndarray:
+    """Stationary scores (summing to 1) of the walk restarting by ``restart`` (summing to 1), by
+    power iteration until they move less than ``TOLERANCE``."""
     scores = restart
     for _ in range(MAX_STEPS):
         walked = graph.matrix @ scores

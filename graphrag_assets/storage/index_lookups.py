@@ -107,8 +107,8 @@ class StoredIndex:
         return self._read(RELATIONSHIPS, columns=("source", "target", "weight"))
 
     def walk_graph(self) -> dict[str, Any] | None:
-        """The local-search walk's graph stored with this build, as arrays (None: the build has none)."""
-        return self._on_build(read_walk)
+        """The local-search walk's graph stored with this build, as memory-mapped arrays (None: the build has none)."""
+        return self._on_build(lambda conn: read_walk(conn, self.path))
 
     def rows_where(
         self, table: str, column: str, values: Sequence[Any], columns: Sequence[str] = ()
