@@ -139,7 +139,10 @@ def read_walk(conn: Any, path: str | Path) -> dict[str, Any] | None:
     if not all((directory / f"{name}.npy").is_file() for name in ARRAYS):
         return None
     entity_count, unit_count = int(header[0][2]), int(header[0][3])
-    arrays = {name: np.load(directory / f"{name}.npy", mmap_mode="r", allow_pickle=False) for name in ARRAYS}
+    try:
+        arrays = {name: np.load(directory / f"{name}.npy", mmap_mode="r", allow_pickle=False) for name in ARRAYS}
+    except FileNotFoundError:  # a newer build's walk replaced them meanwhile: ranked from the tables
+        return None
     if len(arrays["indptr"]) != entity_count + unit_count + 1 or len(arrays["mentions"]) != entity_count:
         return None
     return {"entity_count": entity_count, "unit_count": unit_count, **arrays}
