@@ -17,7 +17,7 @@ from graphrag_assets.project.query_data import load_query_data
 from graphrag_assets.serve.lookups import Page, entity_detail, relationship_detail
 from graphrag_assets.serve.snapshot import load_snapshot
 from graphrag_assets.storage.database import connect
-from graphrag_assets.storage.relationship_files import remove_left_over, snapshots_folder
+from graphrag_assets.storage.snapshot_folders import remove_left_over, snapshots_folder
 from graphrag_assets_testkit.projects import query_db
 
 

@@ -34,7 +34,7 @@ from graphrag_assets.project.shared_index import answers_uncached, readable_sett
 from graphrag_assets.query.engine import load_query_prompts
 from graphrag_assets.serve.errors import ServeError, describe
 from graphrag_assets.serve.snapshot import Snapshot, load_snapshot, read_build
-from graphrag_assets.storage.relationship_files import remove_left_over
+from graphrag_assets.storage.snapshot_folders import remove_left_over
 
 log = logging.getLogger("graphrag_assets.serve")
 

@@ -24,7 +24,7 @@ import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
@@ -37,8 +37,10 @@ from graphrag_assets.query.query_data import SCHEMAS, IndexReader, QueryData
 from graphrag_assets.storage import table_names as tables
 from graphrag_assets.storage.corpus import published_build
 from graphrag_assets.storage.index_reads import has_table
-from graphrag_assets.storage.relationship_files import RelationshipFiles
 from graphrag_assets.storage.snapshot import in_turn
+
+if TYPE_CHECKING:  # pyarrow: imported by the first big build, not by a server of small ones
+    from graphrag_assets.storage.relationship_files import RelationshipFiles
 
 LOAD_ATTEMPTS = 3
 POLL_LOCK_WAIT_SECONDS = 1.0  # a poll gives up quickly while an indexing run holds the database
@@ -167,6 +169,8 @@ def _load(settings: Settings) -> QueryData:
     copied to files of the snapshot's own."""
     data = load_query_data(settings)
     if data.reader is not None and data.row_count("relationships") > settings.serve.in_memory_relationships_max:
+        from graphrag_assets.storage.relationship_files import RelationshipFiles
+
         data.reader = RelationshipsOnDisk(data.reader, RelationshipFiles.export(settings.database_path))
     try:
         for name in SCHEMAS:

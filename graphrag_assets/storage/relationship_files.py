@@ -7,7 +7,7 @@ index (15 M relationships). Instead, when a server loads a big build, its relati
 once into a folder of that snapshot that nothing else writes, and removed when the snapshot is no
 longer used (:meth:`RelationshipFiles.remove`, also run by the garbage collector and at exit);
 folders a killed server left behind are removed by the next server that starts on the project
-(:func:`remove_left_over`). The folder holds, measured on that index:
+(:func:`~graphrag_assets.storage.snapshot_folders.remove_left_over`). The folder holds, measured on that index:
 
 - ``rows.arrow``: every column, in table order, uncompressed Arrow IPC mapped into memory, so a
   row is read by its position (``_row``) touching only its own pages: the 375 rows of a scattered
@@ -41,10 +41,10 @@ from pyarrow import parquet as pq
 from graphrag_assets.core.schemas import RELATIONSHIPS as SCHEMA
 from graphrag_assets.core.schemas import conform
 from graphrag_assets.storage.database import connect
+from graphrag_assets.storage.snapshot_folders import snapshots_folder
 from graphrag_assets.storage.table_names import RELATIONSHIPS
 from graphrag_assets.storage.tables import quote
 
-FOLDER = ".serve-snapshots"  # beside the database: <data>/.serve-snapshots/<pid>-<random>/
 ROW = "_row"  # the row's position in the relationships table
 ROWS, STARTS, ENDS = "rows.arrow", "starts.parquet", "ends.parquet"
 ROW_GROUP_ROWS = 4_096  # what a lookup reads at least per matching row group: small groups prune finely
@@ -52,34 +52,6 @@ BATCH_ROWS = 65_536
 MAX_SLICES = 1_000  # runs of consecutive rows read as slices; past it, taken batch by batch
 KEY_COLUMNS = ("id", "human_readable_id", "source", "target", "weight")  # enough to rank by the ends
 EXPORT_MEMORY_LIMIT = "1GB"  # DuckDB's sort spills to disk past it
-
-
-def snapshots_folder(database: Path) -> Path:
-    """Where the servers of the project at ``database`` keep their snapshots' files."""
-    return database.parent / FOLDER
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's process
-        return True
-    return True
-
-
-def remove_left_over(database: Path) -> list[Path]:
-    """Remove the snapshot folders of servers that are no longer running (killed, so they could
-    not clean up); the folders removed."""
-    removed = []
-    root = snapshots_folder(database)
-    for folder in sorted(root.glob("*")) if root.is_dir() else []:
-        pid = folder.name.split("-", 1)[0]
-        if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
-            shutil.rmtree(folder, ignore_errors=True)
-            removed.append(folder)
-    return removed
 
 
 class RelationshipFiles:
@@ -152,14 +124,14 @@ class RelationshipFiles:
         cuts = np.flatnonzero((np.diff(local) != 1) | (np.diff(batch_of) != 0)) + 1
         if len(cuts) >= MAX_SLICES:  # thousands of scattered rows (a hub's): one take per batch is faster
             taken = [self._batches[b].select(columns).take(pa.array(local[batch_of == b])) for b in np.unique(batch_of)]
-            return pl.from_arrow(pa.Table.from_batches(taken, _subset(self._schema, columns)))  # type: ignore[return-value]
+            return _frame(pa.Table.from_batches(taken, _subset(self._schema, columns)))
         firsts = np.concatenate([[0], cuts])
         lengths = np.diff(np.concatenate([firsts, [len(positions)]]))
         pieces = [
             self._batches[batch_of[i]].select(columns).slice(local[i], n)
             for i, n in zip(firsts.tolist(), lengths.tolist())
         ]
-        return pl.from_arrow(pa.Table.from_batches(pieces, _subset(self._schema, columns))).rechunk()  # type: ignore[union-attr]
+        return _frame(pa.Table.from_batches(pieces, _subset(self._schema, columns)))
 
     def _keys_where(self, path: str, where: pl.Expr, columns: Sequence[str]) -> pl.LazyFrame:
         return pl.scan_parquet(self.folder / path).filter(where).select(self._kept(columns, self._keys))
@@ -215,3 +187,8 @@ def _write_rows(result: Any, folder: Path) -> None:
 
 def _subset(schema: pa.Schema, names: Sequence[str]) -> pa.Schema:
     return pa.schema([schema.field(name) for name in names])
+
+
+def _frame(table: pa.Table) -> pl.DataFrame:
+    """``table``, a few slices of the mapped file, as one polars frame of its own."""
+    return pl.from_arrow(table.combine_chunks())  # type: ignore[return-value]
