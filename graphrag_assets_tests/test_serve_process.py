@@ -238,18 +238,25 @@ def read_events(response) -> Any:
             name, data = "message", []
 
 
+@pytest.mark.parametrize("relationships", ["in memory", "on disk"])
 def test_a_newer_build_is_swapped_in_while_a_request_finishes_on_the_old_one(
-    standard_index: Path, graphrag_server, tmp_path: Path
+    standard_index: Path, graphrag_server, tmp_path: Path, relationships: str
 ) -> None:
     root = tmp_path / "switch"
     shutil.copytree(standard_index, root, ignore=shutil.ignore_patterns("*.lock"))
+    limit = 0 if relationships == "on disk" else 100_000  # on disk: as a build of more relationships is served
     with open(root / "graphrag.yaml", "a", encoding="utf-8") as settings:
-        settings.write("serve:\n  reload_interval_seconds: 0.2\n")
+        settings.write(f"serve:\n  reload_interval_seconds: 0.2\n  in_memory_relationships_max: {limit}\n")
+    left_over = root / "data" / ".serve-snapshots" / "999999999-killed"  # a killed server's files
+    left_over.mkdir(parents=True)
     (hrid, old_run) = query_db(
         root, "select e.human_readable_id, b.run_id from entities e, corpus_build b where e.title = 'SØREN HOLM'"
     )[0]
     process = ServeProcess.start("--root", str(root))
     url = process.url
+    assert not left_over.exists()
+    on_disk = list((root / "data" / ".serve-snapshots").glob("*"))
+    assert len(on_disk) == (relationships == "on disk")
     graphrag_server.reset()
     graphrag_server.add_fault("delay", seconds=8, endpoint="chat", times=1)  # the in-flight answer
     seen: list[tuple[str, str]] = []
@@ -305,6 +312,7 @@ def test_a_newer_build_is_swapped_in_while_a_request_finishes_on_the_old_one(
         stop.set()
         process.stop()
         graphrag_server.reset()
+    assert not list((root / "data" / ".serve-snapshots").glob("*"))  # no file left behind
     assert {build for build, _ in seen} == {old_run, "switch-2"}
     assert all((build == "switch-2") == (title == "SØREN HOLM (BUILD 2)") for build, title in seen), set(seen)
     assert all(title in ("SØREN HOLM", "SØREN HOLM (BUILD 2)") for _, title in seen)

@@ -378,6 +378,9 @@ class ServeSettings(_Section):
     max_request_bytes: int = Field(1_000_000, ge=1_024)  # a larger request body is refused (413)
     max_question_chars: int = Field(8_000, ge=16)  # also the limit of a system prompt
     reload_interval_seconds: float = Field(2.0, gt=0)  # how often a newer published index is looked for
+    # A build with more relationships keeps them in files of its own on disk while it is served
+    # (serve/snapshot.py), not in memory: 15 M of them took 12 GB.
+    in_memory_relationships_max: int = Field(100_000, ge=0)
     # Host names the server answers for besides loopback names and its own address (also --allowed-host);
     # "*" answers any. Without an API key every request's Host is checked (DNS rebinding); with one, only
     # when this list is set.

@@ -7,6 +7,8 @@ worker thread while requests go on being answered from the old one; then it repl
 reference in one assignment. A request takes the snapshot once, when it starts, and uses it to the
 end: requests in flight finish on the build they began with, and no request ever sees a
 half-loaded one. A failed load keeps the previous build and is reported by ``/api/status``.
+The files a replaced build kept on disk go when its last request lets go of it; those of the
+current builds when the server stops, and those a killed server left when the next one starts.
 
 The model clients (``ModelSet``) stay open for the server's life: the HTTP connections, the
 concurrency bound and the response cache are shared by every request, as they are by the calls of
@@ -32,6 +34,7 @@ from graphrag_assets.project.shared_index import answers_uncached, readable_sett
 from graphrag_assets.query.engine import load_query_prompts
 from graphrag_assets.serve.errors import ServeError, describe
 from graphrag_assets.serve.snapshot import Snapshot, load_snapshot, read_build
+from graphrag_assets.storage.snapshot_folders import remove_left_over
 
 log = logging.getLogger("graphrag_assets.serve")
 
@@ -135,8 +138,11 @@ class Project:
         }
 
     async def aclose(self) -> None:
-        """Close the model clients' connections and write their pending cache entries."""
+        """Close the model clients' connections, write their pending cache entries and delete the
+        build's files."""
         await self.models.aclose()
+        if self.snapshot is not None:
+            self.snapshot.release()
 
 
 class Projects:
@@ -160,6 +166,8 @@ class Projects:
 
     async def start(self) -> None:
         """Load every project's index (concurrently), then watch for newer builds."""
+        for project in self.by_name.values():
+            remove_left_over(project.settings.database_path)
         await asyncio.gather(*(p.refresh(force=True) for p in self.by_name.values()))
         self._watcher = asyncio.create_task(self._watch())
 

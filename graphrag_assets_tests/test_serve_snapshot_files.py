@@ -1,0 +1,92 @@
+"""A served build whose relationships are kept on disk (``serve.in_memory_relationships_max``):
+the snapshot holds none of them in memory, answers what the whole table answers, reads nothing
+of a build published after it, and leaves no file behind."""
+
+from __future__ import annotations
+
+import gc
+import os
+import shutil
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from graphrag_assets.core.settings import load_settings
+from graphrag_assets.project.query_data import load_query_data
+from graphrag_assets.serve.lookups import Page, entity_detail, relationship_detail
+from graphrag_assets.serve.snapshot import load_snapshot
+from graphrag_assets.storage.database import connect
+from graphrag_assets.storage.snapshot_folders import remove_left_over, snapshots_folder
+from graphrag_assets_testkit.projects import query_db
+
+
+@pytest.fixture
+def project(nlp_index: Path, tmp_path: Path) -> Path:
+    root = tmp_path / "big"
+    shutil.copytree(nlp_index, root, ignore=shutil.ignore_patterns("*.lock"))
+    with open(root / "graphrag.yaml", "a", encoding="utf-8") as settings:
+        settings.write("serve:\n  in_memory_relationships_max: 10\n")  # the sample counts as big
+    return root
+
+
+def test_a_big_build_keeps_its_relationships_on_disk_and_answers_as_the_whole_table(project: Path) -> None:
+    settings = load_settings(project, environ={})
+    snapshot = load_snapshot(settings)
+    assert snapshot is not None and snapshot.relationship_files is not None
+    # (the sample has no stored walk graph, so the walk holds the relationships' ends: a build of
+    # 100,000 relationships or more stores one and holds none)
+    assert not snapshot.data.holds("relationships") and "relationships" not in snapshot.data._frames
+    folder = snapshot.relationship_files.folder
+    assert folder.parent == snapshots_folder(settings.database_path) and any(folder.iterdir())
+
+    whole = load_query_data(settings).load_all()
+    assert snapshot.counts()["relationships"] == whole.relationships.height > 10
+    hub = whole.relationships.group_by("target").len().sort("len", "target", descending=True)["target"][0]
+    titles = [hub, whole.relationships["source"][3], "NO SUCH ENTITY"]
+    assert snapshot.data.relationships_touching(titles).equals(whole.relationships_touching(titles))
+    ends = ("id", "human_readable_id", "source", "target")
+    assert snapshot.data.relationships_touching(titles, ends).equals(whole.relationships_touching(titles, ends))
+    numbers = whole.relationships["human_readable_id"].gather_every(7).to_list()
+    assert snapshot.data.rows_where("relationships", "human_readable_id", numbers).equals(
+        whole.relationships.filter(pl.col("human_readable_id").is_in(numbers))
+    )
+    assert snapshot.data.columns_of("relationships", ["source", "weight"]).equals(
+        whole.relationships.select("source", "weight")
+    )
+    number = str(whole.relationships["human_readable_id"][5])
+    assert relationship_detail(snapshot.data, number) == relationship_detail(whole, number)
+    assert entity_detail(snapshot.data, hub, Page()) == entity_detail(whole, hub, Page())
+
+    del snapshot
+    gc.collect()
+    assert not folder.exists()  # no snapshot uses the build any more
+
+
+def test_the_snapshot_reads_its_own_build_after_a_newer_one_is_published(project: Path) -> None:
+    settings = load_settings(project, environ={})
+    snapshot = load_snapshot(settings)
+    assert snapshot is not None
+    title = query_db(project, "select source from relationships limit 1")[0][0]
+    before = snapshot.data.relationships_touching([title])
+    with connect(settings.database_path) as conn:  # as a publish replaces the rows
+        conn.execute("update relationships set description = 'of another build'")
+    assert snapshot.data.relationships_touching([title]).equals(before)
+    assert "of another build" not in before["description"].to_list()
+    snapshot.release()
+    assert not snapshot.relationship_files.folder.exists()
+
+
+def test_a_small_build_stays_in_memory(nlp_index: Path) -> None:
+    snapshot = load_snapshot(load_settings(nlp_index, environ={}))
+    assert snapshot is not None and snapshot.relationship_files is None and snapshot.data.holds("relationships")
+
+
+def test_folders_of_servers_no_longer_running_are_removed(project: Path) -> None:
+    database = load_settings(project, environ={}).database_path
+    dead, alive = snapshots_folder(database) / "999999999-left", snapshots_folder(database) / f"{os.getppid()}-live"
+    for folder in (dead, alive):
+        folder.mkdir(parents=True)
+        (folder / "rows.arrow").write_bytes(b"x")
+    assert remove_left_over(database) == [dead]
+    assert alive.exists() and not dead.exists()
