@@ -34,7 +34,7 @@ from graphrag_assets.project.shared_index import answers_uncached, readable_sett
 from graphrag_assets.query.engine import load_query_prompts
 from graphrag_assets.serve.errors import ServeError, describe
 from graphrag_assets.serve.snapshot import Snapshot, load_snapshot, read_build
-from graphrag_assets.storage.snapshot_folders import remove_left_over
+from graphrag_assets.storage.snapshot_folders import remove_if_empty, remove_left_over
 
 log = logging.getLogger("graphrag_assets.serve")
 
@@ -188,3 +188,4 @@ class Projects:
                 await self._watcher
         for project in self.by_name.values():
             await project.aclose()
+            remove_if_empty(project.settings.database_path)

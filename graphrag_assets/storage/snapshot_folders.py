@@ -6,6 +6,7 @@ never writes such files, still removes left-over ones when it starts, without th
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 from pathlib import Path
@@ -39,3 +40,9 @@ def remove_left_over(database: Path) -> list[Path]:
             shutil.rmtree(folder, ignore_errors=True)
             removed.append(folder)
     return removed
+
+
+def remove_if_empty(database: Path) -> None:
+    """Remove the project's snapshots folder when no server keeps anything in it (a stopping server)."""
+    with contextlib.suppress(OSError):  # missing, or another server's files are in it
+        snapshots_folder(database).rmdir()
