@@ -136,12 +136,10 @@ def read_walk(conn: Any, path: str | Path) -> dict[str, Any] | None:
     if not header or stamp is None or (header[0][0], header[0][1]) != stamp:
         return None
     directory = walk_directory(path, stamp)
-    if not all((directory / f"{name}.npy").is_file() for name in ARRAYS):
-        return None
     entity_count, unit_count = int(header[0][2]), int(header[0][3])
     try:
         arrays = {name: np.load(directory / f"{name}.npy", mmap_mode="r", allow_pickle=False) for name in ARRAYS}
-    except FileNotFoundError:  # a newer build's walk replaced them meanwhile: ranked from the tables
+    except FileNotFoundError:  # not written (a fetched build), or replaced by a newer build's meanwhile
         return None
     if len(arrays["indptr"]) != entity_count + unit_count + 1 or len(arrays["mentions"]) != entity_count:
         return None
