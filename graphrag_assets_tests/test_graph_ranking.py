@@ -16,7 +16,7 @@ import pytest
 from graphrag_assets.core.ids import entity_id, stable_uuid
 from graphrag_assets.core.schemas import COMMUNITIES, COMMUNITY_REPORTS, ENTITIES, RELATIONSHIPS, TEXT_UNITS, conform
 from graphrag_assets.core.settings import LocalSearchSettings, QuerySettings
-from graphrag_assets.query.array_index import ArrayVectorIndex
+from graphrag_assets.query.array_index import ArrayVectorIndex, best_first
 from graphrag_assets.query.graph_ranking import (
     GraphQuery,
     build_ranking_graph,
@@ -307,3 +307,15 @@ def test_the_graph_is_built_once_per_loaded_index():
     data.entities = data.entities.head(3)  # the frames changed: the cached graph no longer describes them
     rebuilt = ranking_graph(data)
     assert rebuilt is not first and rebuilt.entity_count == 3
+
+
+def test_best_first_is_a_stable_sort_s_first_k() -> None:
+    """The partial selection behind vector search and the walk's top rows keeps a full stable sort's order."""
+    generator = np.random.default_rng(3)
+    for trial in range(2_000):
+        n = int(generator.integers(1, 60))
+        scores = generator.integers(0, 4, n).astype(float) if trial % 2 else generator.random(n)  # ties, or none
+        if trial % 7 == 0:
+            scores[generator.integers(0, n)] = np.nan
+        k = int(generator.integers(0, n + 3))
+        assert best_first(scores, k).tolist() == np.argsort(-scores, kind="stable")[:k].tolist(), (scores, k)

@@ -9,14 +9,17 @@ import os
 import shutil
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 import pytest
 
 from graphrag_assets.core.settings import load_settings
 from graphrag_assets.project.query_data import load_query_data
+from graphrag_assets.query.graph_ranking import RANKED_COLUMNS, rank_relationships_by_score
 from graphrag_assets.serve.lookups import Page, entity_detail, relationship_detail
 from graphrag_assets.serve.snapshot import load_snapshot
 from graphrag_assets.storage.database import connect
+from graphrag_assets.storage.relationship_files import NUMBERED
 from graphrag_assets.storage.snapshot_folders import remove_left_over, snapshots_folder
 from graphrag_assets_testkit.projects import query_db
 
@@ -63,6 +66,46 @@ def test_a_big_build_keeps_its_relationships_on_disk_and_answers_as_the_whole_ta
     assert not folder.exists()  # no snapshot uses the build any more
 
 
+def test_the_files_rank_a_question_s_relationships_as_the_frames_do(project: Path) -> None:
+    """The end indexes give the ranking local search computes from the touching rows, ties included."""
+    settings = load_settings(project, environ={})
+    snapshot = load_snapshot(settings)
+    assert snapshot is not None and (snapshot.relationship_files.folder / NUMBERED).exists()
+    whole = load_query_data(settings).load_all()
+    entities = whole.entities["title"].to_list()
+    hub = whole.relationships.group_by("target").len().sort("len", "target", descending=True)["target"][0]
+    vertex_titles = [*entities, entities[0]]  # a repeated title: its first vertex's score counts
+    generator = np.random.default_rng(7)
+    for trial in range(6):
+        # integer scores tie often; the rest are as the walk gives them
+        scores = generator.integers(0, 3, len(vertex_titles)).astype(float)
+        if trial % 2:
+            scores = generator.random(len(vertex_titles))
+        titles = [hub, *generator.choice(entities, 3, replace=False).tolist(), "NO SUCH ENTITY"]
+        frame_scores = pl.DataFrame({"title": vertex_titles, "_score": scores}).unique("title", keep="first")
+        expected = rank_relationships_by_score(
+            titles, whole.relationships_touching(titles, RANKED_COLUMNS), frame_scores, 7 * trial + 1
+        )
+        ranked = snapshot.data.ranked_relationships(titles, vertex_titles, scores, 7 * trial + 1)
+        assert ranked is not None and ranked.equals(expected.select(ranked.columns)), trial
+    assert whole.ranked_relationships([hub], vertex_titles, scores, 5) is None  # in memory: ranked as frames
+
+
+def test_numbers_that_are_not_positions_are_searched(project: Path) -> None:
+    settings = load_settings(project, environ={})
+    with connect(settings.database_path) as conn:
+        conn.execute("update relationships set human_readable_id = human_readable_id * 2 + 1")
+    snapshot = load_snapshot(settings)
+    assert snapshot is not None and not (snapshot.relationship_files.folder / NUMBERED).exists()
+    whole = load_query_data(settings).load_all()
+    numbers = whole.relationships["human_readable_id"].gather_every(3).to_list()
+    assert numbers and snapshot.data.rows_where("relationships", "human_readable_id", numbers).equals(
+        whole.relationships.filter(pl.col("human_readable_id").is_in(numbers))
+    )
+    titles = whole.relationships["source"].head(2).to_list()
+    assert snapshot.data.ranked_relationships(titles, titles, np.ones(2), 3) is None  # ranked as frames
+
+
 def test_the_snapshot_reads_its_own_build_after_a_newer_one_is_published(project: Path) -> None:
     settings = load_settings(project, environ={})
     snapshot = load_snapshot(settings)
@@ -90,3 +133,36 @@ def test_folders_of_servers_no_longer_running_are_removed(project: Path) -> None
         (folder / "rows.arrow").write_bytes(b"x")
     assert remove_left_over(database) == [dead]
     assert alive.exists() and not dead.exists()
+
+
+def test_a_build_searched_through_lancedb_is_served_with_its_vectors_in_memory(nlp_index: Path, tmp_path: Path) -> None:
+    """``serve.in_memory_vectors_mb``: within it, a server searches the vectors in memory (the same
+    hits as LanceDB's exact search) and keeps LanceDB's full-text search; past it, LanceDB's."""
+    from graphrag_assets.pipeline.indexing import index_project
+    from graphrag_assets.query.array_index import ArrayVectorIndex
+    from graphrag_assets.storage.vectors import LanceTextIndex, LanceVectorIndex
+
+    root = tmp_path / "lance"
+    shutil.copytree(nlp_index, root, ignore=shutil.ignore_patterns("*.lock"))
+    with open(root / "graphrag.yaml", "a", encoding="utf-8") as settings:
+        settings.write("query:\n  in_memory_search_max_tokens: 0\n")  # the sample counts as big
+    assert index_project(load_settings(root, environ={})).success
+    settings = load_settings(root, environ={})
+    through_lance = load_query_data(settings)
+    served = load_snapshot(settings)
+    assert served is not None and isinstance(served.data.text_unit_lexical, LanceTextIndex)
+    vectors = {
+        name: query_db(root, f"select vector from {name}_embeddings limit 3") for name in ("entity", "text_unit")
+    }
+    for attribute, table in (("entity_description", "entity"), ("text_unit_text", "text_unit")):
+        lance, memory = getattr(through_lance, attribute), getattr(served.data, attribute)
+        assert isinstance(lance, LanceVectorIndex) and isinstance(memory, ArrayVectorIndex)
+        for (vector,) in vectors[table]:
+            expected, found = lance.search(vector, 5), memory.search(vector, 5)
+            assert [score for _, score in found] == pytest.approx([score for _, score in expected], abs=1e-5)
+            assert found[0][0] == expected[0][0]
+    assert isinstance(served.data.community_full_content, ArrayVectorIndex)
+
+    small = load_settings(root, environ={}, overrides={"serve": {"in_memory_vectors_mb": 0}})
+    kept = load_snapshot(small)
+    assert kept is not None and isinstance(kept.data.entity_description, LanceVectorIndex)

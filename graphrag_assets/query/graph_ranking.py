@@ -61,6 +61,7 @@ import polars as pl
 
 from graphrag_assets.core.settings import LocalSearchSettings
 from graphrag_assets.index.walk_graph import WalkMatrix, walk_matrix
+from graphrag_assets.query.array_index import best_first
 from graphrag_assets.query.entity_filter import seed_entities
 from graphrag_assets.query.hybrid_search import text_unit_hits
 from graphrag_assets.query.push_walk import pushed_pagerank
@@ -338,7 +339,7 @@ def restart_distribution(
 
 def _top(scores: np.ndarray, n: int) -> np.ndarray:
     """Indexes of the ``n`` highest positive scores, best first (ties: lower index first)."""
-    order = np.argsort(-scores, kind="stable")[:n]
+    order = best_first(scores, n)
     return order[scores[order] > 0]
 
 
@@ -397,14 +398,16 @@ def rank_by_graph(
     entity_scores = scores[: graph.entity_count]
     selected = _top(entity_scores, settings.top_k_entities)  # vertex i is row i of the entity table
     titles = [graph.entity_titles[i] for i in selected]
-    title_scores = pl.DataFrame({"title": graph.entity_titles, "_score": entity_scores}).unique("title", keep="first")
     units = _top(scores[graph.entity_count :], SOURCE_CANDIDATES)  # and unit j row j of the text units
-    ranked = rank_relationships_by_score(
-        titles,
-        data.relationships_touching(titles, RANKED_COLUMNS),
-        title_scores,
-        settings.top_k_relationships * len(titles),
-    )
+    cap = settings.top_k_relationships * len(titles)
+    ranked = data.ranked_relationships(titles, graph.entity_titles, entity_scores, cap)
+    if ranked is None:
+        title_scores = pl.DataFrame({"title": graph.entity_titles, "_score": entity_scores}).unique(
+            "title", keep="first"
+        )
+        ranked = rank_relationships_by_score(
+            titles, data.relationships_touching(titles, RANKED_COLUMNS), title_scores, cap
+        )
     return RankedCandidates(
         entities=_whole(data, "entities", graph.entity_rows[selected]),
         reports=rank_reports_by_score(graph, scores, selected, data, community_level),

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import polars as pl
 
@@ -48,6 +48,17 @@ SCHEMAS: dict[str, dict[str, pl.DataType]] = {  # attribute of QueryData (= tabl
 }
 LINK_COLUMNS = ("source", "target", "weight")
 WALK_FRAMES = frozenset({"entities", "relationships", "text_units"})  # what the stored walk graph describes
+
+
+@runtime_checkable
+class RankingReader(Protocol):
+    """A reader that ranks the relationships touching some titles itself (a served big build's files)."""
+
+    def ranked_touching(
+        self, titles: Sequence[str], vertex_titles: Sequence[str], vertex_scores: Any, cap: int
+    ) -> pl.DataFrame | None:
+        """The ``cap`` best by their ends' summed scores, ties by number; None: it cannot here."""
+        ...
 
 
 class IndexReader(Protocol):
@@ -231,6 +242,15 @@ class QueryData:
             return touching.select(columns) if columns else touching
         schema = {c: t for c, t in RELATIONSHIPS.items() if not columns or c in columns}
         return self._read(lambda reader: reader.relationships_touching(list(titles), list(columns)), schema)
+
+    def ranked_relationships(
+        self, titles: Sequence[str], vertex_titles: Sequence[str], vertex_scores: Any, cap: int
+    ) -> pl.DataFrame | None:
+        """The reader's ranking of the relationships touching ``titles`` (see :class:`RankingReader`);
+        None when the relationships are in memory or the reader does not rank."""
+        if self._holds("relationships") or not isinstance(self.reader, RankingReader):
+            return None
+        return self.reader.ranked_touching(titles, vertex_titles, vertex_scores, cap)
 
     def relationship_links(self) -> pl.DataFrame:
         """``source``, ``target`` and ``weight`` of every relationship (the ranking walk's edges), in

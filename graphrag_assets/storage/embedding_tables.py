@@ -54,6 +54,17 @@ def text_unit_vectors(path: Path) -> Iterator[pl.DataFrame]:
                 yield pl.from_arrow(batch)
 
 
+def vector_megabytes(path: Path, tables: list[str]) -> float:
+    """What the vectors of the embedding ``tables`` take as float32, in MB (missing tables: 0)."""
+    with connect(path, read_only=True) as conn:
+        total = 0
+        for table in tables:
+            if table_exists(conn, table):
+                sql = f"select coalesce(sum(len(vector)), 0) from {quote(table)} where vector is not null"
+                total += conn.execute(sql).fetchone()[0]
+    return total * 4 / 1e6
+
+
 def vector_frames(path: Path, tables: list[str]) -> dict[str, pl.DataFrame | None]:
     """(id, vector) of every row with a vector, by id, of each embedding table (None when missing)."""
     with connect(path, read_only=True) as conn:
