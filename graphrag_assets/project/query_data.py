@@ -99,7 +99,8 @@ def vectors_in_memory(settings: Settings, data: QueryData) -> None:
         return
     for name, table in EMBEDDING_TABLES.items():
         frame = vector_frames(settings.database_path, [table])[table]
-        setattr(data, SEARCHED[name], _vector_index(frame, name, "float32"))
+        if frame is not None and not frame.is_empty():  # else LanceDB's, whatever made it
+            setattr(data, SEARCHED[name], _vector_index(frame, name, "float32"))
         del frame
 
 
