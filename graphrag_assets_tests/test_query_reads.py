@@ -13,6 +13,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import polars as pl
 import pytest
 
 from graphrag_assets.core.errors import UserError
@@ -20,6 +22,7 @@ from graphrag_assets.core.settings import Settings, load_settings
 from graphrag_assets.project.query_data import load_query_data
 from graphrag_assets.project.querying import answer_from
 from graphrag_assets.project.walk_graph import store_walk_graph
+from graphrag_assets.query.graph_ranking import RANKED_COLUMNS, rank_relationships_by_score
 from graphrag_assets.query.query_data import QueryData
 from graphrag_assets.query.request import QueryOptions
 from graphrag_assets.storage.database import connect
@@ -45,6 +48,10 @@ class RecordingReader:
     def relationships_touching(self, titles: Sequence[str], columns: Sequence[str] = ()) -> Any:
         self.reads.append("relationships_touching")
         return self.reader.relationships_touching(titles, columns)
+
+    def ranked_touching(self, titles: Sequence[str], vertex_titles: Sequence[str], scores: Any, cap: int) -> Any:
+        self.reads.append("ranked_touching")
+        return self.reader.ranked_touching(titles, vertex_titles, scores, cap)
 
     def relationship_links(self) -> Any:
         self.reads.append("relationship_links")
@@ -89,7 +96,15 @@ def project(nlp_index: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
         (  # the build stored the walk's graph; of the entities and text units only ids (titles) and chosen rows
             "local",
             "graph",
-            {"table relationships", "relationship_links", "table entities", "table text_units", "table communities"},
+            {
+                "table relationships",
+                "relationship_links",
+                "relationships_touching",  # ranked by DuckDB, which hands over only the best
+                "table entities",
+                "table text_units",
+                "table communities",
+                "table community_reports",  # only the reports of the chosen entities' communities
+            },
         ),
         ("local", "msgraphrag", {"table relationships", "relationship_links", "walk_graph"}),
         ("drift", "graph", {"table relationships", "relationship_links"}),
@@ -119,7 +134,7 @@ def test_a_question_reads_what_it_needs_and_answers_as_over_the_whole_index(
     whole = answer_from(settings, load_query_data(settings).load_all(), QUESTION, options).to_dict()
     assert not not_read & set(reader.reads), reader.reads
     if method == "local":
-        assert "relationships_touching" in reader.reads
+        assert ("ranked_touching" if ranking == "graph" else "relationships_touching") in reader.reads
     for result in (lazily, whole):
         result.pop("usage")
     assert lazily == whole
@@ -134,3 +149,24 @@ def test_a_build_published_while_answering_is_refused_not_mixed(project: Path, t
         conn.execute("update corpus_build set run_id = 'a-newer-build'")
     with pytest.raises(UserError, match="the index was rebuilt while the question was being answered; ask again"):
         answer_from(settings, data, QUESTION, QueryOptions(method="local"))
+
+
+def test_duckdb_ranks_a_question_s_relationships_as_the_frames_do(project: Path) -> None:
+    """The ranking local search asks the database for equals the one computed from the touching rows, ties included."""
+    data = load_query_data(settings_of(project))
+    whole = load_query_data(settings_of(project)).load_all()
+    entities = whole.entities["title"].to_list()
+    hub = whole.relationships.group_by("target").len().sort("len", "target", descending=True)["target"][0]
+    vertex_titles = [*entities, entities[0]]  # a repeated title: its first vertex's score counts
+    generator = np.random.default_rng(11)
+    for trial in range(6):
+        scores = generator.integers(0, 3, len(vertex_titles)).astype(float)  # ties
+        if trial % 2:
+            scores = generator.random(len(vertex_titles))
+        titles = [hub, *generator.choice(entities, 3, replace=False).tolist(), "NO SUCH ENTITY"]
+        frame_scores = pl.DataFrame({"title": vertex_titles, "_score": scores}).unique("title", keep="first")
+        expected = rank_relationships_by_score(
+            titles, whole.relationships_touching(titles, RANKED_COLUMNS), frame_scores, 7 * trial + 1
+        )
+        ranked = data.ranked_relationships(titles, vertex_titles, scores, 7 * trial + 1)
+        assert ranked is not None and ranked.equals(expected.select(ranked.columns)), trial

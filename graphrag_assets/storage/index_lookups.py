@@ -21,13 +21,14 @@ import polars as pl
 from graphrag_assets.core.errors import UserError
 from graphrag_assets.core.schemas import conform
 from graphrag_assets.storage.corpus import BUILD_TABLE
-from graphrag_assets.storage.database import connect, frame_of, table_exists
+from graphrag_assets.storage.database import FrameStream, connect, frame_of, table_exists
 from graphrag_assets.storage.snapshot import in_turn
 from graphrag_assets.storage.table_names import RELATIONSHIPS, TEXT_UNITS
 from graphrag_assets.storage.tables import quote
 from graphrag_assets.storage.walk_tables import read_walk
 
 Schemas = Mapping[str, Mapping[str, pl.DataType]]
+RANKED_KEYS = ("id", "human_readable_id", "source", "target")  # what ranked_touching returns
 
 
 def _build_row(conn: Any) -> tuple | None:
@@ -101,6 +102,40 @@ class StoredIndex:
             f"select rowid from {table} where target in {named} and not coalesce(source in {named}, false))"
         )
         return self._read(RELATIONSHIPS, where, [wanted], columns)
+
+    def ranked_touching(
+        self, titles: Sequence[str], vertex_titles: Sequence[str], vertex_scores: Any, cap: int
+    ) -> pl.DataFrame | None:
+        """The ``cap`` relationships with an end among ``titles`` that score highest by the sum of
+        their ends' scores (``vertex_scores[i]`` for ``vertex_titles[i]``, the first of a repeated
+        title counting, other ends 0), ties by ``human_readable_id`` then ``id``: ranked by DuckDB,
+        which hands over ``cap`` rows instead of a hub's 165,000 (~0.25 s at 15 M relationships)."""
+        wanted = list(dict.fromkeys(titles))
+        if RELATIONSHIPS not in self._present or not wanted or cap <= 0:
+            return None
+        scores = pl.DataFrame({"title": list(vertex_titles), "score": vertex_scores}).unique("title", keep="first")
+        present = [c for c in RANKED_KEYS if c in self._present[RELATIONSHIPS]]
+        if len(present) < len(RANKED_KEYS):
+            return None
+        table, named = quote(RELATIONSHIPS), "(select unnest($1))"
+        sql = (
+            f"select r.id, r.human_readable_id, r.source, r.target from {table} r "
+            "left join _scores a on r.source = a.title left join _scores b on r.target = b.title "
+            f"where r.rowid in (select rowid from {table} where source in {named} union all "
+            f"select rowid from {table} where target in {named} and not coalesce(source in {named}, false)) "
+            "order by coalesce(a.score, 0) + coalesce(b.score, 0) desc, "
+            "r.human_readable_id asc nulls last, r.id asc nulls last limit $2"
+        )
+
+        def read(conn: Any) -> pl.DataFrame:
+            conn.register("_scores", FrameStream(scores))
+            try:
+                return frame_of(conn.sql(sql, params=[wanted, cap]))
+            finally:
+                conn.unregister("_scores")
+
+        schema = self.schemas[RELATIONSHIPS]
+        return conform(self._on_build(read), {c: schema[c] for c in RANKED_KEYS})
 
     def relationship_links(self) -> pl.DataFrame | None:
         """Every relationship's ends and weight (the ranking walk's edges), in stored order."""
