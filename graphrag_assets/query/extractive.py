@@ -358,7 +358,7 @@ def _texts_of(data: QueryData, table: str, ids: list[str], column: str) -> dict[
     index read on demand (a basic search need not load 100,000 text units for the ten it cites)."""
     if not ids:
         return {}
-    return dict(data.rows_where(table, "id", ids).select("id", column).iter_rows())
+    return dict(data.rows_where(table, "id", ids, ("id", column)).iter_rows())  # not the rows' unit lists
 
 
 def extractive_sources(data: QueryData, records: ContextRecords) -> list[tuple[str, str]]:
