@@ -13,9 +13,10 @@ import numpy as np
 import polars as pl
 import pytest
 
+from graphrag_assets.core.schemas import RANKED_RELATIONSHIP_COLUMNS
 from graphrag_assets.core.settings import load_settings
 from graphrag_assets.project.query_data import load_query_data
-from graphrag_assets.query.graph_ranking import RANKED_COLUMNS, rank_relationships_by_score
+from graphrag_assets.query.graph_ranking import rank_relationships_by_score
 from graphrag_assets.serve.lookups import Page, entity_detail, relationship_detail
 from graphrag_assets.serve.snapshot import load_snapshot
 from graphrag_assets.storage.database import connect
@@ -84,7 +85,7 @@ def test_the_files_rank_a_question_s_relationships_as_the_frames_do(project: Pat
         titles = [hub, *generator.choice(entities, 3, replace=False).tolist(), "NO SUCH ENTITY"]
         frame_scores = pl.DataFrame({"title": vertex_titles, "_score": scores}).unique("title", keep="first")
         expected = rank_relationships_by_score(
-            titles, whole.relationships_touching(titles, RANKED_COLUMNS), frame_scores, 7 * trial + 1
+            titles, whole.relationships_touching(titles, RANKED_RELATIONSHIP_COLUMNS), frame_scores, 7 * trial + 1
         )
         ranked = snapshot.data.ranked_relationships(titles, vertex_titles, scores, 7 * trial + 1)
         assert ranked is not None and ranked.equals(expected.select(ranked.columns)), trial

@@ -119,6 +119,8 @@ RELATIONSHIPS = {
     "combined_degree": pl.Int64,
     "text_unit_ids": STR_LIST,
 }
+# What ranking a question's relationships by their ends reads and returns (local search)
+RANKED_RELATIONSHIP_COLUMNS = ("id", "human_readable_id", "source", "target")
 
 COVARIATES = {
     "id": pl.String,

@@ -59,6 +59,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import polars as pl
 
+from graphrag_assets.core.schemas import RANKED_RELATIONSHIP_COLUMNS
 from graphrag_assets.core.settings import LocalSearchSettings
 from graphrag_assets.index.walk_graph import WalkMatrix, walk_matrix
 from graphrag_assets.query.array_index import best_first
@@ -89,7 +90,6 @@ PUSH_RESIDUAL = 3.77
 ENTITY_KEYS = ("id", "title", "type")  # what the graph and the seed filter read of every entity
 UNIT_KEYS = ("id",)
 COMMUNITY_KEYS = ("community", "level", "entity_ids")
-RANKED_COLUMNS = ("id", "human_readable_id", "source", "target")  # what ranking the relationships reads
 
 
 @dataclass(frozen=True)
@@ -408,7 +408,7 @@ def rank_by_graph(
             "title", keep="first"
         )
         ranked = rank_relationships_by_score(
-            titles, data.relationships_touching(titles, RANKED_COLUMNS), title_scores, cap
+            titles, data.relationships_touching(titles, RANKED_RELATIONSHIP_COLUMNS), title_scores, cap
         )
     return RankedCandidates(
         entities=_whole(data, "entities", graph.entity_rows[selected]),

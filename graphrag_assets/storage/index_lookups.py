@@ -19,7 +19,7 @@ from typing import Any
 import polars as pl
 
 from graphrag_assets.core.errors import UserError
-from graphrag_assets.core.schemas import conform
+from graphrag_assets.core.schemas import RANKED_RELATIONSHIP_COLUMNS, conform
 from graphrag_assets.storage.corpus import BUILD_TABLE
 from graphrag_assets.storage.database import FrameStream, connect, frame_of, table_exists
 from graphrag_assets.storage.snapshot import in_turn
@@ -28,7 +28,16 @@ from graphrag_assets.storage.tables import quote
 from graphrag_assets.storage.walk_tables import read_walk
 
 Schemas = Mapping[str, Mapping[str, pl.DataType]]
-RANKED_KEYS = ("id", "human_readable_id", "source", "target")  # what ranked_touching returns
+
+
+# The rows with an end among the titles in $1: one filter per end, not ``source in … or target in
+# …``, which DuckDB evaluates row by row (1.9M relationships, a hub's 84k: 4–7 s against 3.4–3.6 s
+# at load 15); the row ids restore the stored order.
+_NAMED = "(select unnest($1))"
+_TOUCHING_ROWIDS = (
+    f"select rowid from {quote(RELATIONSHIPS)} where source in {_NAMED} union all select rowid from "
+    f"{quote(RELATIONSHIPS)} where target in {_NAMED} and not coalesce(source in {_NAMED}, false)"
+)
 
 
 def _build_row(conn: Any) -> tuple | None:
@@ -93,15 +102,7 @@ class StoredIndex:
         wanted = list(dict.fromkeys(titles))
         if not wanted:
             return self._read(RELATIONSHIPS, "where false", columns=columns)
-        # One filter per end, not ``source in … or target in …``, which DuckDB evaluates row by row
-        # (1.9M relationships, a hub's 84k: 4–7 s against 3.4–3.6 s at load 15); rowid restores the
-        # stored order.
-        named, table = "(select unnest($1))", quote(RELATIONSHIPS)
-        where = (
-            f"where rowid in (select rowid from {table} where source in {named} union all "
-            f"select rowid from {table} where target in {named} and not coalesce(source in {named}, false))"
-        )
-        return self._read(RELATIONSHIPS, where, [wanted], columns)
+        return self._read(RELATIONSHIPS, f"where rowid in ({_TOUCHING_ROWIDS})", [wanted], columns)
 
     def ranked_touching(
         self, titles: Sequence[str], vertex_titles: Sequence[str], vertex_scores: Any, cap: int
@@ -114,16 +115,12 @@ class StoredIndex:
         if RELATIONSHIPS not in self._present or not wanted or cap <= 0:
             return None
         scores = pl.DataFrame({"title": list(vertex_titles), "score": vertex_scores}).unique("title", keep="first")
-        present = [c for c in RANKED_KEYS if c in self._present[RELATIONSHIPS]]
-        if len(present) < len(RANKED_KEYS):
+        if not set(RANKED_RELATIONSHIP_COLUMNS) <= self._present[RELATIONSHIPS]:
             return None
-        table, named = quote(RELATIONSHIPS), "(select unnest($1))"
         sql = (
-            f"select r.id, r.human_readable_id, r.source, r.target from {table} r "
+            f"select r.id, r.human_readable_id, r.source, r.target from {quote(RELATIONSHIPS)} r "
             "left join _scores a on r.source = a.title left join _scores b on r.target = b.title "
-            f"where r.rowid in (select rowid from {table} where source in {named} union all "
-            f"select rowid from {table} where target in {named} and not coalesce(source in {named}, false)) "
-            "order by coalesce(a.score, 0) + coalesce(b.score, 0) desc, "
+            f"where r.rowid in ({_TOUCHING_ROWIDS}) order by coalesce(a.score, 0) + coalesce(b.score, 0) desc, "
             "r.human_readable_id asc nulls last, r.id asc nulls last limit $2"
         )
 
@@ -135,7 +132,7 @@ class StoredIndex:
                 conn.unregister("_scores")
 
         schema = self.schemas[RELATIONSHIPS]
-        return conform(self._on_build(read), {c: schema[c] for c in RANKED_KEYS})
+        return conform(self._on_build(read), {c: schema[c] for c in RANKED_RELATIONSHIP_COLUMNS})
 
     def relationship_links(self) -> pl.DataFrame | None:
         """Every relationship's ends and weight (the ranking walk's edges), in stored order."""

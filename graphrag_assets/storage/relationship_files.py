@@ -38,8 +38,8 @@ import pyarrow as pa
 from pyarrow import ipc
 from pyarrow import parquet as pq
 
+from graphrag_assets.core.schemas import RANKED_RELATIONSHIP_COLUMNS, conform
 from graphrag_assets.core.schemas import RELATIONSHIPS as SCHEMA
-from graphrag_assets.core.schemas import conform
 from graphrag_assets.storage.database import connect
 from graphrag_assets.storage.snapshot_folders import snapshots_folder
 from graphrag_assets.storage.table_names import RELATIONSHIPS
@@ -54,7 +54,6 @@ ROW_GROUP_ROWS = 4_096  # what a lookup reads at least per matching row group: s
 BATCH_ROWS = 65_536
 MAX_SLICES = 1_000  # runs of consecutive rows read as slices; past it, taken batch by batch
 KEY_COLUMNS = ("id", "human_readable_id", "source", "target", "weight")  # enough to rank by the ends
-RANKED_KEYS = ("id", "human_readable_id", "source", "target")  # what ranked_touching returns
 EXPORT_MEMORY_LIMIT = "1GB"  # DuckDB's sort spills to disk past it
 
 
@@ -198,7 +197,7 @@ class RelationshipFiles:
         own, rows, other = (np.concatenate(parts) for parts in zip(by_source, by_target))
         totals = score[own] + score[other]
         best = rows[np.lexsort((rows, -totals))[:cap]]
-        kept = self._kept(RANKED_KEYS, self._present)
+        kept = self._kept(RANKED_RELATIONSHIP_COLUMNS, self._present)
         found = self._take(np.sort(best), kept)
         order = pl.DataFrame({ROW: best}).with_row_index("_rank")
         ranked = found.join(order, on=ROW).sort("_rank").drop("_rank")
