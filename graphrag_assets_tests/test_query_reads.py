@@ -13,20 +13,17 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-import polars as pl
 import pytest
 
 from graphrag_assets.core.errors import UserError
-from graphrag_assets.core.schemas import RANKED_RELATIONSHIP_COLUMNS
 from graphrag_assets.core.settings import Settings, load_settings
 from graphrag_assets.project.query_data import load_query_data
 from graphrag_assets.project.querying import answer_from
 from graphrag_assets.project.walk_graph import store_walk_graph
-from graphrag_assets.query.graph_ranking import rank_relationships_by_score
 from graphrag_assets.query.query_data import QueryData
 from graphrag_assets.query.request import QueryOptions
 from graphrag_assets.storage.database import connect
+from graphrag_assets_tests.ranking_cases import assert_ranks_as_frames
 
 QUESTION = "Who is Søren Holm and what does he do?"
 
@@ -154,20 +151,5 @@ def test_a_build_published_while_answering_is_refused_not_mixed(project: Path, t
 
 def test_duckdb_ranks_a_question_s_relationships_as_the_frames_do(project: Path) -> None:
     """The ranking local search asks the database for equals the one computed from the touching rows, ties included."""
-    data = load_query_data(settings_of(project))
-    whole = load_query_data(settings_of(project)).load_all()
-    entities = whole.entities["title"].to_list()
-    hub = whole.relationships.group_by("target").len().sort("len", "target", descending=True)["target"][0]
-    vertex_titles = [*entities, entities[0]]  # a repeated title: its first vertex's score counts
-    generator = np.random.default_rng(11)
-    for trial in range(6):
-        scores = generator.integers(0, 3, len(vertex_titles)).astype(float)  # ties
-        if trial % 2:
-            scores = generator.random(len(vertex_titles))
-        titles = [hub, *generator.choice(entities, 3, replace=False).tolist(), "NO SUCH ENTITY"]
-        frame_scores = pl.DataFrame({"title": vertex_titles, "_score": scores}).unique("title", keep="first")
-        expected = rank_relationships_by_score(
-            titles, whole.relationships_touching(titles, RANKED_RELATIONSHIP_COLUMNS), frame_scores, 7 * trial + 1
-        )
-        ranked = data.ranked_relationships(titles, vertex_titles, scores, 7 * trial + 1)
-        assert ranked is not None and ranked.equals(expected.select(ranked.columns)), trial
+    settings = settings_of(project)
+    assert_ranks_as_frames(load_query_data(settings), load_query_data(settings).load_all(), seed=11)

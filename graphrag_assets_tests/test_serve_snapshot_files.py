@@ -13,16 +13,15 @@ import numpy as np
 import polars as pl
 import pytest
 
-from graphrag_assets.core.schemas import RANKED_RELATIONSHIP_COLUMNS
 from graphrag_assets.core.settings import load_settings
 from graphrag_assets.project.query_data import load_query_data
-from graphrag_assets.query.graph_ranking import rank_relationships_by_score
 from graphrag_assets.serve.lookups import Page, entity_detail, relationship_detail
 from graphrag_assets.serve.snapshot import load_snapshot
 from graphrag_assets.storage.database import connect
 from graphrag_assets.storage.relationship_files import NUMBERED
 from graphrag_assets.storage.snapshot_folders import remove_left_over, snapshots_folder
 from graphrag_assets_testkit.projects import query_db
+from graphrag_assets_tests.ranking_cases import assert_ranks_as_frames
 
 
 @pytest.fixture
@@ -72,24 +71,7 @@ def test_the_files_rank_a_question_s_relationships_as_the_frames_do(project: Pat
     settings = load_settings(project, environ={})
     snapshot = load_snapshot(settings)
     assert snapshot is not None and (snapshot.relationship_files.folder / NUMBERED).exists()
-    whole = load_query_data(settings).load_all()
-    entities = whole.entities["title"].to_list()
-    hub = whole.relationships.group_by("target").len().sort("len", "target", descending=True)["target"][0]
-    vertex_titles = [*entities, entities[0]]  # a repeated title: its first vertex's score counts
-    generator = np.random.default_rng(7)
-    for trial in range(6):
-        # integer scores tie often; the rest are as the walk gives them
-        scores = generator.integers(0, 3, len(vertex_titles)).astype(float)
-        if trial % 2:
-            scores = generator.random(len(vertex_titles))
-        titles = [hub, *generator.choice(entities, 3, replace=False).tolist(), "NO SUCH ENTITY"]
-        frame_scores = pl.DataFrame({"title": vertex_titles, "_score": scores}).unique("title", keep="first")
-        expected = rank_relationships_by_score(
-            titles, whole.relationships_touching(titles, RANKED_RELATIONSHIP_COLUMNS), frame_scores, 7 * trial + 1
-        )
-        ranked = snapshot.data.ranked_relationships(titles, vertex_titles, scores, 7 * trial + 1)
-        assert ranked is not None and ranked.equals(expected.select(ranked.columns)), trial
-    assert whole.ranked_relationships([hub], vertex_titles, scores, 5) is None  # in memory: ranked as frames
+    assert_ranks_as_frames(snapshot.data, load_query_data(settings).load_all(), seed=7)
 
 
 def test_numbers_that_are_not_positions_are_searched(project: Path) -> None:
