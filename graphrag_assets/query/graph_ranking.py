@@ -343,6 +343,12 @@ def _top(scores: np.ndarray, n: int) -> np.ndarray:
     return order[scores[order] > 0]
 
 
+# What a context shows of the chosen entities and relationships, read alone when the table is not
+# in memory: an entity's list of text units (a hub's thousands) made 10 rows cost 92 ms, not 10.
+SHOWN_ENTITY_COLUMNS = ("id", "human_readable_id", "title", "description", "degree")
+SHOWN_RELATIONSHIP_COLUMNS = ("id", "human_readable_id", "source", "target", "description", "weight")
+
+
 def rank_relationships_by_score(
     titles: Sequence[str], relationships: pl.DataFrame, title_scores: pl.DataFrame, cap: int
 ) -> pl.DataFrame:
@@ -411,29 +417,32 @@ def rank_by_graph(
             titles, data.relationships_touching(titles, RANKED_RELATIONSHIP_COLUMNS), title_scores, cap
         )
     return RankedCandidates(
-        entities=_whole(data, "entities", graph.entity_rows[selected]),
+        entities=_whole(data, "entities", graph.entity_rows[selected], SHOWN_ENTITY_COLUMNS),
         reports=rank_reports_by_score(graph, scores, selected, data, community_level),
         relationships=_whole_rows(data, ranked),
-        text_units=_whole(data, "text_units", graph.unit_rows[units]),
+        text_units=_whole(data, "text_units", graph.unit_rows[units], ()),
     )
 
 
-def _whole(data: QueryData, table: str, chosen: pl.DataFrame) -> pl.DataFrame:
-    """The ``chosen`` rows of ``table`` with every column, in their order: ``chosen`` itself when
-    the table is in memory, else read by id (the graph holds only the columns it needs)."""
+def _whole(data: QueryData, table: str, chosen: pl.DataFrame, columns: Sequence[str]) -> pl.DataFrame:
+    """The ``chosen`` rows of ``table`` with ``columns`` at least (all: empty), in their order:
+    ``chosen`` itself when the table is in memory, else read by id (the graph holds only the
+    columns it needs)."""
     if data.holds(table):
         return chosen
     order = chosen.select("id").with_row_index("_rank")
-    return data.rows_where(table, "id", order["id"].to_list()).join(order, on="id").sort("_rank").drop("_rank")
+    rows = data.rows_where(table, "id", order["id"].to_list(), columns)
+    return rows.join(order, on="id").sort("_rank").drop("_rank")
 
 
 def _whole_rows(data: QueryData, ranked: pl.DataFrame) -> pl.DataFrame:
-    """The relationships ranked by their ends, with every column, in rank order. Read by number
+    """The relationships ranked by their ends (the columns a context shows), in rank order. Read by number
     (stored in order, so DuckDB skips the blocks without one: 15 M ids scanned cost ~1 s), by id
     when a number is missing."""
     order = ranked.select("id").with_row_index("_rank")
     numbers = ranked["human_readable_id"].drop_nulls().to_list()
-    rows = data.rows_where("relationships", "human_readable_id", numbers).join(order, on="id")
+    columns = SHOWN_RELATIONSHIP_COLUMNS
+    rows = data.rows_where("relationships", "human_readable_id", numbers, columns).join(order, on="id")
     if rows.height < order.height:
-        rows = data.rows_where("relationships", "id", order["id"].to_list()).join(order, on="id")
+        rows = data.rows_where("relationships", "id", order["id"].to_list(), columns).join(order, on="id")
     return rows.sort("_rank").drop("_rank")
