@@ -28,6 +28,7 @@ from graphrag_assets.pipeline.runtime.dagster_private import (
     set_defs_state_storage,
 )
 from graphrag_assets.pipeline.runtime.instance import LOCATION_NAME, PROCESS_TAG, TRIGGER_TAG
+from graphrag_assets.pipeline.runtime.memory import give_back_memory
 from graphrag_assets.pipeline.runtime.uncaptured import execute_without_capture
 from graphrag_assets.storage.database import let_go
 
@@ -189,6 +190,7 @@ def run_reconstructable_job(
         run_tags[ASSET_PARTITION_RANGE_START_TAG] = run_tags[ASSET_PARTITION_RANGE_END_TAG] = keys[0]
     run_config = {"loggers": {"console": {"config": {"log_level": console_log_level}}}}
     let_go()  # the steps open the database from their own processes
+    give_back_memory()  # this process only waits for the steps now
     # A step process logs its start through the instance's Python log level, not the run's console
     # logger: the same instance, at the console's level, keeps those lines off the user's terminal.
     ref = instance.get_ref()

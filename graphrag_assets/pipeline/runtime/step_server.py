@@ -23,6 +23,7 @@ from collections.abc import Sequence
 
 START_METHOD = "forkserver"
 FIRST_MODULE = "graphrag_assets.pipeline.runtime.step_server_first"  # before the libraries (see there)
+LAST_MODULE = "graphrag_assets.pipeline.runtime.step_server_last"  # after them (see there)
 
 _lock = threading.Lock()
 _started_in: tuple | None = None  # (environment, working directory, sys.path) the running server inherited
@@ -41,6 +42,6 @@ def start_step_server(preload: Sequence[str]) -> None:
         server = multiprocessing.forkserver._forkserver  # noqa: SLF001 - the module's one server; stdlib exposes no stop
         if _started_in is not None and _started_in != state:
             server._stop()  # noqa: SLF001 - the only way to stop it (CPython's own tests use it)
-        multiprocessing.get_context(START_METHOD).set_forkserver_preload([FIRST_MODULE, *preload])
+        multiprocessing.get_context(START_METHOD).set_forkserver_preload([FIRST_MODULE, *preload, LAST_MODULE])
         multiprocessing.forkserver.ensure_running()
         _started_in = state
