@@ -280,7 +280,8 @@ def _write_end_indexes(conn: Any, folder: Path) -> None:
         f"copy (select distinct title from (select source as title from {keys} union all "
         f"select target from {keys}) where title is not null order by title) to '{folder / TITLES}' (format parquet)"
     )
-    titles = f"(select title, (row_number() over (order by title) - 1)::integer as code from read_parquet('{folder / TITLES}'))"
+    # a title's code is its row in the file, as the reader numbers them
+    titles = f"(select title, file_row_number::integer as code from read_parquet('{folder / TITLES}', file_row_number = true))"
     count = conn.execute(f"select count(*) from read_parquet('{folder / TITLES}')").fetchall()[0][0]
     for side, other in SIDES.items():
         total = conn.execute(f"select count({side}) from {keys}").fetchall()[0][0]
