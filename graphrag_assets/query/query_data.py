@@ -52,7 +52,8 @@ WALK_FRAMES = frozenset({"entities", "relationships", "text_units"})  # what the
 
 @runtime_checkable
 class RankingReader(Protocol):
-    """A reader that ranks the relationships touching some titles itself (a served big build's files)."""
+    """A reader that ranks the relationships touching some titles itself, handing over only the best
+    (the database by SQL; a served big build's files through their end indexes)."""
 
     def ranked_touching(
         self, titles: Sequence[str], vertex_titles: Sequence[str], vertex_scores: Any, cap: int

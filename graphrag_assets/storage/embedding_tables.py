@@ -61,7 +61,7 @@ def vector_megabytes(path: Path, tables: list[str]) -> float:
         for table in tables:
             if table_exists(conn, table):
                 sql = f"select coalesce(sum(len(vector)), 0) from {quote(table)} where vector is not null"
-                total += conn.execute(sql).fetchone()[0]
+                total += conn.execute(sql).fetchall()[0][0]
     return total * 4 / 1e6
 
 
