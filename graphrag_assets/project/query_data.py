@@ -101,7 +101,6 @@ def vectors_in_memory(settings: Settings, data: QueryData) -> None:
         frame = vector_frames(settings.database_path, [table])[table]
         if frame is not None and not frame.is_empty():  # else LanceDB's, whatever made it
             setattr(data, SEARCHED[name], _vector_index(frame, name, "float32"))
-        del frame
 
 
 def _vector_index(frame: pl.DataFrame | None, name: str, dtype: str = "float64") -> ArrayVectorIndex:

@@ -19,7 +19,7 @@ import polars as pl
 from graphrag_assets.core.ids import short_id
 from graphrag_assets.core.settings import BasicSearchSettings
 from graphrag_assets.llm.types import Message
-from graphrag_assets.query.context_records import SOURCE_COLUMNS, cited_documents, source_records, source_rows
+from graphrag_assets.query.context_records import SOURCE_COLUMNS, source_records, source_rows
 from graphrag_assets.query.context_tables import BudgetedTable, fill_table
 from graphrag_assets.query.extractive import no_llm_answer
 from graphrag_assets.query.hybrid_search import TextUnitHits, text_unit_hits
@@ -76,7 +76,7 @@ def build_basic_context(
         count,
     )
     used = units.head(table.rows_used)
-    records = ContextRecords(sources=source_records(used, cited_documents(data, used)))
+    records = ContextRecords(sources=source_records(used, data))
     warnings = [
         *found.warnings,
         *([] if found.hits else ["no text unit matched the question (is the text_unit_text index empty?)"]),

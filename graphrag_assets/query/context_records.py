@@ -52,15 +52,12 @@ def claim_records(claims: pl.DataFrame) -> list[ContextRecord]:
     ]
 
 
-def cited_documents(data: QueryData, text_units: pl.DataFrame) -> pl.DataFrame:
-    """The documents of ``text_units`` only: naming all 100,000 documents of a big index cost a
-    served question ~70 ms, and a command-line one the read of the whole table."""
-    return data.rows_where("documents", "id", text_units["document_id"].drop_nulls().unique().to_list())
-
-
-def source_records(text_units: pl.DataFrame, documents: pl.DataFrame) -> list[ContextRecord]:
+def source_records(text_units: pl.DataFrame, data: QueryData) -> list[ContextRecord]:
     """Text units as cited records; a source is named by its file, and by its row's title as well
-    for tabular files (a CSV or JSON file holds many documents)."""
+    for tabular files (a CSV or JSON file holds many documents). Only the units' own documents are
+    read: naming all 100,000 documents of a big index cost a served question ~70 ms, and a
+    command-line one the read of the whole table."""
+    documents = data.rows_where("documents", "id", text_units["document_id"].drop_nulls().unique().to_list())
     titles = {}
     if not documents.is_empty():
         for doc_id, title, path in documents.select("id", "title", "path").iter_rows():

@@ -436,13 +436,13 @@ def _whole(data: QueryData, table: str, chosen: pl.DataFrame, columns: Sequence[
 
 
 def _whole_rows(data: QueryData, ranked: pl.DataFrame) -> pl.DataFrame:
-    """The relationships ranked by their ends (the columns a context shows), in rank order. Read by number
-    (stored in order, so DuckDB skips the blocks without one: 15 M ids scanned cost ~1 s), by id
+    """The relationships ranked by their ends (the columns a context shows), in rank order. Read by
+    number (stored in order, so DuckDB skips the blocks without one: 15 M ids scanned cost ~1 s), by id
     when a number is missing."""
     order = ranked.select("id").with_row_index("_rank")
     numbers = ranked["human_readable_id"].drop_nulls().to_list()
-    columns = SHOWN_RELATIONSHIP_COLUMNS
-    rows = data.rows_where("relationships", "human_readable_id", numbers, columns).join(order, on="id")
+    shown = SHOWN_RELATIONSHIP_COLUMNS
+    rows = data.rows_where("relationships", "human_readable_id", numbers, shown).join(order, on="id")
     if rows.height < order.height:
-        rows = data.rows_where("relationships", "id", order["id"].to_list(), columns).join(order, on="id")
+        rows = data.rows_where("relationships", "id", order["id"].to_list(), shown).join(order, on="id")
     return rows.sort("_rank").drop("_rank")

@@ -35,7 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from graphrag_assets.core.ids import short_id
 from graphrag_assets.prompts.templates import load_prompt
 from graphrag_assets.query.basic_search import answer_from_sources, rank_text_units
-from graphrag_assets.query.context_records import SOURCE_COLUMNS, cited_documents, source_records, source_rows
+from graphrag_assets.query.context_records import SOURCE_COLUMNS, source_records, source_rows
 from graphrag_assets.query.context_tables import fill_table
 from graphrag_assets.query.model_calls import ModelCalls
 from graphrag_assets.query.registry import query_method
@@ -206,8 +206,7 @@ async def _context(request: SearchRequest, calls: ModelCalls):
     table = fill_table(
         "Sources", SOURCE_COLUMNS, source_rows(units, calls.count), options.max_context_tokens, calls.count
     )
-    used = units.head(table.rows_used)
-    records = ContextRecords(sources=source_records(used, cited_documents(request.data, used)))
+    records = ContextRecords(sources=source_records(units.head(table.rows_used), request.data))
     details = {
         "budget": options.budget,
         "tests_spent": len(done.tested),

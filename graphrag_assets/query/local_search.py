@@ -49,7 +49,6 @@ from graphrag_assets.llm.types import Message
 from graphrag_assets.query.context_records import (
     REPORT_COLUMNS,
     SOURCE_COLUMNS,
-    cited_documents,
     claim_records,
     entity_records,
     relationship_records,
@@ -315,13 +314,12 @@ async def build_local_context(
         count,
     )
 
-    used_units = units.head(source_table.rows_used)
     records = ContextRecords(
         reports=report_records(reports.head(report_table.rows_used)),
         entities=entity_records(mapped.head(entity_table.rows_used)),
         relationships=relationship_records(relationships.head(relationship_table.rows_used)),
         claims=claim_records(claims.head(claim_table.rows_used)),
-        sources=source_records(used_units, cited_documents(data, used_units)),
+        sources=source_records(units.head(source_table.rows_used), data),
     )
     tables = {t.name: t for t in (report_table, entity_table, relationship_table, claim_table, source_table)}
     text = join_sections(
