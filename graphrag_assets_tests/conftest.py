@@ -87,9 +87,27 @@ def nlp_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
+@pytest.fixture(scope="session")
+def big_build_index(nlp_index: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The sample indexed as a big build is: its text units over ``query.in_memory_search_max_tokens``
+    (set to 0), so the build has LanceDB tables and its search tables. Tests must not modify it."""
+    import shutil
+
+    from graphrag_assets.core.settings import load_settings
+    from graphrag_assets.pipeline.indexing import index_project
+
+    root = tmp_path_factory.mktemp("big") / "project"
+    shutil.copytree(nlp_index, root, ignore=shutil.ignore_patterns("*.lock"))
+    with open(root / "graphrag.yaml", "a", encoding="utf-8") as settings:
+        settings.write("query:\n  in_memory_search_max_tokens: 0\n")
+    report = index_project(load_settings(root, environ={}))
+    assert report.success, report.as_dict()
+    return root
+
+
 # Fixtures that index a corpus or start a browser / graph database, and modules whose tests index
 # corpora themselves: those tests are end-to-end, and `make test-fast` leaves them out.
-SLOW_FIXTURES = {"nlp_index", "standard_index", "graphrag_server", "chromium", "falkordb_server"}
+SLOW_FIXTURES = {"nlp_index", "big_build_index", "standard_index", "graphrag_server", "chromium", "falkordb_server"}
 SLOW_MODULES = {
     "test_crash_consistency",
     "test_serve_process",

@@ -23,8 +23,10 @@ from graphrag_assets.cli.main import COMMANDS, main
 # cli/process_exit.exit_now, which runs atexit handlers and then skips the interpreter's teardown.
 PROBE = """
 import atexit, json, sys
+code = "no exit"
 def report():
-    print(json.dumps(sorted(m for m in ("dagster", "lancedb", "openai", "pyarrow", "numpy") if m in sys.modules)), file=sys.stderr)
+    modules = sorted(m for m in ("dagster", "lancedb", "openai", "pyarrow", "numpy") if m in sys.modules)
+    print(json.dumps({"modules": modules, "code": code}), file=sys.stderr)
 atexit.register(report)
 sys.argv = ["graphrag-assets", *json.loads(sys.argv[1])]
 from graphrag_assets.cli.main import main
@@ -37,8 +39,12 @@ HEAVY = ("dagster", "lancedb", "openai")
 
 
 def loaded_by(args: list[str], watched: tuple[str, ...] = HEAVY) -> list[str]:
+    """The ``watched`` modules the command imported; it must not fail (a failure may import less)."""
     done = subprocess.run([sys.executable, "-c", PROBE, json.dumps(args)], capture_output=True, text=True, timeout=120)
-    return [m for m in json.loads(done.stderr.strip().splitlines()[-1]) if m in watched]
+    report = json.loads(done.stderr.strip().splitlines()[-1])
+    # ("no exit": `index` ends through exit_now, which runs the report before any SystemExit)
+    assert report["code"] in (0, None, "no exit"), (args, done.stdout[-500:], done.stderr[-2000:])
+    return [m for m in report["modules"] if m in watched]
 
 
 @pytest.mark.parametrize(
@@ -112,20 +118,21 @@ def test_a_cold_standard_index_of_a_small_corpus_never_imports_pyarrow_or_numpy(
     assert vector == pytest.approx(embedding_vector(text, len(vector)), abs=1e-6)
 
 
-def test_a_large_index_is_searched_through_lancedb(nlp_index: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("method", ["basic", "local"])
+def test_a_large_index_is_searched_without_lancedb_unless_its_build_has_no_search_tables(
+    big_build_index: Path, tmp_path: Path, method: str
+) -> None:
     import shutil
 
-    from graphrag_assets.core.settings import load_settings
-    from graphrag_assets.pipeline.indexing import index_project
+    from graphrag_assets.storage.database import connect
+    from graphrag_assets.storage.search_tables import HEADER
 
-    root = tmp_path / "project"
-    shutil.copytree(nlp_index, root)
-    with (root / "graphrag.yaml").open("a", encoding="utf-8") as handle:
-        handle.write("query:\n  in_memory_search_max_tokens: 0\n")
-    question = ["query", "Who is Søren Holm?", "--method", "basic", "--root", str(root)]
-    assert loaded_by(question) == []  # built while small: no LanceDB tables until the next index
-    assert index_project(load_settings(root, environ={})).success
-    assert loaded_by(question) == ["lancedb"]
+    question = ["query", "Who is Søren Holm?", "--method", method, "--root"]
+    assert loaded_by([*question, str(big_build_index)]) == []  # vectors and words searched by DuckDB
+    root = Path(shutil.copytree(big_build_index, tmp_path / "project", ignore=shutil.ignore_patterns("*.lock")))
+    with connect(root / "data" / "graphrag.duckdb") as conn:
+        conn.execute(f"drop table {HEADER}")  # as a build by code that stored no search tables
+    assert loaded_by([*question, str(root)]) == ["lancedb"]
 
 
 def test_every_command_in_the_lazy_list_is_the_command_it_names() -> None:

@@ -3,8 +3,9 @@
 The sample is far below ``query.in_memory_search_max_tokens``: with ``auto`` its index has no
 LanceDB folder and queries search DuckDB's vectors in memory. Lowering the limit to 0 makes the
 next ``index`` build the tables from DuckDB (the text units' in one write, with the full-text
-index), record their versions with the build, and queries then search LanceDB; from then on every
-run keeps them in sync, deletions included.
+index), record their versions with the build and store its search tables, which queries then
+search by SQL (through LanceDB when a build has no search tables); from then on every run keeps
+the tables in sync, deletions included.
 """
 
 from __future__ import annotations
@@ -24,6 +25,9 @@ from graphrag_assets.project.status import project_status
 from graphrag_assets.query.array_index import ArrayVectorIndex
 from graphrag_assets.query.request import QueryOptions
 from graphrag_assets.storage.corpus import vector_versions
+from graphrag_assets.storage.database import connect
+from graphrag_assets.storage.index_lookups import StoredVectors, StoredWords
+from graphrag_assets.storage.search_tables import HEADER as SEARCH_HEADER
 from graphrag_assets.storage.vectors import ENTITY_TABLE, REPORT_TABLE, TEXT_UNIT_TABLE, LanceVectorIndex, table_ids
 from graphrag_assets_testkit.projects import query_db
 
@@ -96,19 +100,43 @@ def test_crossing_the_limit_builds_every_text_unit_with_its_full_text_index(grow
     assert index_project(settings_of(grown)).runs == []  # built: nothing left to do
 
 
-@pytest.mark.parametrize(
-    ("method", "kinds"), [("local", ("entities", "relationships", "reports", "sources")), ("basic", ("sources",))]
-)
+@pytest.fixture(scope="module")
+def through_lancedb(grown: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The grown index as a build by code that stored no search tables: it is searched through LanceDB."""
+    root = Path(shutil.copytree(grown, tmp_path_factory.mktemp("lancedb") / "project"))
+    with connect(root / "data" / "graphrag.duckdb") as conn:
+        conn.execute(f"drop table {SEARCH_HEADER}")
+    return root
+
+
+KINDS = [("local", ("entities", "relationships", "reports", "sources")), ("basic", ("sources",))]
+
+
+@pytest.mark.parametrize(("method", "kinds"), KINDS)
 def test_lancedb_search_finds_what_in_memory_search_finds(
-    nlp_index: Path, grown: Path, method: str, kinds: tuple[str, ...]
+    nlp_index: Path, through_lancedb: Path, method: str, kinds: tuple[str, ...]
 ) -> None:
     """Exact cosine search either way. Searches that fuse BM25 hits are left out: LanceDB's BM25 scores are not ours."""
-    assert isinstance(load_query_data(settings_of(grown)).text_unit_text, LanceVectorIndex)
-    over_lancedb = answer_question(settings_of(grown, exact=True), QUESTION, QueryOptions(method=method))
+    assert isinstance(load_query_data(settings_of(through_lancedb)).text_unit_text, LanceVectorIndex)
+    over_lancedb = answer_question(settings_of(through_lancedb, exact=True), QUESTION, QueryOptions(method=method))
     in_memory = answer_question(settings_of(nlp_index, exact=True), QUESTION, QueryOptions(method=method))
     for kind in kinds:
         assert over_lancedb.context_records.citations(kind) == in_memory.context_records.citations(kind), kind
     assert over_lancedb.context_records.citations("sources")
+
+
+@pytest.mark.parametrize(("method", "kinds"), KINDS)
+def test_the_search_tables_find_what_in_memory_search_finds(
+    nlp_index: Path, grown: Path, method: str, kinds: tuple[str, ...]
+) -> None:
+    """Vectors by SQL and BM25 over the stored words: the same context as in memory, hybrid search included."""
+    data = load_query_data(settings_of(grown))
+    assert isinstance(data.text_unit_text, StoredVectors) and isinstance(data.text_unit_lexical, StoredWords)
+    over_tables = answer_question(settings_of(grown), QUESTION, QueryOptions(method=method))
+    in_memory = answer_question(settings_of(nlp_index), QUESTION, QueryOptions(method=method))
+    for kind in kinds:
+        assert over_tables.context_records.citations(kind) == in_memory.context_records.citations(kind), kind
+    assert over_tables.context_records.citations("sources")
 
 
 def test_always_writes_the_tables_of_a_small_index_and_queries_answer_the_same(nlp_index: Path, tmp_path: Path) -> None:
@@ -156,4 +184,4 @@ def test_a_cold_index_over_the_limit_writes_the_text_units_once_in_the_corpus_ru
     assert table_ids(root / "data" / "lancedb", TEXT_UNIT_TABLE) == sorted(
         r[0] for r in query_db(root, "select id from text_units")
     )
-    assert isinstance(load_query_data(settings_of(root)).text_unit_text, LanceVectorIndex)
+    assert isinstance(load_query_data(settings_of(root)).text_unit_text, StoredVectors)  # its search tables

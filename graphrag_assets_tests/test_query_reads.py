@@ -20,9 +20,11 @@ from graphrag_assets.core.settings import Settings, load_settings
 from graphrag_assets.project.query_data import load_query_data
 from graphrag_assets.project.querying import answer_from
 from graphrag_assets.project.walk_graph import store_walk_graph
+from graphrag_assets.query.lexical import STOPWORDS
 from graphrag_assets.query.query_data import QueryData
 from graphrag_assets.query.request import QueryOptions
 from graphrag_assets.storage.database import connect
+from graphrag_assets.storage.search_tables import stored_search_tables, sync_search_tables
 from graphrag_assets_tests.ranking_cases import assert_ranks_as_frames
 
 QUESTION = "Who is Søren Holm and what does he do?"
@@ -149,7 +151,19 @@ def test_a_build_published_while_answering_is_refused_not_mixed(project: Path, t
         answer_from(settings, data, QUESTION, QueryOptions(method="local"))
 
 
-def test_duckdb_ranks_a_question_s_relationships_as_the_frames_do(project: Path) -> None:
-    """The ranking local search asks the database for equals the one computed from the touching rows, ties included."""
-    settings = settings_of(project)
-    assert_ranks_as_frames(load_query_data(settings), load_query_data(settings).load_all(), seed=11)
+@pytest.mark.parametrize("by_target", [False, True])
+def test_duckdb_ranks_a_question_s_relationships_as_the_frames_do(
+    project: Path, tmp_path: Path, by_target: bool
+) -> None:
+    """The ranking local search asks the database for equals the one computed from the touching rows,
+    ties included: from the relationships alone, and from them with their ends stored by target (a
+    big build's search tables)."""
+    root = Path(shutil.copytree(project, tmp_path / "project"))
+    settings = settings_of(root)
+    if by_target:
+        sync_search_tables(settings.database_path, STOPWORDS)
+        with connect(settings.database_path, read_only=True) as conn:
+            assert stored_search_tables(conn).targets
+    data = load_query_data(settings)
+    assert data.reader.has_words is by_target
+    assert_ranks_as_frames(data, load_query_data(settings).load_all(), seed=11)

@@ -118,34 +118,30 @@ def test_folders_of_servers_no_longer_running_are_removed(project: Path) -> None
     assert alive.exists() and not dead.exists()
 
 
-def test_a_build_searched_through_lancedb_is_served_with_its_vectors_in_memory(nlp_index: Path, tmp_path: Path) -> None:
+def test_a_big_build_is_served_with_its_vectors_in_memory(big_build_index: Path) -> None:
     """``serve.in_memory_vectors_mb``: within it, a server searches the vectors in memory (the same
-    hits as LanceDB's exact search) and keeps LanceDB's full-text search; past it, LanceDB's."""
-    from graphrag_assets.pipeline.indexing import index_project
+    hits as the exact search in storage) and keeps the stored words' full-text search; past it, the
+    search in storage."""
     from graphrag_assets.query.array_index import ArrayVectorIndex
-    from graphrag_assets.storage.vectors import LanceTextIndex, LanceVectorIndex
+    from graphrag_assets.storage.index_lookups import StoredVectors, StoredWords
 
-    root = tmp_path / "lance"
-    shutil.copytree(nlp_index, root, ignore=shutil.ignore_patterns("*.lock"))
-    with open(root / "graphrag.yaml", "a", encoding="utf-8") as settings:
-        settings.write("query:\n  in_memory_search_max_tokens: 0\n")  # the sample counts as big
-    assert index_project(load_settings(root, environ={})).success
-    settings = load_settings(root, environ={})
-    through_lance = load_query_data(settings)
+    settings = load_settings(big_build_index, environ={})
+    in_storage = load_query_data(settings)
     served = load_snapshot(settings)
-    assert served is not None and isinstance(served.data.text_unit_lexical, LanceTextIndex)
+    assert served is not None and isinstance(served.data.text_unit_lexical, StoredWords)
     vectors = {
-        name: query_db(root, f"select vector from {name}_embeddings limit 3") for name in ("entity", "text_unit")
+        name: query_db(big_build_index, f"select vector from {name}_embeddings limit 3")
+        for name in ("entity", "text_unit")
     }
     for attribute, table in (("entity_description", "entity"), ("text_unit_text", "text_unit")):
-        lance, memory = getattr(through_lance, attribute), getattr(served.data, attribute)
-        assert isinstance(lance, LanceVectorIndex) and isinstance(memory, ArrayVectorIndex)
+        stored, memory = getattr(in_storage, attribute), getattr(served.data, attribute)
+        assert isinstance(stored, StoredVectors) and isinstance(memory, ArrayVectorIndex)
         for (vector,) in vectors[table]:
-            expected, found = lance.search(vector, 5), memory.search(vector, 5)
+            expected, found = stored.search(vector, 5), memory.search(vector, 5)
             assert [score for _, score in found] == pytest.approx([score for _, score in expected], abs=1e-5)
             assert found[0][0] == expected[0][0]
     assert isinstance(served.data.community_full_content, ArrayVectorIndex)
 
-    small = load_settings(root, environ={}, overrides={"serve": {"in_memory_vectors_mb": 0}})
+    small = load_settings(big_build_index, environ={}, overrides={"serve": {"in_memory_vectors_mb": 0}})
     kept = load_snapshot(small)
-    assert kept is not None and isinstance(kept.data.entity_description, LanceVectorIndex)
+    assert kept is not None and isinstance(kept.data.entity_description, StoredVectors)

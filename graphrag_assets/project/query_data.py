@@ -3,9 +3,11 @@
 A small index (text units up to ``query.in_memory_search_max_tokens`` tokens) is searched in
 memory: its vectors come from the embedding tables DuckDB already holds and its lexical index is
 built on load (``query/lexical.py``), so a command-line query never imports LanceDB, which costs
-about a second. A larger index is searched through LanceDB (vectors and full-text index), opened
-at the versions the published build recorded — when it recorded any: a build made while the index
-was small has no LanceDB tables (``storage.lancedb_tables: auto``) and is searched in memory.
+about a second. A larger index is searched by DuckDB: its vectors by SQL over the embedding tables
+and its text units by the words the build stored (:mod:`graphrag_assets.storage.text_search`). A
+large build without stored words (made by older code) is searched through LanceDB (vectors and
+full-text index), opened at the versions the published build recorded. A build made while the
+index was small has no LanceDB tables (``storage.lancedb_tables: auto``) and is searched in memory.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from graphrag_assets.storage import table_names as tables
 from graphrag_assets.storage.corpus import vector_versions
 from graphrag_assets.storage.database import reading
 from graphrag_assets.storage.embedding_tables import vector_frames, vector_megabytes
-from graphrag_assets.storage.index_lookups import StoredIndex
+from graphrag_assets.storage.index_lookups import StoredIndex, StoredVectors, StoredWords
 from graphrag_assets.storage.index_reads import has_table
 from graphrag_assets.storage.vectors import ENTITY_TABLE, REPORT_TABLE, TEXT_UNIT_TABLE, LanceVectorIndex, lexical_index
 
@@ -78,6 +80,9 @@ def _load(settings: Settings) -> QueryData:
             setattr(data, SEARCHED[name], _vector_index(stored_vectors[table], name))
         data.text_unit_lexical = Bm25Index(units["id"].to_list(), units["text"].fill_null("").to_list())
         return data
+    if stored.has_words:  # vectors and words searched by DuckDB: LanceDB is not even imported
+        searched = {SEARCHED[name]: StoredVectors(stored, table) for name, table in EMBEDDING_TABLES.items()}
+        return QueryData(**searched, text_unit_lexical=StoredWords(stored), reader=stored)
     lance = settings.lancedb_path
     return QueryData(
         entity_description=LanceVectorIndex(lance, ENTITY_TABLE, versions.get(ENTITY_TABLE)),
@@ -89,11 +94,11 @@ def _load(settings: Settings) -> QueryData:
 
 
 def vectors_in_memory(settings: Settings, data: QueryData) -> None:
-    """Search ``data``'s vectors in memory, read from DuckDB, when it searches them through LanceDB
-    and they fit ``serve.in_memory_vectors_mb``; its full-text search stays in LanceDB. For a server,
-    which loads a build once: LanceDB's exact search of 100,000 text units took ~90 ms a question,
-    numpy's a few."""
-    if not isinstance(data.entity_description, LanceVectorIndex):
+    """Search ``data``'s vectors in memory, read from DuckDB, when it searches them in storage
+    (LanceDB, or DuckDB by SQL) and they fit ``serve.in_memory_vectors_mb``; its full-text search
+    stays in storage. For a server, which loads a build once: an exact search of 100,000 text units
+    took ~90 ms a question in LanceDB, ~50 ms in DuckDB, numpy's a few."""
+    if not isinstance(data.entity_description, (LanceVectorIndex, StoredVectors)):
         return
     if vector_megabytes(settings.database_path, list(EMBEDDING_TABLES.values())) > settings.serve.in_memory_vectors_mb:
         return

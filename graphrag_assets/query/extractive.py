@@ -50,7 +50,6 @@ are shown once (with the first citation). Deterministic.
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -372,30 +371,33 @@ def extractive_sources(data: QueryData, records: ContextRecords) -> list[tuple[s
     return pairs
 
 
-_NOT_ALPHANUMERIC = re.compile(r"[\W_]+")  # \w is what str.isalnum() accepts, and "_"
+_NOT_ALPHANUMERIC = (
+    r"[^\p{L}\p{N}]+"  # what Python's [\W_] is (polars' Unicode tables are newer: a few recent letters differ)
+)
 
 
-def _letters_and_digits(text: str) -> str:
-    return _NOT_ALPHANUMERIC.sub("", text)
+def _spelled(text: pl.Expr) -> pl.Expr:
+    return text.str.replace_all(_NOT_ALPHANUMERIC, "")
 
 
 def may_name(titles: pl.Series, subjects: Sequence[str]) -> pl.Series:
     """Per title, whether its mention key could share a word with a subject: False only when it
     cannot, so that :func:`mention_key` (tokenizing, ~30 µs a title) runs on these titles alone and
-    not on an index's 50,000.
+    not on an index's 50,000 (as polars expressions: 0.04 s for those, 0.09 s a title at a time).
 
     A word of a mention key is a run of letters and digits of the title (upper-cased, its acronyms'
     dots dropped; of the lower-cased title when the title has no lower-case letter), so its letters
     and digits occur, in order and adjacent, in the title's letters and digits, upper-cased.
     """
-    words = {_letters_and_digits(word) for subject in subjects for word in subject.split()}
-
-    def may(title: str | None) -> bool:
-        text = unicodedata.normalize("NFC", title or "")
-        spelled = _letters_and_digits(text.upper()) + " " + _letters_and_digits(text.lower().upper())
-        return any(word in spelled for word in words)
-
-    return pl.Series([may(title) for title in titles.to_list()], dtype=pl.Boolean)
+    words = pl.Series([word for subject in subjects for word in subject.split()], dtype=pl.String)
+    wanted = set(pl.select(_spelled(pl.lit(words))).to_series().to_list())
+    if "" in wanted or not wanted:
+        return pl.Series([bool(wanted)] * titles.len(), dtype=pl.Boolean)
+    text = pl.col("title").fill_null("").str.normalize("NFC")
+    spelled = pl.concat_str(
+        _spelled(text.str.to_uppercase()), pl.lit(" "), _spelled(text.str.to_lowercase().str.to_uppercase())
+    )
+    return titles.to_frame("title").select(spelled.str.contains_any(sorted(wanted))).to_series().rename("")
 
 
 def subject_sources(question: str, data: QueryData, records: ContextRecords) -> list[tuple[str, str]]:

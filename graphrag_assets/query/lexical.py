@@ -1,9 +1,8 @@
 """BM25 over texts held in memory (``bm25s``): the lexical index of a small index.
 
-A large index is searched with LanceDB's full-text index, built as the text units are written.
-Opening LanceDB costs about a second of imports, which is most of a command-line query on a
-small index, so an index small enough to tokenize in a few milliseconds is searched here instead
-(see ``project/query_data.py``). Same contract: the ids of the texts that contain query words,
+A large index stores its text units' words with each build and is searched by SQL, with the same
+words and the same BM25 (:mod:`graphrag_assets.storage.text_search`); an index small enough to
+tokenize in a few milliseconds is searched here (see ``project/query_data.py``). Same contract: the ids of the texts that contain query words,
 best first; texts without any query word are not returned.
 
 Words are runs of two or more letters or digits: an underscore separates words, so a chat log
@@ -16,9 +15,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import bm25s
+from bm25s.stopwords import STOPWORDS_EN
 from bm25s.tokenization import Tokenizer
 
 WORD = r"(?u)[^\W_]{2,}"
+STOPWORDS = list(STOPWORDS_EN)  # what a big build's stored words leave out too
 
 
 class Bm25Index:
@@ -29,7 +30,7 @@ class Bm25Index:
         # must not depend on the order the rows were stored in (a rebuild and an update differ).
         pairs = sorted(zip(ids, texts))
         self._ids = [i for i, _ in pairs]
-        self._tokenizer = Tokenizer(stopwords="en", splitter=WORD)
+        self._tokenizer = Tokenizer(stopwords=STOPWORDS, splitter=WORD)
         self._retriever = bm25s.BM25()
         if self._ids:
             self._retriever.index(

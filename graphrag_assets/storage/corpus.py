@@ -30,6 +30,7 @@ import datetime as dt
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 
@@ -319,6 +320,15 @@ def publish_corpus(path: str | Path, manifest: pl.DataFrame, build: Mapping[str,
         conn.execute(f"create or replace table {quote(MANIFEST_TABLE)} as select * from _manifest")
         conn.execute(f"create or replace table {quote(BUILD_TABLE)} as select * from _build")
     return tables
+
+
+def build_stamp(conn: Any) -> tuple[str, str] | None:
+    """The published build's run id and commit time, as text (None: no build record): what a
+    table derived from a build after its commit (the walk graph, the stored words) is stamped with."""
+    if not table_exists(conn, BUILD_TABLE):
+        return None
+    rows = conn.execute(f"select run_id::varchar, published_at::varchar from {quote(BUILD_TABLE)}").fetchall()
+    return (rows[0][0] or "", rows[0][1] or "") if rows else None
 
 
 def last_clustering(path: str | Path) -> dict[str, object]:

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from graphrag_assets.storage.corpus import BUILD_TABLE
+from graphrag_assets.storage.corpus import build_stamp
 from graphrag_assets.storage.database import FrameStream, connect, frame_of, table_exists, transaction
 from graphrag_assets.storage.table_names import ENTITIES, RELATIONSHIPS, TEXT_UNITS
 from graphrag_assets.storage.tables import quote
@@ -61,14 +61,6 @@ def _count(conn: Any, table: str) -> int:
     return int(conn.execute(f"select count(*) from {quote(table)}").fetchall()[0][0])
 
 
-def _build_stamp(conn: Any) -> tuple[str, str] | None:
-    """The published build's run id and commit time, as text (None: no build record)."""
-    if not table_exists(conn, BUILD_TABLE):
-        return None
-    rows = conn.execute(f"select run_id::varchar, published_at::varchar from {quote(BUILD_TABLE)}").fetchall()
-    return (rows[0][0] or "", rows[0][1] or "") if rows else None
-
-
 def walk_inputs(path: str | Path) -> dict[str, Any] | None:
     """The walk graph's inputs from the published tables: counts, link ends and weights (sorted by
     ends, then weight), (entity vertex, text unit row) mentions (sorted); None before any build."""
@@ -79,7 +71,7 @@ def walk_inputs(path: str | Path) -> dict[str, Any] | None:
         links = frame_of(conn.sql(_LINKS))
         mentions = frame_of(conn.sql(_MENTIONS))
         return {
-            "stamp": _build_stamp(conn),
+            "stamp": build_stamp(conn),
             "entity_count": _count(conn, ENTITIES),
             "unit_count": _count(conn, TEXT_UNITS),
             "link_ends": (links["a"].to_numpy(), links["b"].to_numpy()),
@@ -131,7 +123,7 @@ def read_walk(conn: Any, path: str | Path) -> dict[str, Any] | None:
     store it)."""
     if not table_exists(conn, WALK_TABLE):
         return None
-    stamp = _build_stamp(conn)
+    stamp = build_stamp(conn)
     header = conn.execute(f"select run_id, published_at, entity_count, unit_count from {quote(WALK_TABLE)}").fetchall()
     if not header or stamp is None or (header[0][0], header[0][1]) != stamp:
         return None

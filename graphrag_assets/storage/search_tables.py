@@ -1,0 +1,204 @@
+"""The tables a big build's queries search by SQL, so that a query never opens LanceDB.
+
+A command-line query on a 100,000-document index spent ~1 s importing LanceDB, more than the
+sample's whole query, for two searches DuckDB does as fast: an exact vector search over the
+embedding tables (DuckDB's ``FLOAT[n]`` columns are the vectors' system of record; 100,000 text
+units in ~50-110 ms) and a BM25 search of the text units. For the latter, and for local search's
+ranking of the relationships of its entities, each build stores, after its commit:
+
+- ``text_unit_terms`` (term, id, tf): one row per word and text unit, sorted by word, so a
+  question's words read only the row groups that hold them;
+- ``text_unit_lengths`` (id, length): the words of each text unit, for BM25's length norm;
+- ``relationship_targets`` (target, source, human_readable_id): the relationships' ends sorted by
+  target. The relationships are stored by source, so the ones with a given source are a few row
+  groups; those with a given target were a scan of all 15 M targets (~0.3 s a cold query), now a
+  few row groups too. Written when every relationship has its own human-readable id, which then
+  names its row;
+- ``search_tables``, one row: the build they describe (``corpus_build``'s run id and commit time,
+  as the walk graph is stamped), the stop words left out and whether the targets were written. A
+  query uses the tables only when that build is the published one; otherwise (a build by code
+  that did not store them, or the moment between a build's commit and its tables') the build is
+  searched through LanceDB as before.
+
+The words are what the in-memory index of a small build (:mod:`graphrag_assets.query.lexical`,
+``bm25s``) takes: the text lower-cased, runs of two or more letters or digits, English stop words
+left out; BM25's Lucene variant with bm25s's k1 and b, so both rank the same texts alike (tested).
+Text unit ids hash their text, so an update adds the words of new ids and drops those of ids gone;
+the targets are rewritten (~7 s at 15 M relationships), as an update renumbers the relationships.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from graphrag_assets.core.errors import UserError, dimension_mismatch
+from graphrag_assets.storage.corpus import STAGE_MEMORY_LIMIT, build_stamp
+from graphrag_assets.storage.database import connect, table_exists, transaction
+from graphrag_assets.storage.table_names import RELATIONSHIPS, TEXT_UNITS
+from graphrag_assets.storage.tables import quote
+
+TERMS = "text_unit_terms"
+LENGTHS = "text_unit_lengths"
+TARGETS = "relationship_targets"
+HEADER = "search_tables"
+K1, B = 1.5, 0.75  # bm25s's defaults
+WORDS = r"[\p{L}\p{N}]{2,}"  # RE2's letters and digits: Python's ``[^\W_]``
+RESORT_SHARE = 0.1  # re-sort the words once the text units appended since the last sort pass this share
+
+
+@dataclass(frozen=True)
+class SearchTables:
+    """What the published build's search tables hold: the stop words its words left out, and
+    whether its relationships' targets were stored."""
+
+    stopwords: list[str]
+    targets: bool
+
+
+def _words_of(text: str) -> str:
+    return f"regexp_extract_all(lower(coalesce({text}, '')), '{WORDS}')"
+
+
+_NEW_WORDS = f"""
+create temporary table _new_words as
+with words as (
+    select id, unnest({_words_of("text")}) as term from {quote(TEXT_UNITS)} where id not in (select id from {LENGTHS})
+)
+select id, term from words where term not in (select unnest($1::varchar[]))
+"""
+_SEARCH = f"""
+with asked as (
+    select term, count(*) as times from (select unnest({_words_of("$1")}) as term)
+    where term not in (select unnest($2::varchar[])) group by term
+),
+stats as (select count(*) as n, coalesce(avg(length), 0) as avg from {LENGTHS}),
+postings as (select t.* from {TERMS} t semi join asked using (term)),
+df as (select term, count(*) as df from postings group by term)
+select p.id, sum(
+    asked.times * ln(1 + (stats.n - df.df + 0.5) / (df.df + 0.5))
+    * p.tf / (p.tf + {K1} * ((1 - {B}) + {B} * l.length / stats.avg))
+) as score
+from postings p join df using (term) join asked using (term) join {LENGTHS} l using (id), stats
+group by p.id order by score desc, p.id limit $3
+"""
+_NUMBERED = (  # a count(distinct) of 15 M ids does not fit the memory limit; a grouping spills
+    f"select not exists (select 1 from {RELATIONSHIPS} where human_readable_id is null) and not exists "
+    f"(select 1 from {RELATIONSHIPS} group by human_readable_id having count(*) > 1)"
+)
+
+
+def sync_search_tables(path: str | Path, stopwords: Sequence[str]) -> int:
+    """Bring the published build's search tables up to date; returns the text units tokenized (those
+    new since the stored words' build, or all of them when there are none)."""
+    with connect(path) as conn:
+        stamp = build_stamp(conn)
+        if stamp is None or not table_exists(conn, TEXT_UNITS):
+            return 0
+        kept = all(table_exists(conn, t) for t in (TERMS, LENGTHS, HEADER)) and _stopwords(conn) == list(stopwords)
+        conn.execute(f"set memory_limit = '{STAGE_MEMORY_LIMIT}'")  # 12 M words at 100,000 documents spill
+        try:
+            with transaction(conn):
+                added, appended = _sync_words(conn, stopwords, kept=kept)
+                targets = _write_targets(conn)
+                conn.execute(
+                    f"create or replace table {HEADER} as select ?::varchar as run_id, ?::varchar as published_at, "
+                    "?::varchar[] as stopwords, ?::bigint as appended_units, ?::boolean as relationship_targets",
+                    [stamp[0], stamp[1], list(stopwords), appended, targets],
+                )
+            return added
+        finally:
+            conn.execute("reset memory_limit")
+
+
+def _sync_words(conn: Any, stopwords: Sequence[str], *, kept: bool) -> tuple[int, int]:
+    """Drop the words of text units gone, add those of new ones; returns (units added, units
+    appended since the words were last sorted)."""
+    if kept:
+        conn.execute(f"delete from {TERMS} where id not in (select id from {quote(TEXT_UNITS)})")
+        conn.execute(f"delete from {LENGTHS} where id not in (select id from {quote(TEXT_UNITS)})")
+    else:
+        conn.execute(f"create or replace table {TERMS} (term varchar, id varchar, tf integer)")
+        conn.execute(f"create or replace table {LENGTHS} (id varchar, length integer)")
+    conn.execute(_NEW_WORDS, [list(stopwords)])
+    conn.execute(f"insert into {TERMS} select term, id, count(*) from _new_words group by term, id order by term, id")
+    before = _count(conn, LENGTHS)
+    conn.execute(
+        # a text unit without words counts one, as bm25s counts it (it gives such a text an empty token)
+        f"insert into {LENGTHS} select id, greatest(count(term), 1) from (select id from {quote(TEXT_UNITS)} "
+        f"where id not in (select id from {LENGTHS})) left join _new_words using (id) group by id order by id"
+    )
+    added = _count(conn, LENGTHS) - before
+    conn.execute("drop table _new_words")
+    appended = _appended(conn) + added if kept else 0
+    if appended > RESORT_SHARE * max(1, _count(conn, LENGTHS)):
+        conn.execute(f"create or replace table {TERMS} as select * from {TERMS} order by term, id")
+        appended = 0
+    return added, appended
+
+
+def _write_targets(conn: Any) -> bool:
+    """Store the relationships' ends by target when each has its own human-readable id; else none."""
+    numbered = table_exists(conn, RELATIONSHIPS) and bool(conn.execute(_NUMBERED).fetchall()[0][0])
+    if not numbered:
+        conn.execute(f"drop table if exists {TARGETS}")
+        return False
+    conn.execute(
+        f"create or replace table {TARGETS} as select target, source, human_readable_id from {RELATIONSHIPS} "
+        "order by target, human_readable_id"
+    )
+    return True
+
+
+def _count(conn: Any, table: str) -> int:
+    return int(conn.execute(f"select count(*) from {table}").fetchall()[0][0])
+
+
+def _stopwords(conn: Any) -> list[str] | None:
+    rows = conn.execute(f"select stopwords from {HEADER}").fetchall()
+    return list(rows[0][0]) if rows else None
+
+
+def _appended(conn: Any) -> int:
+    """Text units whose words were appended after the last sort (their rows widen every row group's range)."""
+    rows = conn.execute(f"select appended_units from {HEADER}").fetchall()
+    return int(rows[0][0] or 0) if rows else 0
+
+
+def stored_search_tables(conn: Any) -> SearchTables | None:
+    """What the published build's search tables hold; None when it has none (see the module docstring)."""
+    if not all(table_exists(conn, t) for t in (TERMS, LENGTHS, HEADER)):
+        return None
+    stamp = build_stamp(conn)
+    rows = conn.execute(f"select run_id, published_at, stopwords, relationship_targets from {HEADER}").fetchall()
+    if stamp is None or not rows or (rows[0][0], rows[0][1]) != stamp:
+        return None
+    return SearchTables(list(rows[0][2]), bool(rows[0][3]) and table_exists(conn, TARGETS))
+
+
+def search_words(conn: Any, stopwords: Sequence[str], query: str, k: int) -> list[tuple[str, float]]:
+    """Up to ``k`` (text unit id, BM25 score) pairs for ``query``, best first; ties by id."""
+    if k <= 0 or not query.strip():
+        return []
+    rows = conn.execute(_SEARCH, [query, list(stopwords), k]).fetchall()
+    return [(i, float(s)) for i, s in rows if s > 0]
+
+
+def search_vectors(conn: Any, table: str, vector: Sequence[float], k: int) -> list[tuple[str, float]]:
+    """Up to ``k`` (id, cosine similarity) pairs of the embedding ``table`` nearest ``vector``,
+    most similar first; ties by id. An exact search, as LanceDB's was."""
+    if k <= 0 or not table_exists(conn, table):
+        return []
+    stored = conn.execute(f"select vector from {quote(table)} where vector is not null limit 1").fetchall()
+    if not stored:
+        return []
+    size = len(stored[0][0])
+    if len(vector) != size:
+        raise UserError(dimension_mismatch(table, size, len(vector)))
+    sql = (
+        f"select id, array_cosine_similarity(vector, $1::float[{size}]) as score from {quote(table)} "
+        "where vector is not null order by score desc, id limit $2"
+    )
+    return [(i, float(s)) for i, s in conn.execute(sql, [list(map(float, vector)), k]).fetchall()]
