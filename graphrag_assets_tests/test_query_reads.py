@@ -65,6 +65,10 @@ class RecordingReader:
         self.reads.append(f"rows of {table}")
         return self.reader.rows_where(table, column, values, columns)
 
+    def first_rows(self, table: str, column: str, values: Sequence[Any], order: Any, limit: int, columns: Any) -> Any:
+        self.reads.append(f"first rows of {table}")
+        return self.reader.first_rows(table, column, values, order, limit, columns)
+
     def row_count(self, table: str) -> int:
         return self.reader.row_count(table)
 
@@ -167,3 +171,18 @@ def test_duckdb_ranks_a_question_s_relationships_as_the_frames_do(
     data = load_query_data(settings)
     assert data.reader.has_words is by_target
     assert_ranks_as_frames(data, load_query_data(settings).load_all(), seed=11)
+
+
+def test_the_first_rows_of_some_ids_are_ordered_by_duckdb_as_in_memory(project: Path) -> None:
+    """A common name's text units run to thousands; the database hands over the first few in reading order."""
+    settings = settings_of(project)
+    lazy = QueryData(reader=load_query_data(settings).reader)  # nothing read yet
+    whole = load_query_data(settings).load_all()
+    ids = whole.text_units["id"].to_list()
+    order = ("document_id", "chunk_index", "id")
+    for n, wanted in enumerate([ids, ids[::3], ids[5:9], ["no such unit"]]):
+        expected = whole.first_rows("text_units", "id", wanted, order, 4 + n, ("id", "chunk_index"))
+        found = lazy.first_rows("text_units", "id", wanted, order, 4 + n, ("id", "chunk_index"))
+        assert found.equals(expected), n
+        assert not lazy.holds("text_units")
+    assert expected.is_empty() and expected.columns == ["id", "chunk_index"]

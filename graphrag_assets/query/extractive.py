@@ -429,8 +429,8 @@ def subject_sources(question: str, data: QueryData, records: ContextRecords) -> 
     if not wanted:
         return []
     # the first units in reading order, chosen by their keys: the units of a common name run to thousands
-    first = data.rows_where("text_units", "id", wanted, ("id", "document_id", "chunk_index"))
-    first = first.sort("document_id", "chunk_index").head(MAX_SUBJECT_UNITS)
+    order = ("document_id", "chunk_index", "id")
+    first = data.first_rows("text_units", "id", wanted, order, MAX_SUBJECT_UNITS, order)
     texts = _texts_of(data, "text_units", first["id"].to_list(), "text")
     pairs = []
     for unit_id in first["id"].to_list():

@@ -62,6 +62,18 @@ class RankingReader(Protocol):
         ...
 
 
+@runtime_checkable
+class FirstRowsReader(Protocol):
+    """A reader that orders some rows itself and hands over only the first (the database by SQL)."""
+
+    def first_rows(
+        self, table: str, column: str, values: Sequence[Any], order: Sequence[str], limit: int, columns: Sequence[str]
+    ) -> pl.DataFrame | None:
+        """The first ``limit`` rows of ``table`` whose ``column`` is among ``values``, by ``order``
+        (ascending, nulls first), ``columns`` only."""
+        ...
+
+
 class IndexReader(Protocol):
     """Where the frames of a lazily read :class:`QueryData` come from (storage supplies it).
 
@@ -233,6 +245,18 @@ class QueryData:
         schema = {c: t for c, t in SCHEMAS[name].items() if not columns or c in columns}
         rows = self._read(lambda reader: reader.rows_where(name, column, list(values), list(columns)), schema)
         return rows.select(columns) if columns else rows
+
+    def first_rows(
+        self, name: str, column: str, values: Sequence[Any], order: Sequence[str], limit: int, columns: Sequence[str]
+    ) -> pl.DataFrame:
+        """:meth:`rows_where`, ordered by ``order`` (ascending, nulls first) and cut to the first ``limit``:
+        by the reader when it orders rows itself (the first 40 of a common name's 62,882 text units)."""
+        if not self._holds(name) and isinstance(self.reader, FirstRowsReader):
+            schema = {c: t for c, t in SCHEMAS[name].items() if c in columns}
+            read = self._read(lambda r: r.first_rows(name, column, list(values), order, limit, columns), schema)
+            return read.select(columns)
+        read = self.rows_where(name, column, values, list(dict.fromkeys([*columns, *order])))
+        return read.sort(order).head(limit).select(columns)
 
     def relationships_touching(self, titles: Sequence[str], columns: Sequence[str] = ()) -> pl.DataFrame:
         """The relationships with an end among ``titles``, in table order; only ``columns`` when

@@ -6,9 +6,10 @@ embedding tables (DuckDB's ``FLOAT[n]`` columns are the vectors' system of recor
 units in ~50-110 ms) and a BM25 search of the text units. For the latter, and for local search's
 ranking of the relationships of its entities, each build stores, after its commit:
 
-- ``text_unit_terms`` (term, id, tf): one row per word and text unit, sorted by word, so a
-  question's words read only the row groups that hold them;
-- ``text_unit_lengths`` (id, length): the words of each text unit, for BM25's length norm;
+- ``text_unit_terms`` (term, id, tf, length): one row per word and text unit, with the words of
+  that text unit (BM25's length norm: held here, a join with the lengths cost half the search),
+  sorted by word, so a question's words read only the row groups that hold them;
+- ``text_unit_lengths`` (id, length): the words of each text unit, for their count and average;
 - ``relationship_targets`` (target, source, human_readable_id): the relationships' ends sorted by
   target. The relationships are stored by source, so the ones with a given source are a few row
   groups; those with a given target were a scan of all 15 M targets (~0.3 s a cold query), now a
@@ -46,6 +47,7 @@ TARGETS = "relationship_targets"
 HEADER = "search_tables"
 K1, B = 1.5, 0.75  # bm25s's defaults
 WORDS = r"[\p{L}\p{N}]{2,}"  # RE2's letters and digits: Python's ``[^\W_]``
+FORMAT = 1  # of the tables: tables of another format are written anew, and not read
 RESORT_SHARE = 0.1  # re-sort the words once the text units appended since the last sort pass this share
 
 
@@ -79,9 +81,9 @@ postings as (select t.* from {TERMS} t semi join asked using (term)),
 df as (select term, count(*) as df from postings group by term)
 select p.id, sum(
     asked.times * ln(1 + (stats.n - df.df + 0.5) / (df.df + 0.5))
-    * p.tf / (p.tf + {K1} * ((1 - {B}) + {B} * l.length / stats.avg))
+    * p.tf / (p.tf + {K1} * ((1 - {B}) + {B} * p.length / stats.avg))
 ) as score
-from postings p join df using (term) join asked using (term) join {LENGTHS} l using (id), stats
+from postings p join df using (term) join asked using (term), stats
 group by p.id order by score desc, p.id limit $3
 """
 _NUMBERED = (  # a count(distinct) of 15 M ids does not fit the memory limit; a grouping spills
@@ -97,7 +99,7 @@ def sync_search_tables(path: str | Path, stopwords: Sequence[str]) -> int:
         stamp = build_stamp(conn)
         if stamp is None or not table_exists(conn, TEXT_UNITS):
             return 0
-        kept = all(table_exists(conn, t) for t in (TERMS, LENGTHS, HEADER)) and _stopwords(conn) == list(stopwords)
+        kept = _readable(conn) is not None and _stopwords(conn) == list(stopwords)
         conn.execute(f"set memory_limit = '{STAGE_MEMORY_LIMIT}'")  # 12 M words at 100,000 documents spill
         try:
             with transaction(conn):
@@ -105,8 +107,9 @@ def sync_search_tables(path: str | Path, stopwords: Sequence[str]) -> int:
                 targets = _write_targets(conn)
                 conn.execute(
                     f"create or replace table {HEADER} as select ?::varchar as run_id, ?::varchar as published_at, "
-                    "?::varchar[] as stopwords, ?::bigint as appended_units, ?::boolean as relationship_targets",
-                    [stamp[0], stamp[1], list(stopwords), appended, targets],
+                    "?::varchar[] as stopwords, ?::bigint as appended_units, ?::boolean as relationship_targets, "
+                    "?::integer as format",
+                    [stamp[0], stamp[1], list(stopwords), appended, targets, FORMAT],
                 )
             return added
         finally:
@@ -120,18 +123,23 @@ def _sync_words(conn: Any, stopwords: Sequence[str], *, kept: bool) -> tuple[int
         conn.execute(f"delete from {TERMS} where id not in (select id from {quote(TEXT_UNITS)})")
         conn.execute(f"delete from {LENGTHS} where id not in (select id from {quote(TEXT_UNITS)})")
     else:
-        conn.execute(f"create or replace table {TERMS} (term varchar, id varchar, tf integer)")
+        conn.execute(f"create or replace table {TERMS} (term varchar, id varchar, tf integer, length integer)")
         conn.execute(f"create or replace table {LENGTHS} (id varchar, length integer)")
     conn.execute(_NEW_WORDS, [list(stopwords)])
-    conn.execute(f"insert into {TERMS} select term, id, count(*) from _new_words group by term, id order by term, id")
-    before = _count(conn, LENGTHS)
     conn.execute(
         # a text unit without words counts one, as bm25s counts it (it gives such a text an empty token)
-        f"insert into {LENGTHS} select id, greatest(count(term), 1) from (select id from {quote(TEXT_UNITS)} "
-        f"where id not in (select id from {LENGTHS})) left join _new_words using (id) group by id order by id"
+        "create temporary table _new_lengths as select id, greatest(count(term), 1)::integer as length from "
+        f"(select id from {quote(TEXT_UNITS)} where id not in (select id from {LENGTHS})) "
+        "left join _new_words using (id) group by id"
     )
-    added = _count(conn, LENGTHS) - before
+    conn.execute(
+        f"insert into {TERMS} select term, id, count(*), any_value(length) from _new_words join _new_lengths "
+        "using (id) group by term, id order by term, id"
+    )
+    conn.execute(f"insert into {LENGTHS} select * from _new_lengths order by id")
+    added = _count(conn, "_new_lengths")
     conn.execute("drop table _new_words")
+    conn.execute("drop table _new_lengths")
     appended = _appended(conn) + added if kept else 0
     if appended > RESORT_SHARE * max(1, _count(conn, LENGTHS)):
         conn.execute(f"create or replace table {TERMS} as select * from {TERMS} order by term, id")
@@ -167,15 +175,25 @@ def _appended(conn: Any) -> int:
     return int(rows[0][0] or 0) if rows else 0
 
 
-def stored_search_tables(conn: Any) -> SearchTables | None:
-    """What the published build's search tables hold; None when it has none (see the module docstring)."""
+def _readable(conn: Any) -> tuple | None:
+    """The header row (run id, commit time, stop words, targets stored) of search tables this code
+    reads; None when there are none or they have another format."""
     if not all(table_exists(conn, t) for t in (TERMS, LENGTHS, HEADER)):
         return None
-    stamp = build_stamp(conn)
-    rows = conn.execute(f"select run_id, published_at, stopwords, relationship_targets from {HEADER}").fetchall()
-    if stamp is None or not rows or (rows[0][0], rows[0][1]) != stamp:
+    if "format" not in {row[0] for row in conn.execute(f"describe {HEADER}").fetchall()}:
         return None
-    return SearchTables(list(rows[0][2]), bool(rows[0][3]) and table_exists(conn, TARGETS))
+    rows = conn.execute(
+        f"select run_id, published_at, stopwords, relationship_targets, format from {HEADER}"
+    ).fetchall()
+    return rows[0] if rows and rows[0][4] == FORMAT else None
+
+
+def stored_search_tables(conn: Any) -> SearchTables | None:
+    """What the published build's search tables hold; None when it has none (see the module docstring)."""
+    header = _readable(conn)
+    if header is None or (header[0], header[1]) != build_stamp(conn):
+        return None
+    return SearchTables(list(header[2]), bool(header[3]) and table_exists(conn, TARGETS))
 
 
 def search_words(conn: Any, stopwords: Sequence[str], query: str, k: int) -> list[tuple[str, float]]:
