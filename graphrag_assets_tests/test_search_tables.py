@@ -121,6 +121,18 @@ def test_updated_words_equal_words_written_anew_and_serve_only_their_build(tmp_p
     assert appended < 0.1 * len(ids)  # re-sorted on the way
 
 
+def test_search_tables_of_another_format_are_not_read_and_are_written_anew(tmp_path: Path) -> None:
+    ids, texts = ["u1", "u2", "u3"], ["harbour storm", "lantern", ""]
+    path = tmp_path / "format.duckdb"
+    _write_units(path, ids, texts, "build-1")
+    sync_search_tables(path, STOPWORDS)
+    with connect(path) as conn:
+        conn.execute(f"update {HEADER} set format = format + 1")  # as tables written by other code
+        assert stored_search_tables(conn) is None
+    assert sync_search_tables(path, STOPWORDS) == len(ids)  # every text unit tokenized again
+    assert _words(path, "harbour", 5)[0][0] == "u1"
+
+
 def test_vectors_are_searched_by_sql_as_numpy_searches_them(tmp_path: Path) -> None:
     generator = np.random.default_rng(9)
     vectors = generator.normal(size=(500, 16)).astype(np.float32)

@@ -19,7 +19,6 @@ from graphrag_assets.core import schemas
 from graphrag_assets.core.errors import UserError
 from graphrag_assets.core.settings import Settings
 from graphrag_assets.query.array_index import ArrayVectorIndex, empty_index
-from graphrag_assets.query.lexical import Bm25Index
 from graphrag_assets.query.query_data import QueryData
 from graphrag_assets.storage import table_names as tables
 from graphrag_assets.storage.corpus import vector_versions
@@ -78,6 +77,8 @@ def _load(settings: Settings) -> QueryData:
         stored_vectors = vector_frames(settings.database_path, list(EMBEDDING_TABLES.values()))
         for name, table in EMBEDDING_TABLES.items():
             setattr(data, SEARCHED[name], _vector_index(stored_vectors[table], name))
+        from graphrag_assets.query.lexical import Bm25Index  # bm25s and scipy (~0.09 s): for a small build only
+
         data.text_unit_lexical = Bm25Index(units["id"].to_list(), units["text"].fill_null("").to_list())
         return data
     if stored.has_words:  # vectors and words searched by DuckDB: LanceDB is not even imported
