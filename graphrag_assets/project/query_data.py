@@ -4,7 +4,7 @@ A small index (text units up to ``query.in_memory_search_max_tokens`` tokens) is
 memory: its vectors come from the embedding tables DuckDB already holds and its lexical index is
 built on load (``query/lexical.py``), so a command-line query never imports LanceDB, which costs
 about a second. A larger index is searched by DuckDB: its vectors by SQL over the embedding tables
-and its text units by the words the build stored (:mod:`graphrag_assets.storage.text_search`). A
+and its text units by the words the build stored (:mod:`graphrag_assets.storage.search_tables`). A
 large build without stored words (made by older code) is searched through LanceDB (vectors and
 full-text index), opened at the versions the published build recorded. A build made while the
 index was small has no LanceDB tables (``storage.lancedb_tables: auto``) and is searched in memory.

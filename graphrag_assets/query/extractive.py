@@ -371,9 +371,8 @@ def extractive_sources(data: QueryData, records: ContextRecords) -> list[tuple[s
     return pairs
 
 
-_NOT_ALPHANUMERIC = (
-    r"[^\p{L}\p{N}]+"  # what Python's [\W_] is (polars' Unicode tables are newer: a few recent letters differ)
-)
+# what Python's [\W_] is (polars' Unicode tables are newer: a few recent letters differ)
+_NOT_ALPHANUMERIC = r"[^\p{L}\p{N}]+"
 
 
 def _spelled(text: pl.Expr) -> pl.Expr:

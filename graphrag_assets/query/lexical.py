@@ -1,9 +1,9 @@
 """BM25 over texts held in memory (``bm25s``): the lexical index of a small index.
 
 A large index stores its text units' words with each build and is searched by SQL, with the same
-words and the same BM25 (:mod:`graphrag_assets.storage.text_search`); an index small enough to
-tokenize in a few milliseconds is searched here (see ``project/query_data.py``). Same contract: the ids of the texts that contain query words,
-best first; texts without any query word are not returned.
+words and the same BM25 (:mod:`graphrag_assets.storage.search_tables`); an index small enough to
+tokenize in a few milliseconds is searched here (see ``project/query_data.py``). Same contract: the
+ids of the texts that contain query words, best first; texts without any query word are not returned.
 
 Words are runs of two or more letters or digits: an underscore separates words, so a chat log
 stamped ``Time: 20260405_10:00`` is found by "20260405" (bm25s's default, ``\w\w+``, keeps

@@ -67,7 +67,7 @@ top as (
     select r.*, coalesce(a.score, 0) + coalesce(b.score, 0) as score from r {_SCORED}
     order by score desc, r.human_readable_id limit $2
 )
-select {", ".join("x." + c if c == "id" else "top." + c for c in RANKED_RELATIONSHIP_COLUMNS)}
+select x.id, top.human_readable_id, top.source, top.target
 from top join {quote(RELATIONSHIPS)} x on x.human_readable_id = top.human_readable_id
 order by top.score desc, top.human_readable_id
 """
