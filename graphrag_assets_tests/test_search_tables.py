@@ -14,11 +14,13 @@ import numpy as np
 import polars as pl
 import pytest
 
+from graphrag_assets.core.bm25 import WORD
 from graphrag_assets.core.errors import UserError
 from graphrag_assets.core.settings import load_settings
 from graphrag_assets.project.query_data import load_query_data
 from graphrag_assets.query.array_index import ArrayVectorIndex
-from graphrag_assets.query.lexical import STOPWORDS, WORD, Bm25Index
+from graphrag_assets.query.lexical import STOPWORDS, Bm25Index
+from graphrag_assets.query.word_index import WordIndex
 from graphrag_assets.storage.database import FrameStream, connect, frame_of
 from graphrag_assets.storage.index_lookups import StoredVectors, StoredWords
 from graphrag_assets.storage.search_tables import (
@@ -29,6 +31,7 @@ from graphrag_assets.storage.search_tables import (
     search_words,
     stored_search_tables,
     sync_search_tables,
+    word_postings,
 )
 
 WORDS = [
@@ -87,6 +90,18 @@ def test_stored_words_rank_the_text_units_as_the_in_memory_bm25_does(tmp_path: P
         assert dict(stored) == pytest.approx(dict(expected), rel=1e-5), query  # bm25s sums float32
         assert stored == sorted(stored, key=lambda pair: (-pair[1], pair[0])), query
     assert _words(path, "harbour", 3) == _words(path, "harbour", len(ids))[:3]
+    _assert_held_in_memory_as_stored(path, queries)
+
+
+def _assert_held_in_memory_as_stored(path: Path, queries: list[str]) -> None:
+    """A server's copy of the words (:class:`WordIndex`) finds what the SQL finds, in the same order."""
+    with connect(path, read_only=True) as conn:
+        memory = WordIndex(*word_postings(conn), stored_search_tables(conn).stopwords)
+    for query in queries:
+        for k in (1, 5, 1_000):
+            stored, held = _words(path, query, k), memory.search(query, k)
+            assert [i for i, _ in held] == [i for i, _ in stored], (query, k)
+            assert [s for _, s in held] == pytest.approx([s for _, s in stored], rel=1e-9), (query, k)
 
 
 def test_updated_words_equal_words_written_anew_and_serve_only_their_build(tmp_path: Path) -> None:
@@ -116,6 +131,7 @@ def test_updated_words_equal_words_written_anew_and_serve_only_their_build(tmp_p
                     .equals(frame_of(b.sql(f"select * from {table}")).sort(order))
                 ), (step, table)
         assert _words(path, "harbour storm", 20) == _words(fresh, "harbour storm", 20)
+        _assert_held_in_memory_as_stored(path, ["harbour storm", "ledger LEDGER tide", "søren"])
     with connect(path, read_only=True) as conn:
         appended = conn.execute(f"select appended_units from {HEADER}").fetchall()[0][0]
     assert appended < 0.1 * len(ids)  # re-sorted on the way

@@ -118,17 +118,20 @@ def test_folders_of_servers_no_longer_running_are_removed(project: Path) -> None
     assert alive.exists() and not dead.exists()
 
 
-def test_a_big_build_is_served_with_its_vectors_in_memory(big_build_index: Path) -> None:
-    """``serve.in_memory_vectors_mb``: within it, a server searches the vectors in memory (the same
-    hits as the exact search in storage) and keeps the stored words' full-text search; past it, the
-    search in storage."""
+def test_a_big_build_is_served_with_its_vectors_and_words_in_memory(big_build_index: Path) -> None:
+    """``serve.in_memory_vectors_mb`` and ``serve.in_memory_words_mb``: within them, a server
+    searches the vectors and the stored words in memory (the same hits as the searches in storage);
+    past them, in storage."""
     from graphrag_assets.query.array_index import ArrayVectorIndex
+    from graphrag_assets.query.word_index import WordIndex
     from graphrag_assets.storage.index_lookups import StoredVectors, StoredWords
 
     settings = load_settings(big_build_index, environ={})
     in_storage = load_query_data(settings)
     served = load_snapshot(settings)
-    assert served is not None and isinstance(served.data.text_unit_lexical, StoredWords)
+    assert served is not None and isinstance(served.data.text_unit_lexical, WordIndex)
+    for question in ("Who sailed to the harbour?", "Søren Holm reef dive", "nothing of the kind"):
+        assert served.data.text_unit_lexical.search(question, 8) == in_storage.text_unit_lexical.search(question, 8)
     vectors = {
         name: query_db(big_build_index, f"select vector from {name}_embeddings limit 3")
         for name in ("entity", "text_unit")
@@ -142,6 +145,9 @@ def test_a_big_build_is_served_with_its_vectors_in_memory(big_build_index: Path)
             assert found[0][0] == expected[0][0]
     assert isinstance(served.data.community_full_content, ArrayVectorIndex)
 
-    small = load_settings(big_build_index, environ={}, overrides={"serve": {"in_memory_vectors_mb": 0}})
+    small = load_settings(
+        big_build_index, environ={}, overrides={"serve": {"in_memory_vectors_mb": 0, "in_memory_words_mb": 0}}
+    )
     kept = load_snapshot(small)
     assert kept is not None and isinstance(kept.data.entity_description, StoredVectors)
+    assert isinstance(kept.data.text_unit_lexical, StoredWords)

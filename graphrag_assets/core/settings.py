@@ -381,9 +381,12 @@ class ServeSettings(_Section):
     # A build with more relationships keeps them in files of its own on disk while it is served
     # (serve/snapshot.py), not in memory: 15 M of them took 12 GB.
     in_memory_relationships_max: int = Field(100_000, ge=0)
-    # A build searched through LanceDB has its vectors searched in memory while served, up to this
-    # size (float32: 150 MB at 100,000 documents); LanceDB's exact search took ~90 ms a question there.
+    # A big build (searched in storage) has its vectors searched in memory while served, up to this
+    # size (float32: 150 MB at 100,000 documents); an exact search in storage took 50-90 ms a question.
     in_memory_vectors_mb: int = Field(1_024, ge=0)
+    # ... and its stored words (BM25) up to this size (148 MB at 100,000 documents): by SQL a
+    # question's full-text search took ~20-50 ms, in memory ~1-5 ms.
+    in_memory_words_mb: int = Field(1_024, ge=0)
     # Host names the server answers for besides loopback names and its own address (also --allowed-host);
     # "*" answers any. Without an API key every request's Host is checked (DNS rebinding); with one, only
     # when this list is set.

@@ -18,7 +18,8 @@ import bm25s
 from bm25s.stopwords import STOPWORDS_EN
 from bm25s.tokenization import Tokenizer
 
-WORD = r"(?u)[^\W_]{2,}"
+from graphrag_assets.core.bm25 import K1, WORD, B
+
 STOPWORDS = list(STOPWORDS_EN)  # what a big build's stored words leave out too
 
 
@@ -31,7 +32,7 @@ class Bm25Index:
         pairs = sorted(zip(ids, texts))
         self._ids = [i for i, _ in pairs]
         self._tokenizer = Tokenizer(stopwords=STOPWORDS, splitter=WORD)
-        self._retriever = bm25s.BM25()
+        self._retriever = bm25s.BM25(k1=K1, b=B)
         if self._ids:
             self._retriever.index(
                 self._tokenizer.tokenize([t for _, t in pairs], return_as="ids", show_progress=False),

@@ -31,7 +31,7 @@ import polars as pl
 from graphrag_assets.core.errors import UserError
 from graphrag_assets.core.settings import Settings
 from graphrag_assets.interop.graph_view.data import view_data
-from graphrag_assets.project.query_data import load_query_data, vectors_in_memory
+from graphrag_assets.project.query_data import load_query_data, search_in_memory
 from graphrag_assets.query.graph_ranking import ranking_graph
 from graphrag_assets.query.query_data import SCHEMAS, IndexReader, QueryData
 from graphrag_assets.storage import table_names as tables
@@ -173,7 +173,7 @@ def _load(settings: Settings) -> QueryData:
     """The build's tables: every one in memory, except the relationships of a big build, which are
     copied to files of the snapshot's own."""
     data = load_query_data(settings)
-    vectors_in_memory(settings, data)
+    search_in_memory(settings, data)
     if data.reader is not None and data.row_count("relationships") > settings.serve.in_memory_relationships_max:
         from graphrag_assets.storage.relationship_files import RelationshipFiles
 

@@ -23,7 +23,14 @@ from graphrag_assets.core.errors import UserError
 from graphrag_assets.core.schemas import RANKED_RELATIONSHIP_COLUMNS, conform
 from graphrag_assets.storage.corpus import BUILD_TABLE
 from graphrag_assets.storage.database import FrameStream, connect, frame_of, table_exists
-from graphrag_assets.storage.search_tables import TARGETS, search_vectors, search_words, stored_search_tables
+from graphrag_assets.storage.search_tables import (
+    TARGETS,
+    search_vectors,
+    search_words,
+    stored_search_tables,
+    word_postings,
+    words_megabytes,
+)
 from graphrag_assets.storage.snapshot import in_turn
 from graphrag_assets.storage.table_names import RELATIONSHIPS, TEXT_UNITS
 from graphrag_assets.storage.tables import quote
@@ -220,6 +227,19 @@ class StoredIndex:
             return []
         stopwords = self._search.stopwords
         return self._on_build(lambda conn: search_words(conn, stopwords, query, k))
+
+    @property
+    def stopwords(self) -> list[str]:
+        """The stop words of this build's stored words (none without them)."""
+        return [] if self._search is None else self._search.stopwords
+
+    def words_megabytes(self) -> float:
+        """What the stored words take in memory (:meth:`word_postings`), in MB."""
+        return self._on_build(words_megabytes) if self._search is not None else 0.0
+
+    def word_postings(self) -> tuple[list[str], list[str], dict[str, Any], float]:
+        """The stored words as arrays (see :func:`graphrag_assets.storage.search_tables.word_postings`)."""
+        return self._on_build(word_postings)
 
     def search_vectors(self, table: str, vector: Sequence[float], k: int) -> list[tuple[str, float]]:
         """Exact cosine search of the embedding ``table`` in DuckDB."""

@@ -35,9 +35,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from graphrag_assets.core.bm25 import K1, WORD_RE2, B
 from graphrag_assets.core.errors import UserError, dimension_mismatch
 from graphrag_assets.storage.corpus import STAGE_MEMORY_LIMIT, build_stamp
-from graphrag_assets.storage.database import connect, table_exists, transaction
+from graphrag_assets.storage.database import connect, frame_of, table_exists, transaction
 from graphrag_assets.storage.table_names import RELATIONSHIPS, TEXT_UNITS
 from graphrag_assets.storage.tables import quote
 
@@ -45,8 +46,6 @@ TERMS = "text_unit_terms"
 LENGTHS = "text_unit_lengths"
 TARGETS = "relationship_targets"
 HEADER = "search_tables"
-K1, B = 1.5, 0.75  # bm25s's defaults
-WORDS = r"[\p{L}\p{N}]{2,}"  # RE2's letters and digits: Python's ``[^\W_]``
 FORMAT = 1  # of the tables: tables of another format are written anew, and not read
 RESORT_SHARE = 0.1  # re-sort the words once the text units appended since the last sort pass this share
 
@@ -61,7 +60,7 @@ class SearchTables:
 
 
 def _words_of(text: str) -> str:
-    return f"regexp_extract_all(lower(coalesce({text}, '')), '{WORDS}')"
+    return f"regexp_extract_all(lower(coalesce({text}, '')), '{WORD_RE2}')"
 
 
 _NEW_WORDS = f"""
@@ -220,3 +219,41 @@ def search_vectors(conn: Any, table: str, vector: Sequence[float], k: int) -> li
         "where vector is not null order by score desc, id limit $2"
     )
     return [(i, float(s)) for i, s in conn.execute(sql, [list(map(float, vector)), k]).fetchall()]
+
+
+POSTING_BYTES = 12  # a posting in memory: its text unit's position, the count and the length, int32 each
+
+
+def words_megabytes(conn: Any) -> float:
+    """What :func:`word_postings` holds in memory, in MB."""
+    return _count(conn, TERMS) * POSTING_BYTES / 1e6
+
+
+def word_postings(conn: Any) -> tuple[list[str], list[str], dict[str, Any], float]:
+    """The stored words as arrays for an in-memory index (:class:`graphrag_assets.query.word_index.WordIndex`):
+    the text unit ids (sorted), the words (sorted), the postings (``starts`` per word, then per
+    posting ``units``, ``tf``, ``length``) and the units' mean length. Only integers cross to
+    Python: 12 M postings as strings, joined and sorted in polars, peaked at 2.4 GB."""
+    import numpy as np
+
+    units = frame_of(conn.sql(f"select id from {LENGTHS} order by id"))["id"].to_list()
+    average = float(conn.execute(f"select coalesce(avg(length), 0) from {LENGTHS}").fetchall()[0][0])
+    counts = frame_of(conn.sql(f"select term, count(*) as n from {TERMS} group by term order by term"))
+    conn.execute(f"set memory_limit = '{STAGE_MEMORY_LIMIT}'")  # the sort spills rather than grows (~0.9 GB)
+    try:
+        postings = frame_of(
+            conn.sql(
+                f"with u as (select id, (row_number() over (order by id) - 1)::integer as unit from {LENGTHS}) "
+                f"select u.unit, t.tf, t.length from {TERMS} t join u using (id) order by t.term, u.unit"
+            )
+        )
+    finally:
+        conn.execute("reset memory_limit")
+    arrays = {
+        "starts": np.concatenate([[0], np.cumsum(counts["n"].to_numpy(), dtype=np.int64)]),
+        **{
+            name: postings[column].to_numpy()
+            for name, column in (("units", "unit"), ("tf", "tf"), ("length", "length"))
+        },
+    }
+    return units, counts["term"].to_list(), arrays, average
