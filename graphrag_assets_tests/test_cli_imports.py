@@ -34,6 +34,9 @@ try:
     main()
 except SystemExit as exit:
     code = exit.code
+except BaseException:
+    code = "raised"
+    raise
 """
 HEAVY = ("dagster", "lancedb", "openai")
 

@@ -103,7 +103,9 @@ def test_crossing_the_limit_builds_every_text_unit_with_its_full_text_index(grow
 @pytest.fixture(scope="module")
 def through_lancedb(grown: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The grown index as a build by code that stored no search tables: it is searched through LanceDB."""
-    root = Path(shutil.copytree(grown, tmp_path_factory.mktemp("lancedb") / "project"))
+    root = Path(
+        shutil.copytree(grown, tmp_path_factory.mktemp("lancedb") / "project", ignore=shutil.ignore_patterns("*.lock"))
+    )
     with connect(root / "data" / "graphrag.duckdb") as conn:
         conn.execute(f"drop table {SEARCH_HEADER}")
     return root

@@ -43,5 +43,11 @@ class Bm25Index:
         if k <= 0 or not self._ids or not query.strip():
             return []
         tokens = self._tokenizer.tokenize([query], update_vocab=False, return_as="ids", show_progress=False)
-        found, scores = self._retriever.retrieve(tokens, k=min(k, len(self._ids)), show_progress=False)
+        # bm25s gives a text without words, and a question's unknown words, the empty token: left
+        # out, a question's unknown words find no text (as the SQL over a big build's words)
+        empty = self._tokenizer.get_vocab_dict().get("")
+        words = [token for token in tokens[0] if token != empty]
+        if not words:
+            return []
+        found, scores = self._retriever.retrieve([words], k=min(k, len(self._ids)), show_progress=False)
         return [(self._ids[i], float(s)) for i, s in zip(found[0].tolist(), scores[0].tolist()) if s > 0]

@@ -22,7 +22,8 @@ class VectorIndex(Protocol):
 class LexicalIndex(Protocol):
     """Full-text (BM25) search over stored texts, keyed by the id of the record.
 
-    Storage supplies it (LanceDB's full-text index); the query engines only rank with it, so
+    Storage supplies it (a big build's stored words, or LanceDB's full-text index for a build
+    without them; a small build's is :mod:`.lexical`); the query engines only rank with it, so
     they stay free of I/O and a test can hand in any object with this method.
     """
 

@@ -6,7 +6,7 @@ index, joined and summed), which a command-line query pays once but a server pai
 where LanceDB's full-text index had taken ~3 ms. A server copies the words once when it loads the
 build (``serve.in_memory_words_mb``) into arrays, each word's postings one slice, and scores them
 with numpy: the same words, the same BM25 (:mod:`graphrag_assets.core.bm25`), the same order as the
-SQL (ties by text unit id).
+SQL (by the score to 9 places, then by text unit id).
 """
 
 from __future__ import annotations
@@ -66,5 +66,7 @@ class WordIndex:
             norm = K1 * ((1 - B) + B * self._length[first:end] / self._average)
             scores[self._units[first:end]] += times * idf * tf / (tf + norm)
         found = np.flatnonzero(scores > 0)
-        chosen = found[best_first(scores[found], min(k, len(found)))]
+        # ordered as the SQL orders them: by the score to 9 places (equal scores summed in another
+        # order differ in the last bits), then by id
+        chosen = found[best_first(np.round(scores[found], 9), min(k, len(found)))]
         return [(self.ids[i], float(scores[i])) for i in chosen]

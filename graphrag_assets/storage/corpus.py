@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -302,11 +302,18 @@ def begin_corpus_run(path: str | Path, run_id: str) -> None:
     write_staged(path, RUN_MARKER, marker)
 
 
-def publish_corpus(path: str | Path, manifest: pl.DataFrame, build: Mapping[str, object]) -> list[str]:
+def publish_corpus(
+    path: str | Path,
+    manifest: pl.DataFrame,
+    build: Mapping[str, object],
+    with_build: Callable[[Any], object] | None = None,
+) -> list[str]:
     """Replace the published corpus tables with the staged ones, in one transaction; returns their names.
 
     ``manifest`` becomes ``corpus_manifest``; ``build`` (run id, settings fingerprint, LanceDB
     versions ...) becomes the one row of ``corpus_build``, with the time of the commit.
+    ``with_build(connection)`` runs last in the transaction, so what it writes from the new build
+    (a big build's search tables) commits with it: no reader sees the build without it.
     """
     tables = [table for table in staged_tables(path) if table != RUN_MARKER]
     row = {**build, "published_at": dt.datetime.now(dt.UTC).replace(tzinfo=None)}
@@ -319,12 +326,14 @@ def publish_corpus(path: str | Path, manifest: pl.DataFrame, build: Mapping[str,
         merge_pending(conn, replaced=tables)  # the documents, text units and vectors the new graph cites
         conn.execute(f"create or replace table {quote(MANIFEST_TABLE)} as select * from _manifest")
         conn.execute(f"create or replace table {quote(BUILD_TABLE)} as select * from _build")
+        if with_build is not None:
+            with_build(conn)
     return tables
 
 
 def build_stamp(conn: Any) -> tuple[str, str] | None:
     """The published build's run id and commit time, as text (None: no build record): what a
-    table derived from a build after its commit (the walk graph, the stored words) is stamped with."""
+    table derived from a build (the walk graph, the search tables) is stamped with."""
     if not table_exists(conn, BUILD_TABLE):
         return None
     rows = conn.execute(f"select run_id::varchar, published_at::varchar from {quote(BUILD_TABLE)}").fetchall()

@@ -199,7 +199,8 @@ class StoredIndex:
         """The first ``limit`` rows of ``table`` whose ``column`` is among ``values``, by ``order``."""
         if column not in self._present.get(table, ()):
             return self._read(table, "where false", columns=columns)
-        ordered = ", ".join(f"{quote(c)} asc nulls first" for c in order)
+        present = [c for c in order if c in self._present[table]]  # a missing column is nulls: no order
+        ordered = ", ".join(f"{quote(c)} asc nulls first" for c in present) or "rowid"
         where = f"where {quote(column)} in (select unnest($1)) order by {ordered} limit {int(limit)}"
         return self._read(table, where, [list(values)], columns)
 

@@ -4,7 +4,8 @@ A command-line query on a 100,000-document index spent ~1 s importing LanceDB, m
 sample's whole query, for two searches DuckDB does as fast: an exact vector search over the
 embedding tables (DuckDB's ``FLOAT[n]`` columns are the vectors' system of record; 100,000 text
 units in ~50-110 ms) and a BM25 search of the text units. For the latter, and for local search's
-ranking of the relationships of its entities, each build stores, after its commit:
+ranking of the relationships of its entities, each big build stores, in the transaction that
+publishes it (:func:`graphrag_assets.storage.corpus.publish_corpus`), so that they commit together:
 
 - ``text_unit_terms`` (term, id, tf, length): one row per word and text unit, with the words of
   that text unit (BM25's length norm: held here, a join with the lengths cost half the search),
@@ -15,11 +16,10 @@ ranking of the relationships of its entities, each build stores, after its commi
   groups; those with a given target were a scan of all 15 M targets (~0.3 s a cold query), now a
   few row groups too. Written when every relationship has its own human-readable id, which then
   names its row;
-- ``search_tables``, one row: the build they describe (``corpus_build``'s run id and commit time,
-  as the walk graph is stamped), the stop words left out and whether the targets were written. A
-  query uses the tables only when that build is the published one; otherwise (a build by code
-  that did not store them, or the moment between a build's commit and its tables') the build is
-  searched through LanceDB as before.
+- ``search_tables``, one row: the build they describe (``corpus_build``'s run id and commit time),
+  the stop words left out, whether the targets were written and the tables' format. A query uses
+  the tables only when that build is the published one and it reads their format; otherwise (a
+  build by code that did not store them) the build is searched through LanceDB as before.
 
 The words are what the in-memory index of a small build (:mod:`graphrag_assets.query.lexical`,
 ``bm25s``) takes: the text lower-cased, runs of two or more letters or digits, English stop words
@@ -66,7 +66,8 @@ def _words_of(text: str) -> str:
 _NEW_WORDS = f"""
 create temporary table _new_words as
 with words as (
-    select id, unnest({_words_of("text")}) as term from {quote(TEXT_UNITS)} where id not in (select id from {LENGTHS})
+    select u.id, unnest({_words_of("u.text")}) as term from {quote(TEXT_UNITS)} u anti join {LENGTHS} l using (id)
+    where u.id is not null
 )
 select id, term from words where term not in (select unnest($1::varchar[]))
 """
@@ -83,7 +84,7 @@ select p.id, sum(
     * p.tf / (p.tf + {K1} * ((1 - {B}) + {B} * p.length / stats.avg))
 ) as score
 from postings p join df using (term) join asked using (term), stats
-group by p.id order by score desc, p.id limit $3
+group by p.id order by round(score, 9) desc, p.id limit $3
 """
 _NUMBERED = (  # a count(distinct) of 15 M ids does not fit the memory limit; a grouping spills
     f"select not exists (select 1 from {RELATIONSHIPS} where human_readable_id is null) and not exists "
@@ -92,35 +93,42 @@ _NUMBERED = (  # a count(distinct) of 15 M ids does not fit the memory limit; a 
 
 
 def sync_search_tables(path: str | Path, stopwords: Sequence[str]) -> int:
-    """Bring the published build's search tables up to date; returns the text units tokenized (those
-    new since the stored words' build, or all of them when there are none)."""
-    with connect(path) as conn:
-        stamp = build_stamp(conn)
-        if stamp is None or not table_exists(conn, TEXT_UNITS):
-            return 0
-        kept = _readable(conn) is not None and _stopwords(conn) == list(stopwords)
-        conn.execute(f"set memory_limit = '{STAGE_MEMORY_LIMIT}'")  # 12 M words at 100,000 documents spill
-        try:
-            with transaction(conn):
-                added, appended = _sync_words(conn, stopwords, kept=kept)
-                targets = _write_targets(conn)
-                conn.execute(
-                    f"create or replace table {HEADER} as select ?::varchar as run_id, ?::varchar as published_at, "
-                    "?::varchar[] as stopwords, ?::bigint as appended_units, ?::boolean as relationship_targets, "
-                    "?::integer as format",
-                    [stamp[0], stamp[1], list(stopwords), appended, targets, FORMAT],
-                )
-            return added
-        finally:
-            conn.execute("reset memory_limit")
+    """:func:`write_search_tables` in a transaction of its own."""
+    with connect(path) as conn, transaction(conn):
+        return write_search_tables(conn, stopwords)
+
+
+def write_search_tables(conn: Any, stopwords: Sequence[str]) -> int:
+    """Bring the published build's search tables up to date on ``conn``, inside the caller's
+    transaction (publishing a build writes them in its own, so they commit with it); returns the
+    text units tokenized (those new since the stored words' build, or all of them)."""
+    stamp = build_stamp(conn)
+    if stamp is None or not table_exists(conn, TEXT_UNITS):
+        return 0
+    kept = _readable(conn) is not None and _stopwords(conn) == list(stopwords)
+    conn.execute(f"set memory_limit = '{STAGE_MEMORY_LIMIT}'")  # 12 M words at 100,000 documents spill
+    try:
+        added, appended = _sync_words(conn, stopwords, kept=kept)
+        targets = _write_targets(conn)
+        conn.execute(
+            f"create or replace table {HEADER} as select ?::varchar as run_id, ?::varchar as published_at, "
+            "?::varchar[] as stopwords, ?::bigint as appended_units, ?::boolean as relationship_targets, "
+            "?::integer as format",
+            [stamp[0], stamp[1], list(stopwords), appended, targets, FORMAT],
+        )
+        return added
+    finally:
+        conn.execute("reset memory_limit")
 
 
 def _sync_words(conn: Any, stopwords: Sequence[str], *, kept: bool) -> tuple[int, int]:
     """Drop the words of text units gone, add those of new ones; returns (units added, units
     appended since the words were last sorted)."""
     if kept:
-        conn.execute(f"delete from {TERMS} where id not in (select id from {quote(TEXT_UNITS)})")
-        conn.execute(f"delete from {LENGTHS} where id not in (select id from {quote(TEXT_UNITS)})")
+        # (anti joins, not "not in": one null id would make "not in" keep every row)
+        gone = f"select id from {LENGTHS} anti join {quote(TEXT_UNITS)} using (id)"
+        conn.execute(f"delete from {TERMS} where id in ({gone})")
+        conn.execute(f"delete from {LENGTHS} where id in ({gone})")
     else:
         conn.execute(f"create or replace table {TERMS} (term varchar, id varchar, tf integer, length integer)")
         conn.execute(f"create or replace table {LENGTHS} (id varchar, length integer)")
@@ -128,7 +136,7 @@ def _sync_words(conn: Any, stopwords: Sequence[str], *, kept: bool) -> tuple[int
     conn.execute(
         # a text unit without words counts one, as bm25s counts it (it gives such a text an empty token)
         "create temporary table _new_lengths as select id, greatest(count(term), 1)::integer as length from "
-        f"(select id from {quote(TEXT_UNITS)} where id not in (select id from {LENGTHS})) "
+        f"(select u.id from {quote(TEXT_UNITS)} u anti join {LENGTHS} l using (id) where u.id is not null) "
         "left join _new_words using (id) group by id"
     )
     conn.execute(
@@ -175,8 +183,8 @@ def _appended(conn: Any) -> int:
 
 
 def _readable(conn: Any) -> tuple | None:
-    """The header row (run id, commit time, stop words, targets stored) of search tables this code
-    reads; None when there are none or they have another format."""
+    """The header row (run id, commit time, stop words, targets stored, format) of search tables
+    this code reads; None when there are none or they have another format."""
     if not all(table_exists(conn, t) for t in (TERMS, LENGTHS, HEADER)):
         return None
     if "format" not in {row[0] for row in conn.execute(f"describe {HEADER}").fetchall()}:
@@ -214,8 +222,9 @@ def search_vectors(conn: Any, table: str, vector: Sequence[float], k: int) -> li
     size = len(stored[0][0])
     if len(vector) != size:
         raise UserError(dimension_mismatch(table, size, len(vector)))
-    sql = (
-        f"select id, array_cosine_similarity(vector, $1::float[{size}]) as score from {quote(table)} "
+    similarity = f"array_cosine_similarity(vector, $1::float[{size}])"
+    sql = (  # a zero vector's similarity is NaN, which sorts first: 0, as numpy's search gives it
+        f"select id, case when isnan({similarity}) then 0 else {similarity} end as score from {quote(table)} "
         "where vector is not null order by score desc, id limit $2"
     )
     return [(i, float(s)) for i, s in conn.execute(sql, [list(map(float, vector)), k]).fetchall()]

@@ -11,6 +11,9 @@ cleaned up so their vectors cannot be read any more, and cached answers that thi
 uses are deleted (see :mod:`graphrag_assets.storage.cache_owners`).
 """
 
+from collections.abc import Callable
+from typing import Any
+
 import polars as pl
 from dagster import AssetExecutionContext, AssetIn, MaterializeResult, MetadataValue, asset
 
@@ -23,7 +26,7 @@ from graphrag_assets.project.walk_graph import store_walk_graph
 from graphrag_assets.storage import vectors
 from graphrag_assets.storage.cache_owners import settle_corpus_run
 from graphrag_assets.storage.corpus import publish_corpus, read_staged, record_vector_versions
-from graphrag_assets.storage.search_tables import sync_search_tables
+from graphrag_assets.storage.search_tables import write_search_tables
 from graphrag_assets.storage.tables import read_table
 
 CORPUS_VECTORS = {"entity_embeddings": vectors.ENTITY_TABLE, "community_report_embeddings": vectors.REPORT_TABLE}
@@ -62,13 +65,14 @@ def corpus_manifest(
     previous = read_table(settings.database_path, "corpus_manifest")
     merged, versions = _publish_vectors(settings) if lancedb_wanted(settings) else ({}, {})
     run_id = context.run.run_id if context.run else ""
+    tokenized: list[int] = []  # what the search tables' writer reports, from inside the transaction
     published = publish_corpus(
         settings.database_path,
         manifest,
         {"run_id": run_id, "settings_fingerprint": corpus_fingerprint(settings), "vector_versions": versions},
+        with_build=_search_tables_writer(tokenized) if versions else None,
     )
     walk_edges = store_walk_graph(settings.database_path)  # local search's ranking graph, for this build
-    words_added = _store_search_tables(settings.database_path) if versions else 0
     removed = _removed_documents(previous, manifest)
     cache_rows_deleted = settle_corpus_run(settings.database_path, run_id, documents_removed=bool(removed))
     if removed:
@@ -84,7 +88,7 @@ def corpus_manifest(
             "removed_documents": MetadataValue.json(removed),
             "cache_rows_deleted": MetadataValue.json(cache_rows_deleted),
             "ranking_walk_edges": walk_edges,
-            "text_units_tokenized": words_added,
+            "text_units_tokenized": sum(tokenized),
             **{f"lancedb/{table}/rows": result.rows for table, result in merged.items()},
             **{f"lancedb/{table}/inserted": result.inserted for table, result in merged.items()},
             **{f"lancedb/{table}/updated": result.updated for table, result in merged.items()},
@@ -93,12 +97,12 @@ def corpus_manifest(
     )
 
 
-def _store_search_tables(database_path) -> int:
-    """Store a big build's search tables, so that its queries search by SQL instead of importing
-    LanceDB; returns the text units tokenized."""
+def _search_tables_writer(tokenized: list[int]) -> Callable[[Any], None]:
+    """What writes a big build's search tables in its publishing transaction (so that its queries
+    search by SQL instead of importing LanceDB), noting the text units it tokenized."""
     from graphrag_assets.query.lexical import STOPWORDS  # bm25s: only for a build that needs it
 
-    return sync_search_tables(database_path, STOPWORDS)
+    return lambda conn: tokenized.append(write_search_tables(conn, STOPWORDS))
 
 
 def _publish_vectors(settings) -> tuple[dict[str, vectors.PublishResult], dict[str, int]]:
