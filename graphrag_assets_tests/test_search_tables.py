@@ -216,3 +216,27 @@ def test_a_big_build_is_searched_by_duckdb_and_answers_as_through_lancedb(
         assert stored[0][0] == lance[0][0]
         assert [s for _, s in stored] == pytest.approx([s for _, s in lance], abs=1e-5)
     assert data.text_unit_lexical.search("harbour", 5)  # the sample's text units hold the word
+
+
+def test_index_writes_the_search_tables_of_a_build_published_without_them(
+    big_build_index: Path, tmp_path: Path
+) -> None:
+    """An index published by code before the search tables gets them from the next ``index``,
+    though no document changed; after that, ``index`` has nothing to do."""
+    from graphrag_assets.pipeline.idle_check import nothing_to_index
+    from graphrag_assets.pipeline.indexing import index_project
+    from graphrag_assets.project.index_run import IndexOptions
+
+    root = Path(shutil.copytree(big_build_index, tmp_path / "old", ignore=shutil.ignore_patterns("*.lock")))
+    with connect(root / "data" / "graphrag.duckdb") as conn:
+        conn.execute(f"drop table {HEADER}")
+    settings = load_settings(root, environ={})
+    assert nothing_to_index(settings, IndexOptions()) is None  # not idle: its search tables are due
+    said: list[str] = []
+    report = index_project(settings, announce=said.append)
+    assert report.success and report.runs == []  # no run: the tables alone
+    assert any(line.startswith("wrote the search tables of the published build") for line in said), said
+    with connect(settings.database_path, read_only=True) as conn:
+        assert stored_search_tables(conn) is not None
+    assert isinstance(load_query_data(settings).text_unit_lexical, StoredWords)
+    assert nothing_to_index(settings, IndexOptions()) is not None

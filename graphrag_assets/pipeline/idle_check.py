@@ -14,6 +14,7 @@ from __future__ import annotations
 from graphrag_assets.core.settings import Settings
 from graphrag_assets.index.partition_plan import PARTITIONS_NAME, plan_partitions
 from graphrag_assets.pipeline.runtime.dagster_files import read_sqlite_state
+from graphrag_assets.project import search_tables
 from graphrag_assets.project.index_plan import IndexPlan
 from graphrag_assets.project.index_run import IndexOptions, IndexReport
 from graphrag_assets.project.locks import index_lock_held, interrupted_update
@@ -54,6 +55,6 @@ def _up_to_date(settings: Settings, options: IndexOptions, plan: IndexPlan) -> I
     partitions = plan_partitions(changes, dagster.partitions, settings.partitions)
     if partitions.add or partitions.rerun or partitions.forget:
         return None
-    if plan.corpus_stale:
+    if plan.corpus_stale or search_tables.due(settings):
         return None
     return IndexReport(changes=changes, method=settings.resolved_method)

@@ -38,6 +38,7 @@ from graphrag_assets.pipeline.partitions import (
 from graphrag_assets.pipeline.runtime.instance import open_instance, refuse_while_runs_are_active
 from graphrag_assets.pipeline.runtime.runner import run_job
 from graphrag_assets.pipeline.workers_entry import run_document_workers
+from graphrag_assets.project import search_tables
 from graphrag_assets.project.index_plan import IndexPlan
 from graphrag_assets.project.index_run import IndexOptions, IndexReport
 from graphrag_assets.project.locks import index_lock
@@ -89,6 +90,9 @@ def index_project(
             report = _index(settings, plan, instance, defs, announce, options)
         except KeyboardInterrupt:
             raise Interrupted(NOTHING_PUBLISHED) from None  # the corpus job publishes last, all at once
+        tokenized = search_tables.write_if_due(settings)  # a build published without them (older code)
+        if tokenized is not None:
+            announce(f"wrote the search tables of the published build ({tokenized:,} text units)")
         report.seconds = time.monotonic() - started
         if settings.database_path.exists():
             create_model_tables(settings.database_path)

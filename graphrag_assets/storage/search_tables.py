@@ -37,7 +37,7 @@ from typing import Any
 
 from graphrag_assets.core.bm25 import K1, WORD_RE2, B
 from graphrag_assets.core.errors import UserError, dimension_mismatch
-from graphrag_assets.storage.corpus import STAGE_MEMORY_LIMIT, build_stamp
+from graphrag_assets.storage.corpus import STAGE_MEMORY_LIMIT, build_stamp, vector_versions
 from graphrag_assets.storage.database import connect, frame_of, table_exists, transaction
 from graphrag_assets.storage.table_names import RELATIONSHIPS, TEXT_UNITS
 from graphrag_assets.storage.tables import quote
@@ -119,6 +119,15 @@ def write_search_tables(conn: Any, stopwords: Sequence[str]) -> int:
         return added
     finally:
         conn.execute("reset memory_limit")
+
+
+def search_tables_due(path: str | Path, *, wait_seconds: float = 30.0) -> bool:
+    """Whether the published build is a big one (it recorded LanceDB tables) without search tables
+    this code reads: published by code before them, or with another format."""
+    if not Path(path).exists() or not vector_versions(path, wait_seconds=wait_seconds):
+        return False
+    with connect(path, read_only=True, wait_seconds=wait_seconds) as conn:
+        return table_exists(conn, TEXT_UNITS) and stored_search_tables(conn) is None
 
 
 def _sync_words(conn: Any, stopwords: Sequence[str], *, kept: bool) -> tuple[int, int]:
