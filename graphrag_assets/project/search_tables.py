@@ -12,9 +12,9 @@ from graphrag_assets.core.settings import Settings
 from graphrag_assets.storage.search_tables import search_tables_due, sync_search_tables
 
 
-def due(settings: Settings, wait_seconds: float = 30.0) -> bool:
+def due(settings: Settings) -> bool:
     """Whether the published build should have search tables and has none this code reads."""
-    return search_tables_due(settings.database_path, wait_seconds=wait_seconds)
+    return search_tables_due(settings.database_path)
 
 
 def write_if_due(settings: Settings) -> int | None:

@@ -43,21 +43,24 @@ Schemas = Mapping[str, Mapping[str, pl.DataType]]
 # …``, which DuckDB evaluates row by row (1.9M relationships, a hub's 84k: 4–7 s against 3.4–3.6 s
 # at load 15); the row ids restore the stored order.
 _NAMED = "(select unnest($1))"
-_TOUCHING_ROWIDS = (
-    f"select rowid from {quote(RELATIONSHIPS)} where source in {_NAMED} union all select rowid from "
-    f"{quote(RELATIONSHIPS)} where target in {_NAMED} and not coalesce(source in {_NAMED}, false)"
-)
+
+
+def _touching(columns: str, by_target: str = quote(RELATIONSHIPS)) -> str:
+    """``columns`` of the relationships with an end among $1: those by source, then those by
+    target (read from ``by_target``) whose source is not among them."""
+    return (
+        f"select {columns} from {quote(RELATIONSHIPS)} where source in {_NAMED} union all select {columns} "
+        f"from {by_target} where target in {_NAMED} and not coalesce(source in {_NAMED}, false)"
+    )
+
+
+_TOUCHING_ROWIDS = _touching("rowid")
 # Ranking the same rows by their ends' scores (``_scores``), ties by human-readable id, then id.
 # The rows are selected as they are found: filtering the whole table by the row ids above scanned
 # its 15 M rows once more (a hub's ranking, 0.27–0.38 s against 0.16 s).
-_RANKED = ", ".join(RANKED_RELATIONSHIP_COLUMNS)
 _SCORED = "left join _scores a on r.source = a.title left join _scores b on r.target = b.title"
 _RANKED_BY_SCAN = f"""
-with r as (
-    select {_RANKED} from {quote(RELATIONSHIPS)} where source in {_NAMED}
-    union all
-    select {_RANKED} from {quote(RELATIONSHIPS)} where target in {_NAMED} and not coalesce(source in {_NAMED}, false)
-)
+with r as ({_touching(", ".join(RANKED_RELATIONSHIP_COLUMNS))})
 select r.* from r {_SCORED}
 order by coalesce(a.score, 0) + coalesce(b.score, 0) desc, r.human_readable_id asc nulls last, r.id asc nulls last
 limit $2
@@ -65,11 +68,7 @@ limit $2
 # With the ends stored by target (each row's own human-readable id: no tie reaches the id), the
 # target side reads a few row groups, not 15 M targets (cold: ~0.3 s against ~0.03 s).
 _RANKED_BY_TARGETS = f"""
-with r as (
-    select human_readable_id, source, target from {quote(RELATIONSHIPS)} where source in {_NAMED}
-    union all
-    select human_readable_id, source, target from {TARGETS} where target in {_NAMED} and not coalesce(source in {_NAMED}, false)
-),
+with r as ({_touching("human_readable_id, source, target", by_target=TARGETS)}),
 top as (
     select r.*, coalesce(a.score, 0) + coalesce(b.score, 0) as score from r {_SCORED}
     order by score desc, r.human_readable_id limit $2
