@@ -176,7 +176,7 @@ COMMUNITY_REPORTS = {
     "context_tokens": pl.Int64,
     "substituted_reports": pl.Int64,  # sub-community reports used in place of raw context
     "community_id": pl.String,  # the community's id (level + members): what report reuse compares
-    "prompt_hash": pl.String,  # identity of the model call (null for extractive reports)
+    "prompt_hash": pl.String,  # identity of the model call; of the inputs for extractive reports (index/extractive_reuse.py)
     "full_content_tokens": pl.Int64,  # tokens of full_content (trimmed), counted once when written: query budgets read it
 }
 

@@ -91,20 +91,27 @@ def citation(unit_id: str) -> str:
     return f"[Data: Sources ({short_id(unit_id)})]"
 
 
-def _unit_sentences(unit_ids: Collection[str], entities: pl.DataFrame, text_units: pl.DataFrame) -> Iterator[_Sentence]:
+def titles_by_unit(entities: pl.DataFrame, unit_ids: Collection[str]) -> dict[str, list[str]]:
+    """The titles of the entities that cite each of ``unit_ids`` (those a unit's sentences can mention), sorted."""
+    titles: dict[str, list[str]] = {}
+    exploded = entities.select("title", unit="text_unit_ids").explode("unit").drop_nulls("unit")
+    for title, unit in exploded.filter(pl.col("unit").is_in(sorted(unit_ids))).sort("unit", "title").iter_rows():
+        titles.setdefault(unit, []).append(title)
+    return titles
+
+
+def _unit_sentences(
+    unit_ids: Collection[str], titles_of_unit: Mapping[str, list[str]], text_units: pl.DataFrame
+) -> Iterator[_Sentence]:
     """The sentences of the needed units that mention an entity of their unit, in reading order,
     each with the entity titles it mentions: made one unit at a time and not kept, since every
     sentence of a large corpus (2.4 M at 100,000 documents) was 2.5 GB held at once."""
-    titles_by_unit: dict[str, list[str]] = {}
-    exploded = entities.select("title", unit="text_unit_ids").explode("unit").drop_nulls("unit")
-    for title, unit in exploded.filter(pl.col("unit").is_in(sorted(unit_ids))).sort("unit", "title").iter_rows():
-        titles_by_unit.setdefault(unit, []).append(title)
     done: set[str] = set()
     for position, (unit_id, text) in enumerate(text_units.select("id", "text").iter_rows()):
         if unit_id not in unit_ids or unit_id in done:
             continue
         done.add(unit_id)
-        titles = titles_by_unit.get(unit_id, [])
+        titles = titles_of_unit.get(unit_id, [])
         for index, (sentence, key, words) in enumerate(sentences_with_words(text or "")):
             mentions = frozenset(t for t in titles if f" {t} " in key)
             if mentions:  # a sentence that mentions no entity never becomes a finding
@@ -197,6 +204,48 @@ def _title_order(proper_names: set[str]):
     return key
 
 
+@dataclass(slots=True)
+class Plan:
+    """A community to report on: its row, its members (title, degree in the whole graph, text
+    units) and the units its findings come from (its ``text_unit_ids``, else its members' units)."""
+
+    row: dict
+    members: list[tuple[str, int, list[str]]]
+    units: list[str]
+
+
+def community_plans(communities: pl.DataFrame, entities: pl.DataFrame) -> list[Plan]:
+    """One plan per community, by level then community number (the order of the reports)."""
+    entity_info = entities.select("id", "title", pl.col("degree").fill_null(0), "text_unit_ids")
+    by_id = {row[0]: (row[1], row[2], row[3] or []) for row in entity_info.iter_rows()}
+    plans = []
+    for row in communities.sort("level", "community").drop("relationship_ids", strict=False).iter_rows(named=True):
+        members = [by_id[i] for i in dict.fromkeys(row["entity_ids"] or []) if i in by_id]
+        units = list(dict.fromkeys(row["text_unit_ids"] or []))
+        if not units:
+            units = sorted({u for member in members for u in member[2]})
+        plans.append(Plan(row, members, units))
+    return plans
+
+
+def new_findings(plan: Plan, max_findings: int) -> _Findings:
+    return _Findings({title: degree for title, degree, _ in plan.members}, max(max_findings, 1))
+
+
+def add_votes(votes: dict[str, int], sentence: _Sentence) -> None:
+    """Count the sentence's spellings of its titles: capitalised +1, lower case -1 (names are > 0)."""
+    for title in sentence.capitalised:
+        votes[title] = votes.get(title, 0) + 1
+    for title in sentence.lower_case:
+        votes[title] = votes.get(title, 0) - 1
+
+
+def report_row(plan: Plan, chosen: _Findings, proper_names: set[str], internal_links: int) -> dict:
+    """The report of a planned community from its findings and the corpus's proper names."""
+    members = sorted(plan.members, key=_title_order(proper_names))  # the title names the first ones
+    return _report(plan.row, members, len(plan.units), chosen.best(), internal_links)
+
+
 def extractive_reports(
     communities: pl.DataFrame,
     entities: pl.DataFrame,
@@ -211,40 +260,28 @@ def extractive_reports(
     ``text_units`` needs ``id`` and ``text``; its row order is the reading order used to break
     ties. ``relationships`` gives the community's internal link count for the summary, unless
     ``internal_links`` gives it (counted where the tables are stored, without loading them).
+    An update that keeps the reports of unchanged communities is
+    :func:`graphrag_assets.index.extractive_reuse.update_extractive_reports`.
     """
     if communities.is_empty():
         return empty_frame(COMMUNITY_REPORTS)
-    entity_info = entities.select("id", "title", pl.col("degree").fill_null(0), "text_unit_ids")
-    by_id = {row[0]: (row[1], row[2], row[3] or []) for row in entity_info.iter_rows()}
     links = _internal_links(communities, relationships) if internal_links is None else internal_links
-
-    plans = []
+    plans = community_plans(communities, entities)
     plans_of_unit: dict[str, list[int]] = {}  # unit id -> the communities (plan numbers) it belongs to
-    for row in communities.sort("level", "community").drop("relationship_ids", strict=False).iter_rows(named=True):
-        members = [by_id[i] for i in dict.fromkeys(row["entity_ids"] or []) if i in by_id]
-        units = list(dict.fromkeys(row["text_unit_ids"] or []))
-        if not units:
-            units = sorted({u for member in members for u in member[2]})
-        for unit in units:
-            plans_of_unit.setdefault(unit, []).append(len(plans))
-        plans.append((row, members, len(units)))
-    findings = [
-        _Findings({title: degree for title, degree, _ in members}, max(max_findings, 1)) for _, members, _ in plans
-    ]
+    for number, plan in enumerate(plans):
+        for unit in plan.units:
+            plans_of_unit.setdefault(unit, []).append(number)
+    findings = [new_findings(plan, max_findings) for plan in plans]
     votes: dict[str, int] = {}  # capitalised minus lower-case spellings inside sentences, per title
-    for sentence in _unit_sentences(plans_of_unit.keys(), entities, text_units):
-        for title in sentence.capitalised:
-            votes[title] = votes.get(title, 0) + 1
-        for title in sentence.lower_case:
-            votes[title] = votes.get(title, 0) - 1
-        for plan in plans_of_unit[sentence.unit_id]:
-            findings[plan].offer(sentence)
-    title_order = _title_order({title for title, vote in votes.items() if vote > 0})
-
-    rows = []
-    for (row, members, unit_count), chosen in zip(plans, findings):
-        members = sorted(members, key=title_order)  # the title names the first ones
-        rows.append(_report(row, members, unit_count, chosen.best(), links.get(row["community"], 0)))
+    units = plans_of_unit.keys()
+    for sentence in _unit_sentences(units, titles_by_unit(entities, units), text_units):
+        add_votes(votes, sentence)
+        for number in plans_of_unit[sentence.unit_id]:
+            findings[number].offer(sentence)
+    proper = {title for title, vote in votes.items() if vote > 0}
+    rows = [
+        report_row(plan, chosen, proper, links.get(plan.row["community"], 0)) for plan, chosen in zip(plans, findings)
+    ]
     return conform(pl.DataFrame(rows, schema=COMMUNITY_REPORTS), COMMUNITY_REPORTS)
 
 

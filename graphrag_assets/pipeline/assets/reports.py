@@ -12,7 +12,7 @@ from dagster import AssetExecutionContext, AssetIn, MetadataValue, Nothing, asse
 from graphrag_assets.core.progress import Counter, warn
 from graphrag_assets.core.tokens import token_counter
 from graphrag_assets.index.community_reports import generate_reports, report_options
-from graphrag_assets.index.extractive_reports import extractive_reports
+from graphrag_assets.index.extractive_reuse import NAME_VOTES, PreviousReports, update_extractive_reports
 from graphrag_assets.index.methods import method_steps
 from graphrag_assets.index.report_context import ReportTables
 from graphrag_assets.index.report_reuse import REUSE_PURPOSE, ReuseSummary, summarize_reuse
@@ -22,7 +22,14 @@ from graphrag_assets.pipeline.assets.metadata import largest_communities, previe
 from graphrag_assets.pipeline.assets.model_session import ModelSession
 from graphrag_assets.pipeline.partitions import STAGED_METADATA
 from graphrag_assets.pipeline.resources import GraphRAGProject
-from graphrag_assets.storage.corpus import internal_link_counts, read_staged, read_staged_without
+from graphrag_assets.storage.corpus import (
+    internal_link_counts,
+    read_published_columns,
+    read_staged,
+    read_staged_without,
+    write_staged,
+)
+from graphrag_assets.storage.table_names import REPORT_NAME_VOTES
 from graphrag_assets.storage.tables import read_table
 
 
@@ -65,8 +72,15 @@ def community_reports(
     reuse: dict = {}
     failed: list[tuple[int, str]] = []
     if extractive:
-        links = internal_link_counts(database)
-        frame = extractive_reports(communities, entities, pl.DataFrame(), units, internal_links=links)
+        previous = PreviousReports(
+            read_table(database, "community_reports"),
+            read_published_columns(database, REPORT_NAME_VOTES, list(NAME_VOTES)),
+        )
+        update = update_extractive_reports(communities, entities, units, internal_link_counts(database), previous)
+        write_staged(database, REPORT_NAME_VOTES, update.name_votes)
+        frame = update.frame
+        reuse = {"reports_kept": update.kept, "text_units_read": update.units_read}
+        context.log.info(f"{update.kept} of {frame.height} reports kept, {update.units_read} text units read")
         progress.step(communities.height)
     else:
         relationships = read_staged(database, "relationships")

@@ -1,0 +1,202 @@
+"""Extractive reports of an update keep the reports of unchanged communities and equal writing them all."""
+
+from __future__ import annotations
+
+import random
+
+import polars as pl
+import pytest
+
+from graphrag_assets.core.ids import entity_id, stable_uuid
+from graphrag_assets.index.extractive_reports import extractive_reports
+from graphrag_assets.index.extractive_reuse import PreviousReports, update_extractive_reports
+
+PHRASES = [
+    "Ilse Marrow",
+    "Helga Brandt",
+    "harbour master",
+    "Port Auberon",
+    "old lighthouse",
+    "Wren",
+    "storm",
+    "Kestrel",
+]
+VERBS = ["met", "saw", "left", "watched", "spoke to"]
+
+
+def sentence(rng: random.Random) -> str:
+    first, second = rng.sample(PHRASES, 2)
+    if rng.random() < 0.3:  # a name in lower case now and then: which titles are names can change
+        first = first.lower()
+    return f"Then {first} {rng.choice(VERBS)} the {second}."
+
+
+class Corpus:
+    """Random text units, the entities they mention and two levels of communities over them."""
+
+    def __init__(self, rng: random.Random, units: int = 12) -> None:
+        self.rng = rng
+        self.texts = {}
+        for _ in range(units):
+            self.add_unit()
+        self.degree_change: dict[str, int] = {}
+        self.grouping_seed = 0
+
+    def add_unit(self) -> str:
+        text = " ".join(sentence(self.rng) for _ in range(self.rng.randint(1, 4)))
+        unit = stable_uuid("unit", text, len(self.texts), self.rng.random())
+        self.texts[unit] = text
+        return unit
+
+    def tables(self) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, dict[int, int]]:
+        units_of = {p.upper(): sorted(u for u, t in self.texts.items() if p.upper() in t.upper()) for p in PHRASES}
+        titles = [t for t, units in units_of.items() if units]
+        entities = pl.DataFrame(
+            {
+                "id": [entity_id(t) for t in titles],
+                "title": titles,
+                "degree": [len(units_of[t]) + self.degree_change.get(t, 0) for t in titles],
+                "text_unit_ids": [units_of[t] for t in titles],
+            }
+        )
+        grouping = random.Random(self.grouping_seed)
+        rows, number = [], 0
+        for top in range(2):
+            members = [t for i, t in enumerate(titles) if i % 2 == top]
+            children = []
+            for half in (members[: len(members) // 2], members[len(members) // 2 :]):
+                if half:
+                    number += 1
+                    children.append(number)
+                    rows.append(self.community(number, 1, top * 100, half, entities, grouping))
+            rows.append(self.community(top * 100, 0, -1, members, entities, grouping, children))
+        units = pl.DataFrame({"id": list(self.texts), "text": list(self.texts.values())})
+        links = {row["community"]: len(row["entity_ids"]) - 1 for row in rows}
+        return pl.DataFrame(rows), entities, units, links
+
+    def community(self, number, level, parent, titles, entities, grouping, children=()) -> dict:
+        units = sorted({u for t in titles for u in entities.filter(pl.col("title") == t)["text_unit_ids"][0]})
+        keep = [u for u in units if grouping.random() < 0.8] if grouping.random() < 0.7 else []  # [] : members' units
+        return {
+            "id": stable_uuid("community", level, *sorted(titles)),
+            "community": number,
+            "level": level,
+            "parent": parent,
+            "children": list(children),
+            "entity_ids": [entity_id(t) for t in titles],
+            "text_unit_ids": keep,
+            "period": "2026-12-06",
+            "size": len(titles),
+        }
+
+
+def check(corpus: Corpus, previous: PreviousReports):
+    communities, entities, units, links = corpus.tables()
+    update = update_extractive_reports(communities, entities, units, links, previous)
+    full = extractive_reports(communities, entities, pl.DataFrame(), units, internal_links=links)
+    assert update.frame.drop("prompt_hash").equals(full.drop("prompt_hash"))
+    afresh = update_extractive_reports(communities, entities, units, links, PreviousReports())
+    assert update.frame.equals(afresh.frame)
+    assert update.name_votes.sort("unit", "title").equals(afresh.name_votes.sort("unit", "title"))
+    return update, PreviousReports(update.frame, update.name_votes)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_updates_equal_writing_every_report(seed: int) -> None:
+    rng = random.Random(seed)
+    corpus = Corpus(rng)
+    update, previous = check(corpus, PreviousReports())
+    assert update.kept == 0 and update.units_read == len(corpus.texts)
+    kept = 0
+    for _step in range(12):
+        change = rng.choice(["add", "edit", "delete", "degree", "regroup", "reorder", "none"])
+        if change == "add":
+            corpus.add_unit()
+        elif change == "edit":  # an edited text is a new unit id
+            del corpus.texts[rng.choice(list(corpus.texts))]
+            corpus.add_unit()
+        elif change == "delete" and len(corpus.texts) > 3:
+            del corpus.texts[rng.choice(list(corpus.texts))]
+        elif change == "degree":
+            title = rng.choice(PHRASES).upper()
+            corpus.degree_change[title] = corpus.degree_change.get(title, 0) + 1
+        elif change == "regroup":
+            corpus.grouping_seed += 1
+        elif change == "reorder":  # the same units read in another order (documents renamed): ties change
+            corpus.texts = dict(reversed(corpus.texts.items()))
+        update, previous = check(corpus, previous)
+        if change == "none":
+            assert update.kept == update.frame.height and update.units_read == 0
+        kept += update.kept
+    assert kept > 0
+
+
+def test_a_degree_change_rewrites_only_the_communities_of_that_entity() -> None:
+    corpus = Corpus(random.Random(11), units=20)
+    update, previous = check(corpus, PreviousReports())
+    title = corpus.tables()[1]["title"][0]
+    corpus.degree_change[title] = 5
+    update, _ = check(corpus, previous)
+    communities = corpus.tables()[0]
+    holding = communities.filter(pl.col("entity_ids").list.contains(entity_id(title))).height
+    assert update.kept == communities.height - holding
+    assert 0 < update.units_read < len(corpus.texts) or holding == communities.height
+
+
+def test_a_member_that_becomes_a_name_retitles_a_community_whose_own_inputs_did_not_change() -> None:
+    """STORM is spelled in lower case in U2 only; once no community cites U2, it is a name, and
+    community 1 (same row, members and units) gets a new title from its stored sentences."""
+    u1, u2, u3 = (stable_uuid("unit", i) for i in range(3))
+    units = pl.DataFrame(
+        {
+            "id": [u1, u2, u3],
+            "text": ["Then Storm met Wren.", "Then storm met Kestrel. Then storm left Kestrel.", "Then Kestrel slept."],
+        }
+    )
+    units_of = {"STORM": [u1, u2], "WREN": [u1], "KESTREL": [u2, u3]}
+    degrees = {"STORM": 5, "WREN": 2, "KESTREL": 1}
+    entities = pl.DataFrame(
+        {
+            "id": [entity_id(t) for t in units_of],
+            "title": list(units_of),
+            "degree": [degrees[t] for t in units_of],
+            "text_unit_ids": list(units_of.values()),
+        }
+    )
+
+    def communities(kestrel_units: list[str]) -> pl.DataFrame:
+        rows = [("STORM", "WREN"), ("KESTREL",)]
+        return pl.DataFrame(
+            {
+                "id": [f"c{n}" for n in (1, 2)],
+                "community": [1, 2],
+                "level": [0, 0],
+                "parent": [-1, -1],
+                "children": [[], []],
+                "entity_ids": [[entity_id(t) for t in titles] for titles in rows],
+                "text_unit_ids": [[u1], kestrel_units],
+                "period": ["2026-12-06"] * 2,
+                "size": [2, 1],
+            }
+        )
+
+    def reports(kestrel_units: list[str], previous: PreviousReports):
+        update = update_extractive_reports(communities(kestrel_units), entities, units, {1: 1, 2: 0}, previous)
+        full = extractive_reports(communities(kestrel_units), entities, pl.DataFrame(), units, internal_links={1: 1})
+        assert update.frame.drop("prompt_hash").equals(full.drop("prompt_hash"))
+        return update
+
+    before = reports([u2, u3], PreviousReports())
+    assert before.frame["title"][0] == "WREN and STORM"  # -1 vote: not a name
+    after = reports([u3], PreviousReports(before.frame, before.name_votes))
+    assert after.frame["title"][0] == "STORM and WREN"
+    assert after.kept == 0 and after.units_read == 2  # u1 for the new title, u3 for community 2
+
+
+def test_votes_stored_by_another_build_still_give_exact_reports() -> None:
+    """The stored votes are keyed by unit and titles: rows of another build are never wrongly reused."""
+    other, _ = check(Corpus(random.Random(21)), PreviousReports())
+    corpus = Corpus(random.Random(22))
+    mine, _ = check(corpus, PreviousReports())
+    check(corpus, PreviousReports(mine.frame, pl.concat([other.name_votes, mine.name_votes]).unique()))
+    check(corpus, PreviousReports(other.frame, mine.name_votes))
