@@ -483,9 +483,9 @@ def test_pruning_everything_away_names_the_setting_on_the_coded_path() -> None:
 
 
 def test_descriptions_report_progress_per_text_unit(monkeypatch: pytest.MonkeyPatch) -> None:
-    from graphrag_assets.index import nlp_graph
+    from graphrag_assets.index import nlp_graph, phrase_descriptions
 
-    monkeypatch.setattr(nlp_graph, "PROGRESS_UNITS", 2)
+    monkeypatch.setattr(phrase_descriptions, "PROGRESS_UNITS", 2)
     text_units = pl.DataFrame({"id": ["u1", "u2", "u3", "u4", "u5"], "text": ["A and B met."] * 5})
     rows = records([(u, t) for u in text_units["id"] for t in ("A", "B")])
     calls: list[int] = []

@@ -13,11 +13,14 @@ from graphrag_assets.index.communities import (
     LeidenOptions,
     build_communities,
     hierarchical_leiden,
+    leiden_options,
     partition_modularity,
 )
+from graphrag_assets.index.coded_graph import edges_of_frame
 from graphrag_assets.index.stable_communities import (
     ClusteringRequest,
     cluster_for_update,
+    fresh_top_level,
     modularity_drift,
     previous_assignments,
     warm_start_hierarchy,
@@ -199,3 +202,13 @@ def test_previous_assignments_turn_entity_ids_into_titles_and_drop_deleted_entit
     assert previous is not None and "B3" not in previous["node"].to_list()
     assert sorted(previous["node"].to_list()) == ["A1", "A2", "A3", "B1", "B2"]
     assert previous_assignments(None, entities) is None
+
+
+@pytest.mark.parametrize("backend", ["igraph", "graspologic"])
+def test_the_fresh_top_level_a_drift_is_measured_on_is_level_0_of_the_whole_hierarchy(backend: str) -> None:
+    edges = edges_of_frame(edge_frame(noisy_groups("G", n_groups=12, size=25) + noisy_groups("H", seed=3)))
+    settings = stable(backend=backend, max_cluster_size=5)
+    whole = hierarchical_leiden(edges, leiden_options(settings))
+    assert whole["level"].max() >= 2  # a hierarchy with levels under the top one
+    top = fresh_top_level(edges, settings)
+    assert top.equals(whole.filter(pl.col("level") == 0))

@@ -13,6 +13,11 @@ from dataclasses import dataclass
 
 from graphrag_assets.core.words import WordLists, word_lists
 
+# Bump when what this module calls a sentence or a word changes: the phrase descriptions and the
+# name votes a build stores (index/phrase_descriptions.py, index/extractive_reuse.py) were read
+# under these rules, and are not kept under others.
+SENTENCE_RULES_VERSION = 1
+
 _QUOTES = str.maketrans(
     {
         "\u2018": "'",

@@ -65,6 +65,7 @@ class CorpusGraph:
     covariates: pl.DataFrame
     aliases: pl.DataFrame
     metadata: dict[str, Any] = field(default_factory=dict)
+    descriptions: pl.DataFrame | None = None  # the nlp method's phrase descriptions, to store for the next build
 
 
 def noun_graph_needs_models(settings: Settings) -> bool:
@@ -126,10 +127,13 @@ def noun_graph(
     text_units: pl.DataFrame,
     models: GraphModels | None,
     log: logging.Logger | None,
+    stored_descriptions: pl.DataFrame | None = None,
 ) -> CorpusGraph:
     """The nlp method's graph: noun phrases that occur together, pruned (``models``: see
-    :func:`noun_graph_needs_models`)."""
+    :func:`noun_graph_needs_models`). ``stored_descriptions`` are the previous build's (see
+    :mod:`.phrase_descriptions`): phrases whose units did not change keep theirs."""
     from graphrag_assets.index.nlp_graph import code_noun_graph, kept_part, materialize_batches, prune_codes
+    from graphrag_assets.index.phrase_descriptions import phrase_descriptions
 
     ordered_units = text_units.sort("document_key", "chunk_index").select("id", "text")
     # three steps (build, prune, relationships) and one per text unit (the entity descriptions)
@@ -154,10 +158,18 @@ def noun_graph(
     before = (graph.node_count, graph.edge_count)
     if kept is not None:
         graph, kept = kept_part(graph, kept)  # the unpruned arrays are freed here
-    entities, relationships = materialize_batches(graph, kept, ordered_units, progress.step)
+    descriptions = phrase_descriptions(graph.mentions, ordered_units, stored_descriptions, progress.step)
+    entities, relationships = materialize_batches(graph, kept, descriptions)
     del graph  # the batches hold what they need of it
     progress.step()
-    metadata.update({"nodes_before_pruning": before[0], "edges_before_pruning": before[1]})
+    reused = 0 if stored_descriptions is None else descriptions.join(stored_descriptions, on=["title", "key"]).height
+    metadata.update(
+        {
+            "nodes_before_pruning": before[0],
+            "edges_before_pruning": before[1],
+            "descriptions_kept": reused,
+        }
+    )
     kept_alias_rows = kept_aliases(aliases, entities)
     return CorpusGraph(
         with_aliases(entities, kept_alias_rows),
@@ -165,6 +177,7 @@ def noun_graph(
         schemas.empty_frame(schemas.COVARIATES),
         kept_alias_rows,
         metadata,
+        descriptions,
     )
 
 

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from graphrag_assets.core.schemas import COMMUNITY_REPORTS, conform, empty_frame
+from graphrag_assets.core.sentences import SENTENCE_RULES_VERSION
 from graphrag_assets.index.extractive_reports import (
     Plan,
     _Findings,
@@ -40,7 +41,7 @@ from graphrag_assets.index.extractive_reports import (
 )
 
 # Bump when what a report says for the same inputs changes, so no older report is kept.
-REPORT_VERSION = "extractive-1"
+REPORT_VERSION = f"extractive-1/sentences-{SENTENCE_RULES_VERSION}"
 
 NAME_VOTES = {"unit": pl.String, "titles_hash": pl.String, "title": pl.String, "votes": pl.Int32}
 KEY = {"unit": pl.String, "titles_hash": pl.String}  # a unit, under the titles it was read with
@@ -123,7 +124,8 @@ def update_extractive_reports(
     fingerprints = _Fingerprints(plans, links, entities, text_units, max_findings)
     all_units = list(dict.fromkeys(unit for plan in plans for unit in plan.units))
     titles = titles_by_unit(entities, all_units)
-    hashes = {unit: _digest(_joined(titles.get(unit, []))) for unit in all_units}
+    rules = f"sentences-{SENTENCE_RULES_VERSION}"
+    hashes = {unit: _digest(rules, _joined(titles.get(unit, []))) for unit in all_units}
     stored = conform(previous.name_votes, NAME_VOTES) if previous.name_votes is not None else empty_frame(NAME_VOTES)
     kept_votes = stored.join(pl.DataFrame(list(hashes.items()), schema=KEY, orient="row"), on=list(KEY), how="semi")
     counted = set(kept_votes.get_column("unit").to_list())

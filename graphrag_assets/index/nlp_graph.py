@@ -14,7 +14,7 @@ Where we differ, on purpose:
 - Ids are deterministic (:func:`graphrag_assets.core.ids.entity_id` / ``relationship_id``) and rows
   are sorted (entities by title, relationships by source then target), so a rebuild is identical.
 - Entities get a description instead of an empty string: the most representative sentence that
-  mentions the phrase (see :func:`_representative_sentences`); relationships say how many units
+  mentions the phrase (see :mod:`.phrase_descriptions`); relationships say how many units
   the two phrases share. Descriptions feed the entity embeddings and the query context, where
   an empty string carries nothing.
 - Pairs are generated with numpy index arithmetic on integer codes, never a Python loop over
@@ -39,12 +39,9 @@ import polars as pl
 from graphrag_assets.core.errors import UserError
 from graphrag_assets.core.ids import entity_id, relationship_id
 from graphrag_assets.core.schemas import ENTITIES, RELATIONSHIPS, conform, empty_frame
-from graphrag_assets.core.sentences import sentences_with_keys, shorten
 from graphrag_assets.core.settings import PruneSettings
 from graphrag_assets.index.noun_phrases import NOUN_PHRASE_TYPE, PROPER_NAME_TYPE
-
-DESCRIPTION_MAX_CHARS = 300
-LONG_SENTENCE_CHARS = 400  # sentences longer than this are used only when no shorter one exists
+from graphrag_assets.index.phrase_descriptions import phrase_descriptions
 
 
 @dataclass(frozen=True)
@@ -254,7 +251,8 @@ def materialize(
     ``on_progress(n)`` is called as the descriptions get through ``n`` more text units (the
     long part of this step on a large corpus).
     """
-    entities, relationships = materialize_batches(graph, kept, text_units, on_progress)
+    descriptions = phrase_descriptions(graph.mentions, text_units, None, on_progress)
+    entities, relationships = materialize_batches(graph, kept, descriptions)
     return entities, pl.concat(list(relationships.batches()))
 
 
@@ -286,12 +284,10 @@ class RelationshipBatches:
 
 
 def materialize_batches(
-    graph: CodedGraph,
-    kept: Kept | None,
-    text_units: pl.DataFrame | None,
-    on_progress: Callable[[int], None] | None = None,
+    graph: CodedGraph, kept: Kept | None, descriptions: pl.DataFrame | None
 ) -> tuple[pl.DataFrame, RelationshipBatches]:
-    """:func:`materialize` with the relationships left to be made batch by batch."""
+    """:func:`materialize` with the relationships left to be made batch by batch, and the phrases'
+    ``descriptions`` (``title``, ``description``: :mod:`.phrase_descriptions`) made already."""
     if graph.node_count == 0:
         return empty_frame(ENTITIES), RelationshipBatches(graph, np.zeros(0, dtype=np.int64), np.zeros(0, np.int64))
     node_mask = kept.nodes if kept is not None else np.ones(graph.node_count, dtype=bool)
@@ -299,11 +295,12 @@ def materialize_batches(
     source, target = graph.source[edge_mask], graph.target[edge_mask]
     degree = np.bincount(source, minlength=graph.node_count) + np.bincount(target, minlength=graph.node_count)
     del source, target
-    descriptions = _representative_sentences(graph.mentions, text_units, on_progress)
+    if descriptions is None:
+        descriptions = pl.DataFrame(schema={"title": pl.String, "description": pl.String})
     entities = (
         graph.nodes.with_columns(degree=pl.Series(degree, dtype=pl.Int64))
         .filter(pl.Series(node_mask))
-        .join(descriptions, on="title", how="left", maintain_order="left")
+        .join(descriptions.select("title", "description"), on="title", how="left", maintain_order="left")
         .with_columns(
             type=pl.lit(NOUN_PHRASE_TYPE),
             description=pl.coalesce(
@@ -465,53 +462,6 @@ ID_CHUNK_ROWS = 200_000
 
 def _uuid_text(h: str) -> str:
     return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:32]}"
-
-
-PROGRESS_UNITS = 500  # text units between two progress calls
-
-
-def _representative_sentences(
-    mentions: pl.DataFrame, text_units: pl.DataFrame | None, on_progress: Callable[[int], None] | None = None
-) -> pl.DataFrame:
-    """The most representative sentence mentioning each phrase: ``title``, ``description``.
-
-    Candidates are the sentences of the phrase's text units that contain it. The best one
-    mentions the most distinct phrases of its unit (it says how the phrase relates to others),
-    with sentences over ``LONG_SENTENCE_CHARS`` only as a last resort; ties go to the earliest
-    unit (``text_units`` row order) and sentence. The result is cut to ``DESCRIPTION_MAX_CHARS``.
-    """
-    schema = {"title": pl.String, "description": pl.String}
-    if text_units is None or text_units.is_empty():
-        return pl.DataFrame(schema=schema)
-    phrases_by_unit: dict[str, list[str]] = {}
-    for unit_id, title in mentions.sort("text_unit_id", "title").iter_rows():
-        phrases_by_unit.setdefault(unit_id, []).append(title)
-
-    best: dict[str, tuple[tuple[bool, int, int, int], str]] = {}
-    reported = 0
-    for position, (unit_id, text) in enumerate(text_units.select("id", "text").iter_rows()):
-        if on_progress is not None and position - reported >= PROGRESS_UNITS:
-            on_progress(position - reported)
-            reported = position
-        phrases = phrases_by_unit.get(unit_id)
-        if not phrases or not text:
-            continue
-        for sentence_index, (sentence, key) in enumerate(sentences_with_keys(text)):
-            found = [p for p in phrases if f" {p} " in key]
-            if not found:
-                continue
-            rank = (len(sentence) > LONG_SENTENCE_CHARS, -len(found), position, sentence_index)
-            for phrase in found:
-                current = best.get(phrase)
-                if current is None or rank < current[0]:
-                    best[phrase] = (rank, sentence)
-    if on_progress is not None:
-        on_progress(text_units.height - reported)
-    titles = sorted(best)
-    return pl.DataFrame(
-        {"title": titles, "description": [shorten(best[t][1], DESCRIPTION_MAX_CHARS) for t in titles]},
-        schema=schema,
-    )
 
 
 # ---------------------------------------------------------------------------------------------

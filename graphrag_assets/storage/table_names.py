@@ -20,6 +20,7 @@ RELATIONSHIPS = "relationships"
 COVARIATES = "covariates"
 COMMUNITIES = "communities"
 COMMUNITY_REPORTS = "community_reports"
+PHRASE_DESCRIPTIONS = "phrase_descriptions"  # nlp method: each noun phrase's description, under a key of its units
 REPORT_NAME_VOTES = "report_name_votes"  # extractive reports: how each text unit spells its entities
 ENTITY_EMBEDDINGS = "entity_embeddings"
 COMMUNITY_REPORT_EMBEDDINGS = "community_report_embeddings"
