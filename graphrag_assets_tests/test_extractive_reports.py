@@ -14,12 +14,12 @@ from graphrag_assets.core.schemas import COMMUNITY_REPORTS
 from graphrag_assets.core.sentences import prepare_text, sentences_with_words, tokenize
 from graphrag_assets.index.extractive_reports import (
     LONG_SENTENCE_CHARS,
-    _Findings,
+    Findings,
     _Sentence,
-    _unit_sentences,
     extractive_reports,
     rating,
     titles_by_unit,
+    unit_sentences,
 )
 
 U1 = "11111111-aaaa-4aaa-8aaa-aaaaaaaaaaaa"
@@ -235,7 +235,7 @@ def test_a_community_keeps_the_best_sentences_of_distinct_text_as_sorting_them_a
             for index in range(rng.randrange(12))
         ]
         limit = rng.randrange(1, 4)
-        findings = _Findings(degree, limit)
+        findings = Findings(degree, limit)
         for sentence in sentences:
             findings.offer(sentence)
         ranked = sorted(
@@ -261,7 +261,7 @@ def test_a_community_keeps_the_best_sentences_of_distinct_text_as_sorting_them_a
 
 def test_sentences_are_made_one_unit_at_a_time_not_held_for_the_whole_corpus() -> None:
     entities = pl.DataFrame({"title": ["SCROOGE"], "text_unit_ids": [[U1, U2]]})
-    sentences = _unit_sentences({U1, U2}, titles_by_unit(entities, {U1, U2}), TEXT_UNITS)
+    sentences = unit_sentences({U1, U2}, titles_by_unit(entities, {U1, U2}), TEXT_UNITS)
     assert inspect.isgenerator(sentences)
     assert [(s.unit_id, s.index) for s in sentences] == [(U1, 1), (U2, 0), (U2, 1)]
 

@@ -9,6 +9,7 @@ import pytest
 
 from graphrag_assets.core.ids import entity_id
 from graphrag_assets.core.settings import CommunitySettings
+from graphrag_assets.index.coded_graph import edges_of_frame
 from graphrag_assets.index.communities import (
     LeidenOptions,
     build_communities,
@@ -16,7 +17,6 @@ from graphrag_assets.index.communities import (
     leiden_options,
     partition_modularity,
 )
-from graphrag_assets.index.coded_graph import edges_of_frame
 from graphrag_assets.index.stable_communities import (
     ClusteringRequest,
     cluster_for_update,

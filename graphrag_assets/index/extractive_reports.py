@@ -100,7 +100,7 @@ def titles_by_unit(entities: pl.DataFrame, unit_ids: Collection[str]) -> dict[st
     return titles
 
 
-def _unit_sentences(
+def unit_sentences(
     unit_ids: Collection[str], titles_of_unit: Mapping[str, list[str]], text_units: pl.DataFrame
 ) -> Iterator[_Sentence]:
     """The sentences of the needed units that mention an entity of their unit, in reading order,
@@ -150,7 +150,7 @@ def _spellings(sentence: str, titles: frozenset[str], words: list[Token]) -> tup
     )
 
 
-class _Findings:
+class Findings:
     """A community's findings, offered its sentences one at a time: the ``limit`` best sentences
     of distinct text, as sorting all of them would choose. A sentence scores ``Σ (1 + degree)``
     over the community's entities it mentions; higher scores first, sentences over
@@ -228,8 +228,8 @@ def community_plans(communities: pl.DataFrame, entities: pl.DataFrame) -> list[P
     return plans
 
 
-def new_findings(plan: Plan, max_findings: int) -> _Findings:
-    return _Findings({title: degree for title, degree, _ in plan.members}, max(max_findings, 1))
+def new_findings(plan: Plan, max_findings: int) -> Findings:
+    return Findings({title: degree for title, degree, _ in plan.members}, max(max_findings, 1))
 
 
 def add_votes(votes: dict[str, int], sentence: _Sentence) -> None:
@@ -240,7 +240,7 @@ def add_votes(votes: dict[str, int], sentence: _Sentence) -> None:
         votes[title] = votes.get(title, 0) - 1
 
 
-def report_row(plan: Plan, chosen: _Findings, proper_names: set[str], internal_links: int) -> dict:
+def report_row(plan: Plan, chosen: Findings, proper_names: set[str], internal_links: int) -> dict:
     """The report of a planned community from its findings and the corpus's proper names."""
     members = sorted(plan.members, key=_title_order(proper_names))  # the title names the first ones
     return _report(plan.row, members, len(plan.units), chosen.best(), internal_links)
@@ -274,7 +274,7 @@ def extractive_reports(
     findings = [new_findings(plan, max_findings) for plan in plans]
     votes: dict[str, int] = {}  # capitalised minus lower-case spellings inside sentences, per title
     units = plans_of_unit.keys()
-    for sentence in _unit_sentences(units, titles_by_unit(entities, units), text_units):
+    for sentence in unit_sentences(units, titles_by_unit(entities, units), text_units):
         add_votes(votes, sentence)
         for number in plans_of_unit[sentence.unit_id]:
             findings[number].offer(sentence)

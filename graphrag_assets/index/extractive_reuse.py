@@ -30,14 +30,14 @@ import polars as pl
 from graphrag_assets.core.schemas import COMMUNITY_REPORTS, conform, empty_frame
 from graphrag_assets.core.sentences import SENTENCE_RULES_VERSION
 from graphrag_assets.index.extractive_reports import (
+    Findings,
     Plan,
-    _Findings,
-    _unit_sentences,
     add_votes,
     community_plans,
     new_findings,
     report_row,
     titles_by_unit,
+    unit_sentences,
 )
 
 # Bump when what a report says for the same inputs changes, so no older report is kept.
@@ -187,7 +187,7 @@ def _names(votes: pl.DataFrame, more: Mapping[str, Mapping[str, int]] | None = N
 
 def _read_units(
     plans: list[Plan],
-    findings: Mapping[int, _Findings],
+    findings: Mapping[int, Findings],
     to_count: set[str],
     titles: Mapping[str, list[str]],
     text_units: pl.DataFrame,
@@ -199,7 +199,7 @@ def _read_units(
         for unit in plans[number].units:
             plans_of_unit.setdefault(unit, []).append(number)
     votes: dict[str, dict[str, int]] = {unit: {} for unit in to_count}
-    for sentence in _unit_sentences(to_count | plans_of_unit.keys(), titles, text_units):
+    for sentence in unit_sentences(to_count | plans_of_unit.keys(), titles, text_units):
         if sentence.unit_id in votes:
             add_votes(votes[sentence.unit_id], sentence)
         for number in plans_of_unit.get(sentence.unit_id, ()):
