@@ -8,7 +8,7 @@ import polars as pl
 import pytest
 
 from graphrag_assets.core.ids import stable_uuid
-from graphrag_assets.index.phrase_descriptions import LONG_SENTENCE_CHARS, phrase_descriptions
+from graphrag_assets.index.phrase_descriptions import LONG_SENTENCE_CHARS, Described, Stored, phrase_descriptions
 
 PHRASES = ["harbour master", "old lighthouse", "Port Auberon", "storm", "schooner", "Kestrel Point", "tide"]
 
@@ -44,14 +44,22 @@ def test_long_sentences_occur() -> None:
     assert any(len(s) > LONG_SENTENCE_CHARS for t in units.texts.values() for s in t.split("came."))
 
 
-@pytest.mark.parametrize("seed", range(8))
+def full(units: Units) -> Described:
+    return phrase_descriptions(units.mentions(), units.frame())
+
+
+def kept_from(described: Described) -> Stored:
+    return Stored(described.descriptions, described.units)
+
+
+@pytest.mark.parametrize("seed", range(12))
 def test_descriptions_kept_from_the_previous_build_equal_reading_every_unit(seed: int) -> None:
     rng = random.Random(seed)
     units = Units(rng)
-    stored = phrase_descriptions(units.mentions(), units.frame())
+    stored = full(units)
     kept_total = 0
     for _step in range(10):
-        change = rng.choice(["add", "edit", "delete", "reorder", "rules", "none"])
+        change = rng.choice(["add", "add", "edit", "delete", "reorder", "rules", "none"])
         if change == "add":
             units.add()
         elif change == "edit":
@@ -65,29 +73,42 @@ def test_descriptions_kept_from_the_previous_build_equal_reading_every_unit(seed
             units.texts = dict(order)
         elif change == "rules":  # the same texts, another phrase list: the counts of phrases change
             units.ignored ^= {rng.choice(PHRASES)}
-        update = phrase_descriptions(units.mentions(), units.frame(), stored)
-        assert update.equals(phrase_descriptions(units.mentions(), units.frame()))
-        kept = update.join(stored, on=["title", "key", "description"]).height
+        update = phrase_descriptions(units.mentions(), units.frame(), kept_from(stored))
+        expected = full(units)
+        assert update.descriptions.equals(expected.descriptions)
+        assert update.units.sort("unit_hash").equals(expected.units.sort("unit_hash"))
         if change == "none":
-            assert kept == update.height
-        kept_total += kept
+            assert update.kept == update.descriptions.height
+        kept_total += update.kept
         stored = update
     assert kept_total > 0
 
 
+def test_a_phrase_that_only_gained_a_unit_reads_that_unit_alone() -> None:
+    units = Units(random.Random(7), 8)
+    stored = full(units)
+    units.texts["new-unit"] = "Then the tide and the storm came."
+    texts = units.frame().with_columns(
+        text=pl.when(pl.col("id") == "new-unit").then(pl.col("text")).otherwise(pl.lit("Nothing here."))
+    )  # every other unit's text hidden: a phrase that read one would lose its description
+    update = phrase_descriptions(units.mentions(), texts, kept_from(stored))
+    assert update.descriptions.equals(full(units).descriptions)
+    assert update.kept < update.descriptions.height  # TIDE and STORM were described again
+
+
 def test_a_phrase_whose_units_did_not_change_reads_none_of_them() -> None:
     units = Units(random.Random(7), 6)
-    stored = phrase_descriptions(units.mentions(), units.frame())
+    stored = full(units)
     read: list[int] = []
     texts = units.frame().with_columns(text=pl.lit("Then the tide came."))  # other texts, same ids
-    again = phrase_descriptions(units.mentions(), texts, stored, read.append)
-    assert again.equals(stored)  # nothing was read: the texts were not looked at
+    again = phrase_descriptions(units.mentions(), texts, kept_from(stored), read.append)
+    assert again.descriptions.equals(stored.descriptions)  # nothing was read: the texts were not looked at
     assert sum(read) == len(units.texts)  # progress still counts every unit
 
 
 def test_stored_rows_of_another_corpus_are_not_used() -> None:
     first, second = Units(random.Random(1)), Units(random.Random(2))
-    other = phrase_descriptions(first.mentions(), first.frame())
-    wrong = other.with_columns(description=pl.lit("not a description of this corpus"))
-    mine = phrase_descriptions(second.mentions(), second.frame(), wrong)
-    assert mine.equals(phrase_descriptions(second.mentions(), second.frame()))
+    other = full(first)
+    wrong = other.descriptions.with_columns(description=pl.lit("not a description of this corpus"))
+    mine = phrase_descriptions(second.mentions(), second.frame(), Stored(wrong, other.units))
+    assert mine.descriptions.equals(full(second).descriptions)

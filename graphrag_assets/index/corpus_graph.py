@@ -38,7 +38,8 @@ from graphrag_assets.index.resolution_rules import NameEvidence
 from graphrag_assets.index.summarize import SummaryOptions, distinct_descriptions, summarize_all, summary_options
 
 if TYPE_CHECKING:
-    from graphrag_assets.index.nlp_graph import RelationshipBatches  # numpy: the nlp method only
+    from graphrag_assets.index.nlp_graph import RelationshipBatches
+    from graphrag_assets.index.phrase_descriptions import Described, Stored  # numpy: the nlp method only
 
 T = TypeVar("T")
 
@@ -65,7 +66,7 @@ class CorpusGraph:
     covariates: pl.DataFrame
     aliases: pl.DataFrame
     metadata: dict[str, Any] = field(default_factory=dict)
-    descriptions: pl.DataFrame | None = None  # the nlp method's phrase descriptions, to store for the next build
+    descriptions: Described | None = None  # the nlp method's phrase descriptions, to store for the next build
 
 
 def noun_graph_needs_models(settings: Settings) -> bool:
@@ -127,7 +128,7 @@ def noun_graph(
     text_units: pl.DataFrame,
     models: GraphModels | None,
     log: logging.Logger | None,
-    stored_descriptions: pl.DataFrame | None = None,
+    stored_descriptions: Stored | None = None,
 ) -> CorpusGraph:
     """The nlp method's graph: noun phrases that occur together, pruned (``models``: see
     :func:`noun_graph_needs_models`). ``stored_descriptions`` are the previous build's (see
@@ -158,16 +159,15 @@ def noun_graph(
     before = (graph.node_count, graph.edge_count)
     if kept is not None:
         graph, kept = kept_part(graph, kept)  # the unpruned arrays are freed here
-    descriptions = phrase_descriptions(graph.mentions, ordered_units, stored_descriptions, progress.step)
-    entities, relationships = materialize_batches(graph, kept, descriptions)
+    described = phrase_descriptions(graph.mentions, ordered_units, stored_descriptions, progress.step)
+    entities, relationships = materialize_batches(graph, kept, described.descriptions)
     del graph  # the batches hold what they need of it
     progress.step()
-    reused = 0 if stored_descriptions is None else descriptions.join(stored_descriptions, on=["title", "key"]).height
     metadata.update(
         {
             "nodes_before_pruning": before[0],
             "edges_before_pruning": before[1],
-            "descriptions_kept": reused,
+            "descriptions_kept": described.kept,
         }
     )
     kept_alias_rows = kept_aliases(aliases, entities)
@@ -177,7 +177,7 @@ def noun_graph(
         schemas.empty_frame(schemas.COVARIATES),
         kept_alias_rows,
         metadata,
-        descriptions,
+        described,
     )
 
 

@@ -251,8 +251,8 @@ def materialize(
     ``on_progress(n)`` is called as the descriptions get through ``n`` more text units (the
     long part of this step on a large corpus).
     """
-    descriptions = phrase_descriptions(graph.mentions, text_units, None, on_progress)
-    entities, relationships = materialize_batches(graph, kept, descriptions)
+    described = phrase_descriptions(graph.mentions, text_units, None, on_progress)
+    entities, relationships = materialize_batches(graph, kept, described.descriptions)
     return entities, pl.concat(list(relationships.batches()))
 
 

@@ -248,6 +248,23 @@ def read_published_columns(path: str | Path, table: str, columns: Sequence[str])
         return frame_of(conn.sql(f"select {', '.join(quote(c) for c in columns)} from {quote(table)}"))
 
 
+def read_kept_rows(path: str | Path, table: str, columns: Sequence[str]) -> pl.DataFrame | None:
+    """``columns`` of the published ``table`` a corpus run keeps for the next one (phrase
+    descriptions, name votes); None when it does not exist or lacks one of them (older code
+    wrote it): the run then makes every row afresh."""
+    with connect(path) as conn:
+        present = {
+            row[0]
+            for row in conn.execute(
+                "select column_name from information_schema.columns where table_schema = 'main' and table_name = ?",
+                [table],
+            ).fetchall()
+        }
+        if not present.issuperset(columns):
+            return None
+        return frame_of(conn.sql(f"select {', '.join(quote(c) for c in columns)} from {quote(table)}"))
+
+
 def internal_link_counts(path: str | Path) -> dict[int, int]:
     """Per community, its ``relationship_ids`` that the relationships table holds.
 

@@ -21,6 +21,7 @@ COVARIATES = "covariates"
 COMMUNITIES = "communities"
 COMMUNITY_REPORTS = "community_reports"
 PHRASE_DESCRIPTIONS = "phrase_descriptions"  # nlp method: each noun phrase's description, under a key of its units
+PHRASE_UNITS = "phrase_units"  # nlp method: the text units those descriptions were read from
 REPORT_NAME_VOTES = "report_name_votes"  # extractive reports: how each text unit spells its entities
 ENTITY_EMBEDDINGS = "entity_embeddings"
 COMMUNITY_REPORT_EMBEDDINGS = "community_report_embeddings"

@@ -26,7 +26,7 @@ from graphrag_assets.core.buckets import is_bucket_key
 from graphrag_assets.index.corpus_graph import CorpusGraph, noun_graph, noun_graph_needs_models, summarized_graph
 from graphrag_assets.index.graph_checks import GraphReport, check_graph
 from graphrag_assets.index.methods import method_steps
-from graphrag_assets.index.phrase_descriptions import DESCRIPTIONS
+from graphrag_assets.index.phrase_descriptions import DESCRIPTIONS, UNITS, Stored
 from graphrag_assets.index.resolution_clusters import largest_clusters
 from graphrag_assets.pipeline.assets.metadata import preview
 from graphrag_assets.pipeline.assets.model_session import ModelSession
@@ -35,7 +35,7 @@ from graphrag_assets.pipeline.resources import GraphRAGProject
 from graphrag_assets.storage.corpus import (
     BATCHES_MEMORY_LIMIT,
     begin_corpus_run,
-    read_published_columns,
+    read_kept_rows,
     staged_graph_problems,
     staged_top_rows,
     write_staged,
@@ -43,7 +43,7 @@ from graphrag_assets.storage.corpus import (
 )
 from graphrag_assets.storage.database import let_go
 from graphrag_assets.storage.documents import indexed_documents, keep_only_documents
-from graphrag_assets.storage.table_names import PHRASE_DESCRIPTIONS
+from graphrag_assets.storage.table_names import PHRASE_DESCRIPTIONS, PHRASE_UNITS
 
 PREVIEW_COLUMNS = ("source", "target", "weight", "description")
 LET_GO_RELATIONSHIPS = 100_000  # from this many, the step closes the database when it ends (see the end of graph)
@@ -112,7 +112,8 @@ def graph(
     built = _build(context, settings, extractions, text_units)
     del extractions, graph_extractions
     if built.descriptions is not None:
-        write_staged(settings.database_path, PHRASE_DESCRIPTIONS, built.descriptions)
+        write_staged(settings.database_path, PHRASE_DESCRIPTIONS, built.descriptions.descriptions)
+        write_staged(settings.database_path, PHRASE_UNITS, built.descriptions.units)
     entities, aliases, covariates = built.entities, built.aliases, built.covariates
     relationships = built.relationships
     metadata.update(built.metadata)
@@ -208,7 +209,12 @@ def _build(
     """The graph (:mod:`graphrag_assets.index.corpus_graph`), its model calls made through a session
     of this step (persisted to ``llm_usage``, shown as metadata) when it makes any."""
     summarized = method_steps(settings.resolved_method).graph == "summarized"
-    stored = None if summarized else read_published_columns(settings.database_path, PHRASE_DESCRIPTIONS, DESCRIPTIONS)
+    stored = None
+    if not summarized:
+        stored = Stored(
+            read_kept_rows(settings.database_path, PHRASE_DESCRIPTIONS, list(DESCRIPTIONS)),
+            read_kept_rows(settings.database_path, PHRASE_UNITS, list(UNITS)),
+        )
     if not summarized and not noun_graph_needs_models(settings):
         return noun_graph(settings, extractions, text_units, None, context.log, stored)
     with ModelSession(context, settings) as session:

@@ -24,7 +24,7 @@ from graphrag_assets.pipeline.partitions import STAGED_METADATA
 from graphrag_assets.pipeline.resources import GraphRAGProject
 from graphrag_assets.storage.corpus import (
     internal_link_counts,
-    read_published_columns,
+    read_kept_rows,
     read_staged,
     read_staged_without,
     write_staged,
@@ -74,7 +74,7 @@ def community_reports(
     if extractive:
         previous = PreviousReports(
             read_table(database, "community_reports"),
-            read_published_columns(database, REPORT_NAME_VOTES, list(NAME_VOTES)),
+            read_kept_rows(database, REPORT_NAME_VOTES, list(NAME_VOTES)),
         )
         update = update_extractive_reports(communities, entities, units, internal_link_counts(database), previous)
         write_staged(database, REPORT_NAME_VOTES, update.name_votes)
