@@ -136,17 +136,18 @@ def phrase_descriptions(
     if not _same_order(units, seen):
         resumable = resumable.clear()
     from_scratch = to_describe.join(resumable, on="title", how="anti").get_column("title")
-    needed = mentions.filter(
+    wanted = _Wanted(set(from_scratch.to_list()), set(resumable["title"].to_list()), set(new_units.to_list()))
+    to_read = mentions.filter(
         pl.col("title").is_in(from_scratch)
         | (pl.col("title").is_in(resumable["title"]) & pl.col("text_unit_id").is_in(new_units))
-    )
+    ).get_column("text_unit_id")
     best = {
         title: _Best((long, -phrases, position, sentence), text, unit)
         for title, text, unit, sentence, long, phrases, position in resumable.select(
             "title", "description", "unit", "sentence", "long", "phrases", "best_position"
         ).iter_rows()
     }
-    _read_best(mentions, needed, text_units, best, on_progress)
+    _read_best(mentions.filter(pl.col("text_unit_id").is_in(to_read.unique())), wanted, text_units, best, on_progress)
     rows = [(t, k, *_columns(best.get(t))) for t, k in to_describe.select("title", "key").iter_rows()]
     made = pl.DataFrame(rows, schema=DESCRIPTIONS, orient="row")
     descriptions = pl.concat([kept.select(list(DESCRIPTIONS)).cast(DESCRIPTIONS), made]).sort("title")
@@ -171,21 +172,29 @@ def _columns(best: _Best | None) -> tuple:
     return (best.text, best.unit, sentence, long, -minus_phrases)
 
 
+class _Wanted:
+    """Which phrases a unit's sentences may describe: those described from scratch in any unit,
+    those resumed from their stored sentence in new units only."""
+
+    def __init__(self, everywhere: set[str], resumed: set[str], new_units: set[str]) -> None:
+        self.everywhere, self.new_units = everywhere, new_units
+        self.in_new_units = everywhere | resumed
+
+    def titles(self, unit: str) -> set[str]:
+        return self.in_new_units if unit in self.new_units else self.everywhere
+
+
 def _read_best(
     mentions: pl.DataFrame,
-    needed: pl.DataFrame,
+    wanted: _Wanted,
     text_units: pl.DataFrame,
     best: dict[str, _Best],
     on_progress: Callable[[int], None] | None,
 ) -> None:
-    """Improve ``best`` of each (unit, phrase) pair of ``needed`` with the unit's sentences; a
-    sentence ranks by the distinct phrases of its unit it mentions (all of ``mentions``)."""
-    wanted: dict[str, set[str]] = {}
-    for unit_id, title in needed.iter_rows():
-        wanted.setdefault(unit_id, set()).add(title)
+    """Improve ``best`` with the sentences of the units of ``mentions`` (each with all its phrases,
+    as a sentence ranks by the distinct phrases of its unit it mentions), for the ``wanted`` ones."""
     phrases_by_unit: dict[str, list[str]] = {}
-    read = mentions.filter(pl.col("text_unit_id").is_in(list(wanted)))
-    for unit_id, title in read.sort("text_unit_id", "title").iter_rows():
+    for unit_id, title in mentions.sort("text_unit_id", "title").iter_rows():
         phrases_by_unit.setdefault(unit_id, []).append(title)
     reported = 0
     for position, (unit_id, text) in enumerate(text_units.select("id", "text").iter_rows()):
@@ -195,7 +204,7 @@ def _read_best(
         phrases = phrases_by_unit.get(unit_id)
         if not phrases or not text:
             continue
-        titles = wanted[unit_id]
+        titles = wanted.titles(unit_id)
         for sentence_index, (sentence, key) in enumerate(sentences_with_keys(text)):
             found = [p for p in phrases if f" {p} " in key]
             if not found:
