@@ -50,3 +50,6 @@ def serve(
 
     config = build_config(roots, projects_dir, host, port, api_key, allowed_hosts)
     run_server(config, announce=click.echo)
+    # uvicorn handles Ctrl-C itself and raises it again once shut down, but asyncio can finish its
+    # task first and return instead (seen under load): a return is a stop too, said the same way
+    click.echo("stopped", err=True)
