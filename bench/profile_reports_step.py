@@ -3,7 +3,8 @@
     python bench/profile_reports_step.py PROJECT_ROOT
 
 Reads the project's published ``entities``, ``text_units`` and ``communities`` as the step does
-(read only: nothing is written), counts the internal links, then makes the reports; prints each
+(read only: nothing is written), counts the internal links, then makes the reports, all written and
+then as an update that keeps the published ones where their inputs match; prints each
 phase's peak resident memory (sampled every 20 ms), its seconds and the load average. Cheaper than
 a whole ``bench_scale`` run for finding what holds the reports step's memory (issue 35).
 """
@@ -28,8 +29,9 @@ def main() -> None:
     print("| phase | peak RSS MB | RSS after MB | seconds |\n|---|---|---|---|")
     phases = Phases()
     from graphrag_assets.core.settings import load_settings
-    from graphrag_assets.index.extractive_reports import extractive_reports
-    from graphrag_assets.storage.corpus import internal_link_counts, read_staged_without
+    from graphrag_assets.index.extractive_reuse import NAME_VOTES, PreviousReports, update_extractive_reports
+    from graphrag_assets.storage.corpus import internal_link_counts, read_kept_rows, read_staged_without
+    from graphrag_assets.storage.table_names import REPORT_NAME_VOTES
     from graphrag_assets.storage.tables import read_table
 
     database = load_settings(args.root).database_path
@@ -43,8 +45,14 @@ def main() -> None:
     phases.done(f"communities ({communities.height} rows, {communities.estimated_size('mb'):.0f} MB)")
     links = internal_link_counts(database)
     phases.done("internal link counts")
-    reports = extractive_reports(communities, entities, entities.clear(), units, internal_links=links)
-    phases.done(f"extractive reports ({reports.height})")
+    whole = update_extractive_reports(communities, entities, units, links, PreviousReports())
+    phases.done(f"extractive reports, all written ({whole.frame.height})")
+    # as the step runs on an update: the published reports and name votes kept where inputs match
+    previous = PreviousReports(
+        read_table(database, "community_reports"), read_kept_rows(database, REPORT_NAME_VOTES, list(NAME_VOTES))
+    )
+    update = update_extractive_reports(communities, entities, units, links, previous)
+    phases.done(f"extractive reports, update ({update.kept} kept, {update.units_read} units read)")
     print(f"load average at end: {os.getloadavg()}")
 
 

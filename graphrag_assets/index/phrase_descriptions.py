@@ -124,9 +124,7 @@ def phrase_descriptions(
     keys = description_keys(mentions, units)
     previous = stored.descriptions if stored.descriptions is not None else pl.DataFrame(schema=DESCRIPTIONS)
     previous = previous.select(list(DESCRIPTIONS)).cast(DESCRIPTIONS)
-    kept = keys.join(previous.drop("key"), on="title").join(
-        previous.select("title", "key"), on=["title", "key"], how="semi"
-    )
+    kept = keys.join(previous, on=["title", "key"])
     to_describe = keys.join(kept, on="title", how="anti")
     seen = stored.units.cast(UNITS) if stored.units is not None else pl.DataFrame(schema=UNITS)
     new_units = units.join(seen, on="unit_hash", how="anti").get_column("text_unit_id")
