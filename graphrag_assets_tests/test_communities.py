@@ -461,3 +461,21 @@ def test_christmas_carol_hierarchy(backend: str) -> None:
     )
     for level, count, smallest, largest in summary.rows():
         print(f"  level {level}: {count} communities, sizes {smallest}..{largest}")
+
+
+def test_graph_from_codes_reads_every_batch_in_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Edges reach igraph through an iterator of batches; a batch smaller than the list must not
+    # drop, repeat or reorder any edge or weight.
+    from graphrag_assets.index import communities
+    from graphrag_assets.index.coded_graph import edges_of_frame
+
+    rng = random.Random(3)
+    names = [f"N{i:03d}" for i in range(40)]
+    rows = [(a, b, rng.random()) for a, b in itertools.combinations(names, 2) if rng.random() < 0.3]
+    coded = edges_of_frame(normalize_edges(edge_frame(rows)))
+    whole = communities.graph_from_codes(coded)
+    monkeypatch.setattr(communities, "EDGE_BATCH", 7)
+    batched = communities.graph_from_codes(coded)
+    assert batched.get_edgelist() == whole.get_edgelist() == list(coded.edges.select("source", "target").iter_rows())
+    assert batched.es["weight"] == whole.es["weight"] == coded.edges["weight"].to_list()
+    assert batched.vs["name"] == names

@@ -16,7 +16,7 @@ from graphrag_assets.index.communities import (
     NATIVE_FROM_NODES,
     LeidenOptions,
     _graph_from_edges,
-    _largest_component,
+    _keep_largest_component,
     _leiden_per_component,
     assemble_hierarchy,
     hierarchical_leiden,
@@ -78,7 +78,7 @@ def test_row_order_of_the_input_does_not_matter(graph, fast) -> None:
 
 def test_level_wise_arrays_equal_one_run_per_subgraph(graph, fast) -> None:
     """The array path is only a faster layout: seeds, splits and numbering equal the igraph-subgraph path."""
-    whole = _largest_component(_graph_from_edges(normalize_edges(graph)))
+    whole = _keep_largest_component(_graph_from_edges(normalize_edges(graph)))
 
     def split(level: int, parent: int, subgraph):
         return _leiden_per_component(subgraph, "graspologic", DEFAULT_SEED, 1.0, 1, polish=True)
@@ -110,7 +110,7 @@ def improvable_nodes(graph: pl.DataFrame, assignments: pl.DataFrame) -> set[int]
 
     from graphrag_assets.index.stable_communities import _improvable
 
-    whole = _largest_component(_graph_from_edges(normalize_edges(graph)))
+    whole = _keep_largest_component(_graph_from_edges(normalize_edges(graph)))
     label = dict(assignments.filter(pl.col("level") == 0).select("node", "community").iter_rows())
     membership = [label[name] for name in whole.vs["name"]]
     partition = leidenalg.RBConfigurationVertexPartition(whole, initial_membership=membership, weights="weight")

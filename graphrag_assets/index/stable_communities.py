@@ -52,7 +52,7 @@ from graphrag_assets.index.coded_graph import (
 from graphrag_assets.index.communities import (
     ASSIGNMENTS,
     N_ITERATIONS,
-    _largest_component,
+    _keep_largest_component,
     _leiden_per_component,
     _run_seed,
     assemble_hierarchy,
@@ -207,7 +207,7 @@ def warm_start_hierarchy(
     graph = graph_from_codes(coded)
     backend = resolve_backend(settings.backend, graph.vcount())  # decided on the whole graph, as a rebuild does
     if settings.use_lcc:
-        graph = _largest_component(graph)
+        graph = _keep_largest_component(graph)
     labels: dict[int, dict[str, int]] = {}
     for node, community, level in previous.select("node", "community", "level").iter_rows():
         labels.setdefault(level, {})[node] = community
