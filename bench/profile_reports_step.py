@@ -4,7 +4,9 @@
 
 Reads the project's published ``entities``, ``text_units`` and ``communities`` as the step does
 (read only: nothing is written), counts the internal links, then makes the reports, all written and
-then as an update that keeps the published ones where their inputs match; prints each
+then as an update that keeps the published ones where their inputs match, then as an update where
+the most connected entity's degree changed (its communities written again from kept sentences);
+prints each
 phase's peak resident memory (sampled every 20 ms), its seconds and the load average. Cheaper than
 a whole ``bench_scale`` run for finding what holds the reports step's memory (issue 35).
 """
@@ -28,10 +30,12 @@ def main() -> None:
     print(f"load average at start: {os.getloadavg()}")
     print("| phase | peak RSS MB | RSS after MB | seconds |\n|---|---|---|---|")
     phases = Phases()
+    import polars as pl
+
     from graphrag_assets.core.settings import load_settings
-    from graphrag_assets.index.extractive_reuse import NAME_VOTES, PreviousReports, update_extractive_reports
+    from graphrag_assets.index.extractive_reuse import NAME_VOTES, SENTENCES, PreviousReports, update_extractive_reports
     from graphrag_assets.storage.corpus import internal_link_counts, read_kept_rows, read_staged_without
-    from graphrag_assets.storage.table_names import REPORT_NAME_VOTES
+    from graphrag_assets.storage.table_names import REPORT_NAME_VOTES, REPORT_SENTENCES
     from graphrag_assets.storage.tables import read_table
 
     database = load_settings(args.root).database_path
@@ -47,12 +51,26 @@ def main() -> None:
     phases.done("internal link counts")
     whole = update_extractive_reports(communities, entities, units, links, PreviousReports())
     phases.done(f"extractive reports, all written ({whole.frame.height})")
-    # as the step runs on an update: the published reports and name votes kept where inputs match
+    # as the step runs on an update: the published reports, name votes and sentences kept where
+    # inputs match (an index written before the sentences were kept reads every unit once here)
     previous = PreviousReports(
-        read_table(database, "community_reports"), read_kept_rows(database, REPORT_NAME_VOTES, list(NAME_VOTES))
+        read_table(database, "community_reports"),
+        read_kept_rows(database, REPORT_NAME_VOTES, list(NAME_VOTES)),
+        read_kept_rows(database, REPORT_SENTENCES, list(SENTENCES)),
     )
     update = update_extractive_reports(communities, entities, units, links, previous)
     phases.done(f"extractive reports, update ({update.kept} kept, {update.units_read} units read)")
+    # the costly update: the most connected entity gains a link, so every community holding it
+    # (the largest ones, one per level) is written again from its units' kept sentences
+    top = entities["degree"].arg_max()
+    bumped = entities.with_columns(
+        pl.when(pl.int_range(pl.len()) == top).then(pl.col("degree") + 1).otherwise("degree")
+    )
+    kept = PreviousReports(whole.frame, whole.name_votes, whole.sentences)
+    moved = update_extractive_reports(communities, bumped, units, links, kept)
+    phases.done(
+        f"extractive reports, top entity's degree +1 ({moved.frame.height - moved.kept} written, {moved.units_read} units read)"
+    )
     print(f"load average at end: {os.getloadavg()}")
 
 

@@ -98,7 +98,8 @@ def check(corpus: Corpus, previous: PreviousReports):
     afresh = update_extractive_reports(communities, entities, units, links, PreviousReports())
     assert update.frame.equals(afresh.frame)
     assert update.name_votes.sort("unit", "title").equals(afresh.name_votes.sort("unit", "title"))
-    return update, PreviousReports(update.frame, update.name_votes)
+    assert update.sentences.sort("unit").equals(afresh.sentences.sort("unit"))
+    return update, PreviousReports(update.frame, update.name_votes, update.sentences)
 
 
 @pytest.mark.parametrize("seed", range(8))
@@ -140,7 +141,8 @@ def test_a_degree_change_rewrites_only_the_communities_of_that_entity() -> None:
     communities = corpus.tables()[0]
     holding = communities.filter(pl.col("entity_ids").list.contains(entity_id(title))).height
     assert update.kept == communities.height - holding
-    assert 0 < update.units_read < len(corpus.texts) or holding == communities.height
+    # the rewritten reports' sentences come from the kept rows: only the chosen ones' units are read
+    assert 0 < update.units_read <= 5 * holding < len(corpus.texts)
 
 
 def test_a_member_that_becomes_a_name_retitles_a_community_whose_own_inputs_did_not_change() -> None:
@@ -188,7 +190,7 @@ def test_a_member_that_becomes_a_name_retitles_a_community_whose_own_inputs_did_
 
     before = reports([u2, u3], PreviousReports())
     assert before.frame["title"][0] == "WREN and STORM"  # -1 vote: not a name
-    after = reports([u3], PreviousReports(before.frame, before.name_votes))
+    after = reports([u3], PreviousReports(before.frame, before.name_votes, before.sentences))
     assert after.frame["title"][0] == "STORM and WREN"
     assert after.kept == 0 and after.units_read == 2  # u1 for the new title, u3 for community 2
 
@@ -198,5 +200,25 @@ def test_votes_stored_by_another_build_still_give_exact_reports() -> None:
     other, _ = check(Corpus(random.Random(21)), PreviousReports())
     corpus = Corpus(random.Random(22))
     mine, _ = check(corpus, PreviousReports())
-    check(corpus, PreviousReports(mine.frame, pl.concat([other.name_votes, mine.name_votes]).unique()))
-    check(corpus, PreviousReports(other.frame, mine.name_votes))
+    check(
+        corpus,
+        PreviousReports(
+            mine.frame,
+            pl.concat([other.name_votes, mine.name_votes]).unique(),
+            pl.concat([other.sentences, mine.sentences]).unique(),
+        ),
+    )
+    check(corpus, PreviousReports(other.frame, mine.name_votes, mine.sentences))
+    check(corpus, PreviousReports(mine.frame, mine.name_votes, other.sentences))
+
+
+def test_a_build_without_kept_sentences_reads_every_unit_once_then_none() -> None:
+    """An index written before the sentences were kept has name votes only: its first update reads
+    every unit (and keeps their sentences), the next one none."""
+    corpus = Corpus(random.Random(31))
+    first, _ = check(corpus, PreviousReports())
+    older = PreviousReports(first.frame, first.name_votes)
+    upgraded, previous = check(corpus, older)
+    assert upgraded.kept == first.frame.height and upgraded.units_read == len(corpus.texts)
+    again, _ = check(corpus, previous)
+    assert again.kept == first.frame.height and again.units_read == 0

@@ -30,10 +30,11 @@ relationships), or the union of its entities' units when that list is empty.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from collections.abc import Collection, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import polars as pl
 
@@ -61,10 +62,17 @@ class _Sentence:
     unit_id: str
     position: int  # unit position in text_units
     index: int  # sentence position in its unit
-    text: str
+    text: str | None  # None: not read yet (an update's sentence known from what a build kept)
+    key: int  # sentence_key of the text: what "the same text" means when choosing findings
+    long: bool  # over LONG_SENTENCE_CHARS
     mentions: frozenset[str]  # titles of entities of that unit mentioned in the sentence
-    capitalised: frozenset[str]  # mentions spelled with capitals inside the sentence (name evidence)
-    lower_case: frozenset[str]  # mentions spelled in lower case (common-noun evidence)
+    capitalised: frozenset[str] = _NO_TITLES  # mentions spelled with capitals inside the sentence (name evidence)
+    lower_case: frozenset[str] = _NO_TITLES  # mentions spelled in lower case (common-noun evidence)
+
+
+def sentence_key(text: str) -> int:
+    """A 64-bit hash of a sentence's text, the same in every process (kept with a build)."""
+    return int.from_bytes(hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).digest(), "big")
 
 
 def rating(size: int, mean_degree: float) -> float:
@@ -111,12 +119,26 @@ def unit_sentences(
         if unit_id not in unit_ids or unit_id in done:
             continue
         done.add(unit_id)
-        titles = titles_of_unit.get(unit_id, [])
-        for index, (sentence, key, words) in enumerate(sentences_with_words(text or "")):
-            mentions = frozenset(t for t in titles if f" {t} " in key)
-            if mentions:  # a sentence that mentions no entity never becomes a finding
-                capitalised, lower_case = _spellings(sentence, mentions, words)
-                yield _Sentence(unit_id, position, index, sentence, mentions, capitalised, lower_case)
+        yield from sentences_of_unit(unit_id, position, text, titles_of_unit.get(unit_id, []))
+
+
+def sentences_of_unit(unit_id: str, position: int, text: str | None, titles: list[str]) -> Iterator[_Sentence]:
+    """The sentences of one unit (at ``position`` in text_units) that mention one of its ``titles``."""
+    for index, (sentence, key, words) in enumerate(sentences_with_words(text or "")):
+        mentions = frozenset(t for t in titles if f" {t} " in key)
+        if mentions:  # a sentence that mentions no entity never becomes a finding
+            capitalised, lower_case = _spellings(sentence, mentions, words)
+            yield _Sentence(
+                unit_id,
+                position,
+                index,
+                sentence,
+                sentence_key(sentence),
+                len(sentence) > LONG_SENTENCE_CHARS,
+                mentions,
+                capitalised,
+                lower_case,
+            )
 
 
 def _spellings(sentence: str, titles: frozenset[str], words: list[Token]) -> tuple[frozenset[str], frozenset[str]]:
@@ -155,39 +177,42 @@ class Findings:
     of distinct text, as sorting all of them would choose. A sentence scores ``Σ (1 + degree)``
     over the community's entities it mentions; higher scores first, sentences over
     ``LONG_SENTENCE_CHARS`` last, ties by position. Holding ``limit`` sentences per community
-    instead of every sentence of its units keeps the step's memory flat in the corpus size."""
+    instead of every sentence of its units keeps the step's memory flat in the corpus size.
+    Texts are told apart by :func:`sentence_key`, so sentences whose text is not read yet can
+    compete too."""
 
     __slots__ = ("degree", "limit", "kept")
 
     def __init__(self, degree: dict[str, int], limit: int) -> None:
         self.degree = degree  # member title -> its degree in the whole graph
         self.limit = limit
-        self.kept: dict[str, tuple[tuple[bool, int, int, int], _Sentence]] = {}  # by text: best so far
+        self.kept: dict[int, tuple[tuple[bool, int, int, int], _Sentence]] = {}  # by text key: best so far
 
     def offer(self, sentence: _Sentence) -> None:
         mentioned = sentence.mentions & self.degree.keys()
         if not mentioned:
             return
-        order = (
-            len(sentence.text) > LONG_SENTENCE_CHARS,
-            -sum(1 + self.degree[t] for t in mentioned),
-            sentence.position,
-            sentence.index,
-        )
-        kept = self.kept.get(sentence.text)
+        order = (sentence.long, -sum(1 + self.degree[t] for t in mentioned), sentence.position, sentence.index)
+        kept = self.kept.get(sentence.key)
         if kept is not None:
             if order < kept[0]:  # the same text, placed better: it takes that place
-                self.kept[sentence.text] = (order, sentence)
+                self.kept[sentence.key] = (order, sentence)
             return
         if len(self.kept) >= self.limit:
-            worst = max(self.kept, key=lambda text: self.kept[text][0])
+            worst = max(self.kept, key=lambda key: self.kept[key][0])
             if order > self.kept[worst][0]:
                 return
             del self.kept[worst]
-        self.kept[sentence.text] = (order, sentence)
+        self.kept[sentence.key] = (order, sentence)
 
     def best(self) -> list[_Sentence]:
         return [sentence for _, sentence in sorted(self.kept.values(), key=lambda item: item[0])]
+
+    def read_texts(self, texts: Mapping[tuple[str, int], str]) -> None:
+        """Give the kept sentences not read yet their text, by (unit, sentence position)."""
+        for key, (order, sentence) in self.kept.items():
+            if sentence.text is None:
+                self.kept[key] = (order, replace(sentence, text=texts[(sentence.unit_id, sentence.index)]))
 
 
 def _title_order(proper_names: set[str]):

@@ -22,7 +22,7 @@ writing them all (``test_extractive_reuse.py``, and every rebuild test of the of
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 
 import polars as pl
@@ -32,12 +32,13 @@ from graphrag_assets.core.sentences import SENTENCE_RULES_VERSION
 from graphrag_assets.index.extractive_reports import (
     Findings,
     Plan,
+    _Sentence,
     add_votes,
     community_plans,
     new_findings,
     report_row,
+    sentences_of_unit,
     titles_by_unit,
-    unit_sentences,
 )
 
 # Bump when what a report says for the same inputs changes, so no older report is kept.
@@ -45,22 +46,35 @@ REPORT_VERSION = f"extractive-1/sentences-{SENTENCE_RULES_VERSION}"
 
 NAME_VOTES = {"unit": pl.String, "titles_hash": pl.String, "title": pl.String, "votes": pl.Int32}
 KEY = {"unit": pl.String, "titles_hash": pl.String}  # a unit, under the titles it was read with
+# A unit's sentences that mention one of its entities: position in the unit, text hash
+# (``sentence_key``), over LONG_SENTENCE_CHARS, and the entities mentioned as positions in the
+# unit's sorted titles; one row per unit, a few bytes per sentence.
+SENTENCES = {
+    **KEY,
+    "sentence": pl.List(pl.UInt32),
+    "key": pl.List(pl.UInt64),
+    "long": pl.List(pl.Boolean),
+    "mentions": pl.List(pl.List(pl.UInt32)),
+}
 
 
 @dataclass(frozen=True)
 class PreviousReports:
-    """What the published build holds: its reports and its units' name votes (None: none yet)."""
+    """What the published build holds: its reports, its units' name votes and sentences (None: none yet)."""
 
     reports: pl.DataFrame | None = None
     name_votes: pl.DataFrame | None = None
+    sentences: pl.DataFrame | None = None
 
 
 @dataclass(frozen=True)
 class ExtractiveUpdate:
-    """The reports of every community, the name votes to store with them, and how many were kept."""
+    """The reports of every community, the name votes and sentences to store with them, how many
+    reports were kept and how many text units were read."""
 
     frame: pl.DataFrame
     name_votes: pl.DataFrame
+    sentences: pl.DataFrame
     kept: int
     units_read: int
 
@@ -82,7 +96,7 @@ class _Fingerprints:
     ) -> None:
         self.version = f"{REPORT_VERSION}/{max_findings}"
         ids = text_units.get_column("id").to_list()
-        position = {unit: i for i, unit in reversed(list(enumerate(ids)))}  # a unit's first row
+        self.position = position = {unit: i for i, unit in reversed(list(enumerate(ids)))}  # a unit's first row
         member_hash = {
             title: _digest(title, str(degree), _joined(units))
             for title, degree, units in entities.select(
@@ -118,7 +132,7 @@ def update_extractive_reports(
     :func:`~graphrag_assets.index.extractive_reports.extractive_reports`'s, with ``prompt_hash`` set.
     """
     if communities.is_empty():
-        return ExtractiveUpdate(empty_frame(COMMUNITY_REPORTS), empty_frame(NAME_VOTES), 0, 0)
+        return ExtractiveUpdate(empty_frame(COMMUNITY_REPORTS), empty_frame(NAME_VOTES), empty_frame(SENTENCES), 0, 0)
     plans = community_plans(communities, entities)
     links = [internal_links.get(plan.row["community"], 0) for plan in plans]
     fingerprints = _Fingerprints(plans, links, entities, text_units, max_findings)
@@ -126,28 +140,35 @@ def update_extractive_reports(
     titles = titles_by_unit(entities, all_units)
     rules = f"sentences-{SENTENCE_RULES_VERSION}"
     hashes = {unit: _digest(rules, _joined(titles.get(unit, []))) for unit in all_units}
-    stored = conform(previous.name_votes, NAME_VOTES) if previous.name_votes is not None else empty_frame(NAME_VOTES)
-    kept_votes = stored.join(pl.DataFrame(list(hashes.items()), schema=KEY, orient="row"), on=list(KEY), how="semi")
-    counted = set(kept_votes.get_column("unit").to_list())
-    to_count = {unit for unit in all_units if unit not in counted}
+    keys = pl.DataFrame(list(hashes.items()), schema=KEY, orient="row")
+    kept_votes = _kept(previous.name_votes, NAME_VOTES, keys)
+    kept_sentences = _kept(previous.sentences, SENTENCES, keys)
+    to_count = set(all_units) - set(kept_votes.get_column("unit").to_list())
+    to_read = to_count | (set(all_units) - set(kept_sentences.get_column("unit").to_list()))
 
     earlier = _earlier_fingerprints(previous.reports)
-    old_names = _names(stored)
-    findings = {
-        n: new_findings(plan, max_findings)
-        for n, plan in enumerate(plans)
-        if earlier.get(plan.row["community"]) != fingerprints.of(n, plan, old_names)
-    }
-    votes_of_units = _read_units(plans, findings, to_count, titles, text_units)
-    names = _names(kept_votes, votes_of_units)
+    old_names = _names(kept_votes)
+
+    def changed(number: int, plan: Plan, names: set[str]) -> bool:
+        return earlier.get(plan.row["community"]) != fingerprints.of(number, plan, names)
+
+    # the communities that change whatever the new units' votes say get the sentences of those
+    # units as they are read, and those of the others from the kept rows
+    findings = {n: new_findings(plan, max_findings) for n, plan in enumerate(plans) if changed(n, plan, old_names)}
+    fresh = _read_units(_Reading(to_read, to_count, titles, hashes), _by_unit(plans, findings), text_units)
+    sentences = pl.concat([kept_sentences.filter(~pl.col("unit").is_in(sorted(to_read))), fresh.sentences])
+    position = fingerprints.position
+    _offer_kept_sentences(_by_unit(plans, findings, skip=fresh.units), sentences, titles, position)
+    names = _names(kept_votes, fresh.votes)
     # a member that became a name or stopped being one: the same sentences, another title
     retitled = {
         n: new_findings(plan, max_findings)
         for n, plan in enumerate(plans)
-        if n not in findings and earlier.get(plan.row["community"]) != fingerprints.of(n, plan, names)
+        if n not in findings and changed(n, plan, names)
     }
-    _read_units(plans, retitled, set(), titles, text_units)
+    _offer_kept_sentences(_by_unit(plans, retitled), sentences, titles, position)
     findings.update(retitled)
+    texts_read = _read_chosen_texts(findings.values(), titles, text_units)
 
     rows = []
     for number in sorted(findings):
@@ -164,9 +185,170 @@ def update_extractive_reports(
     if kept_numbers and previous.reports is not None:
         kept = conform(previous.reports.filter(pl.col("community").is_in(kept_numbers)), COMMUNITY_REPORTS)
     frame = pl.concat([written, kept]).sort("level", "community")
-    name_votes = pl.concat([kept_votes, _vote_rows(votes_of_units, hashes)])
-    read = len(to_count | {unit for n in findings for unit in plans[n].units})
-    return ExtractiveUpdate(frame, name_votes, len(kept_numbers), read)
+    name_votes = pl.concat([kept_votes, _vote_rows(fresh.votes, hashes)])
+    return ExtractiveUpdate(frame, name_votes, sentences, len(kept_numbers), len(fresh.units | texts_read))
+
+
+def _kept(stored: pl.DataFrame | None, schema: dict, keys: pl.DataFrame) -> pl.DataFrame:
+    """The rows of a stored per-unit table whose unit was read under the titles it has now."""
+    if stored is None:
+        return empty_frame(schema)
+    return conform(stored, schema).join(keys, on=list(KEY), how="semi")
+
+
+@dataclass(frozen=True)
+class _Reading:
+    """Which units to read, which of them to count name votes of, and what each was read with."""
+
+    units: set[str]
+    to_count: set[str]
+    titles: Mapping[str, list[str]]
+    hashes: Mapping[str, str]  # the KEY's titles_hash of each unit
+
+
+@dataclass(frozen=True)
+class _Read:
+    """What reading units' text gave: the ids read, their sentences (``SENTENCES``), their name votes."""
+
+    units: set[str]
+    sentences: pl.DataFrame
+    votes: dict[str, dict[str, int]]
+
+
+def _by_unit(
+    plans: list[Plan], findings: Mapping[int, Findings], skip: Collection[str] = ()
+) -> dict[str, list[Findings]]:
+    """The findings each unit's sentences go to (those of the plans whose units hold it), but ``skip``."""
+    by_unit: dict[str, list[Findings]] = {}
+    for number, chosen in findings.items():
+        for unit in plans[number].units:
+            if unit not in skip:
+                by_unit.setdefault(unit, []).append(chosen)
+    return by_unit
+
+
+def _read_units(reading: _Reading, offer_to: Mapping[str, list[Findings]], text_units: pl.DataFrame) -> _Read:
+    """Split and tokenise the units to read, offering their sentences to the findings of
+    ``offer_to``; returns the rows to keep of their sentences and the name votes of those to count."""
+    votes: dict[str, dict[str, int]] = {unit: {} for unit in reading.to_count}
+    columns = _SentenceColumns()
+    batches: list[pl.DataFrame] = []
+    read: set[str] = set()
+    for position, unit, text in _units_in_order(text_units, reading.units).iter_rows():
+        read.add(unit)
+        titles = reading.titles.get(unit, [])
+        number = {title: i for i, title in enumerate(titles)}
+        unit_votes, findings = votes.get(unit), offer_to.get(unit, ())
+        columns.start(unit, reading.hashes[unit])
+        for sentence in sentences_of_unit(unit, position, text, titles):
+            if unit_votes is not None:
+                add_votes(unit_votes, sentence)
+            for chosen in findings:
+                chosen.offer(sentence)
+            columns.add(sentence, sorted(number[t] for t in sentence.mentions))
+        if len(columns.units) >= _UNITS_PER_BATCH:  # Python lists of a corpus's sentences would be ~0.4 GB
+            batches.append(columns.frame())
+            columns = _SentenceColumns()
+    batches.append(columns.frame())
+    return _Read(read, pl.concat(batches), votes)
+
+
+_UNITS_PER_BATCH = 1_000
+
+
+class _SentenceColumns:
+    """``SENTENCES`` rows of units being read, gathered as flat columns (one entry per sentence,
+    and one per mention: a list per sentence made Python lists polars converts one by one)."""
+
+    def __init__(self) -> None:
+        self.units: list[tuple[str, str]] = []
+        self.unit_of: list[int] = []
+        self.index: list[int] = []
+        self.key: list[int] = []
+        self.long: list[bool] = []
+        self.mention_of: list[int] = []  # the sentence (its entry above) each mention belongs to
+        self.mentions: list[int] = []
+
+    def start(self, unit: str, titles_hash: str) -> None:
+        self.units.append((unit, titles_hash))
+
+    def add(self, sentence: _Sentence, mentions: list[int]) -> None:
+        self.mention_of.extend([len(self.index)] * len(mentions))
+        self.mentions.extend(mentions)
+        self.unit_of.append(len(self.units) - 1)
+        self.index.append(sentence.index)
+        self.key.append(sentence.key)
+        self.long.append(sentence.long)
+
+    def frame(self) -> pl.DataFrame:
+        # every sentence mentions one title or more, so its group is there, in sentence order
+        mentions = (
+            pl.DataFrame(
+                {"of": self.mention_of, "mentions": self.mentions}, schema={"of": pl.UInt32, "mentions": pl.UInt32}
+            )
+            .group_by("of", maintain_order=True)
+            .agg("mentions")
+        )
+        per_sentence = pl.DataFrame(
+            {"row": self.unit_of, "sentence": self.index, "key": self.key, "long": self.long},
+            schema={"row": pl.UInt32, "sentence": pl.UInt32, "key": pl.UInt64, "long": pl.Boolean},
+        ).with_columns(mentions["mentions"])
+        lists = per_sentence.group_by("row", maintain_order=True).agg(pl.all())
+        units = pl.DataFrame(self.units, schema=KEY, orient="row").with_row_index("row")
+        empty = {name: pl.lit([], dtype=SENTENCES[name]) for name in ("sentence", "key", "long", "mentions")}
+        return (
+            units.join(lists, on="row", how="left", maintain_order="left")
+            .with_columns(pl.col(name).fill_null(value) for name, value in empty.items())
+            .select(list(SENTENCES))
+            .cast(SENTENCES)
+        )
+
+
+def _units_in_order(text_units: pl.DataFrame, ids: set[str]) -> pl.DataFrame:
+    """``position`` (first row in ``text_units``), ``id``, ``text`` of the units ``ids``, in reading order."""
+    return (
+        text_units.select("id", "text")
+        .with_row_index("position")
+        .filter(pl.col("id").is_in(sorted(ids)))
+        .unique("id", keep="first", maintain_order=True)
+    )
+
+
+def _offer_kept_sentences(
+    offer_to: Mapping[str, list[Findings]],
+    sentences: pl.DataFrame,
+    titles: Mapping[str, list[str]],
+    position: Mapping[str, int],
+) -> None:
+    """Offer the findings of ``offer_to`` the sentences of their units, from their kept rows: their
+    text is read only for those chosen (:func:`_read_chosen_texts`)."""
+    if not offer_to:
+        return
+    needed = sentences.filter(pl.col("unit").is_in(sorted(offer_to)))
+    for unit, _, indices, keys, longs, mentions in needed.iter_rows():
+        unit_titles, at, findings = titles.get(unit, []), position[unit], offer_to[unit]
+        for index, key, long, mentioned in zip(indices, keys, longs, mentions):
+            sentence = _Sentence(unit, at, index, None, key, long, frozenset(unit_titles[i] for i in mentioned))
+            for chosen in findings:
+                chosen.offer(sentence)
+
+
+def _read_chosen_texts(
+    findings: Iterable[Findings], titles: Mapping[str, list[str]], text_units: pl.DataFrame
+) -> set[str]:
+    """Give the chosen sentences their text, read from their units; returns the units read."""
+    chosen = list(findings)
+    units = {s.unit_id for f in chosen for s in f.best() if s.text is None}
+    if not units:
+        return set()
+    texts = {
+        (s.unit_id, s.index): s.text
+        for position, unit, text in _units_in_order(text_units, units).iter_rows()
+        for s in sentences_of_unit(unit, position, text, titles.get(unit, []))
+    }
+    for f in chosen:
+        f.read_texts(texts)
+    return units
 
 
 def _earlier_fingerprints(reports: pl.DataFrame | None) -> dict[int, str]:
@@ -183,28 +365,6 @@ def _names(votes: pl.DataFrame, more: Mapping[str, Mapping[str, int]] | None = N
         for title, vote in unit_votes.items():
             totals[title] = totals.get(title, 0) + vote
     return {title for title, vote in totals.items() if vote > 0}
-
-
-def _read_units(
-    plans: list[Plan],
-    findings: Mapping[int, Findings],
-    to_count: set[str],
-    titles: Mapping[str, list[str]],
-    text_units: pl.DataFrame,
-) -> dict[str, dict[str, int]]:
-    """Offer the sentences of the units of the plans in ``findings`` to them, and count the name
-    votes of the units ``to_count`` (returned per unit), in one pass over the text units."""
-    plans_of_unit: dict[str, list[int]] = {}
-    for number in findings:
-        for unit in plans[number].units:
-            plans_of_unit.setdefault(unit, []).append(number)
-    votes: dict[str, dict[str, int]] = {unit: {} for unit in to_count}
-    for sentence in unit_sentences(to_count | plans_of_unit.keys(), titles, text_units):
-        if sentence.unit_id in votes:
-            add_votes(votes[sentence.unit_id], sentence)
-        for number in plans_of_unit.get(sentence.unit_id, ()):
-            findings[number].offer(sentence)
-    return votes
 
 
 def _vote_rows(votes: Mapping[str, Mapping[str, int]], hashes: Mapping[str, str]) -> pl.DataFrame:

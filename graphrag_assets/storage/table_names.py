@@ -23,6 +23,7 @@ COMMUNITY_REPORTS = "community_reports"
 PHRASE_DESCRIPTIONS = "phrase_descriptions"  # nlp method: each noun phrase's description, under a key of its units
 PHRASE_UNITS = "phrase_units"  # nlp method: the text units those descriptions were read from
 REPORT_NAME_VOTES = "report_name_votes"  # extractive reports: how each text unit spells its entities
+REPORT_SENTENCES = "report_sentences"  # extractive reports: which entities each sentence of a unit mentions
 ENTITY_EMBEDDINGS = "entity_embeddings"
 COMMUNITY_REPORT_EMBEDDINGS = "community_report_embeddings"
 CORPUS_MANIFEST = "corpus_manifest"

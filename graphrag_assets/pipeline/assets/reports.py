@@ -12,7 +12,7 @@ from dagster import AssetExecutionContext, AssetIn, MetadataValue, Nothing, asse
 from graphrag_assets.core.progress import Counter, warn
 from graphrag_assets.core.tokens import token_counter
 from graphrag_assets.index.community_reports import generate_reports, report_options
-from graphrag_assets.index.extractive_reuse import NAME_VOTES, PreviousReports, update_extractive_reports
+from graphrag_assets.index.extractive_reuse import NAME_VOTES, SENTENCES, PreviousReports, update_extractive_reports
 from graphrag_assets.index.methods import method_steps
 from graphrag_assets.index.report_context import ReportTables
 from graphrag_assets.index.report_reuse import REUSE_PURPOSE, ReuseSummary, summarize_reuse
@@ -29,7 +29,7 @@ from graphrag_assets.storage.corpus import (
     read_staged_without,
     write_staged,
 )
-from graphrag_assets.storage.table_names import REPORT_NAME_VOTES
+from graphrag_assets.storage.table_names import REPORT_NAME_VOTES, REPORT_SENTENCES
 from graphrag_assets.storage.tables import read_table
 
 
@@ -75,9 +75,11 @@ def community_reports(
         previous = PreviousReports(
             read_table(database, "community_reports"),
             read_kept_rows(database, REPORT_NAME_VOTES, list(NAME_VOTES)),
+            read_kept_rows(database, REPORT_SENTENCES, list(SENTENCES)),
         )
         update = update_extractive_reports(communities, entities, units, internal_link_counts(database), previous)
         write_staged(database, REPORT_NAME_VOTES, update.name_votes)
+        write_staged(database, REPORT_SENTENCES, update.sentences)
         frame = update.frame
         reuse = {"reports_kept": update.kept, "text_units_read": update.units_read}
         context.log.info(f"{update.kept} of {frame.height} reports kept, {update.units_read} text units read")
