@@ -44,6 +44,7 @@ from graphrag_assets.index.extractive_reports import (
     report_row,
     sentences_of_unit,
     titles_by_unit,
+    units_in_order,
 )
 
 # Bump when what a report says for the same inputs changes, so no older report is kept.
@@ -239,7 +240,7 @@ def _read_units(reading: _Reading, offer_to: Mapping[str, list[Findings]], text_
     columns = _SentenceColumns()
     batches: list[pl.DataFrame] = []
     read: set[str] = set()
-    for position, unit, text in _units_in_order(text_units, reading.units).iter_rows():
+    for position, unit, text in units_in_order(text_units, reading.units).iter_rows():
         read.add(unit)
         titles = reading.titles.get(unit, [])
         number = {title: i for i, title in enumerate(titles)}
@@ -309,16 +310,6 @@ class _SentenceColumns:
         )
 
 
-def _units_in_order(text_units: pl.DataFrame, ids: set[str]) -> pl.DataFrame:
-    """``position`` (first row in ``text_units``), ``id``, ``text`` of the units ``ids``, in reading order."""
-    return (
-        text_units.select("id", "text")
-        .with_row_index("position")
-        .filter(pl.col("id").is_in(sorted(ids)))
-        .unique("id", keep="first", maintain_order=True)
-    )
-
-
 def _offer_kept_sentences(
     offer_to: Mapping[str, list[Findings]],
     sentences: pl.DataFrame,
@@ -348,7 +339,7 @@ def _read_chosen_texts(
         return set()
     texts = {
         (s.unit_id, s.index): s.text
-        for position, unit, text in _units_in_order(text_units, units).iter_rows()
+        for position, unit, text in units_in_order(text_units, units).iter_rows()
         for s in sentences_of_unit(unit, position, text, titles.get(unit, []))
     }
     for f in chosen:
