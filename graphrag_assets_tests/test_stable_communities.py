@@ -19,8 +19,10 @@ from graphrag_assets.index.communities import (
 )
 from graphrag_assets.index.stable_communities import (
     ClusteringRequest,
+    FreshModularity,
     cluster_for_update,
     fresh_top_level,
+    last_fresh_modularity,
     modularity_drift,
     previous_assignments,
     warm_start_hierarchy,
@@ -175,6 +177,37 @@ def test_schedule_not_yet_due_warm_starts() -> None:
         edges, ClusteringRequest(stable(recluster_every=2), previous=hierarchical_leiden(edges), warm_starts=1)
     )
     assert outcome.strategy == "warm" and outcome.warm_starts == 2
+
+
+def test_between_measurements_drift_is_taken_against_the_last_fresh_modularity() -> None:
+    edges = edge_frame(noisy_groups("N"))
+    settings = stable(drift_every=3)
+    measured = partition_modularity(edges, fresh_top_level(edges_of_frame(edges), settings))
+    recorded = FreshModularity(measured + 0.001, drift_age=1)  # not what a fresh run would measure
+    request = ClusteringRequest(settings, previous=hierarchical_leiden(edges), last_fresh=recorded)
+    carried = cluster_for_update(edges, request)
+    assert carried.strategy == "warm" and carried.drift_age == 2 and "2 update(s) ago" in carried.reason
+    assert carried.fresh_modularity == recorded.value
+    assert carried.drift == pytest.approx(modularity_drift(recorded.value, carried.modularity))
+    due = cluster_for_update(
+        edges, ClusteringRequest(settings, previous=request.previous, last_fresh=FreshModularity(recorded.value, 2))
+    )
+    assert due.strategy == "warm" and due.drift_age == 0 and due.fresh_modularity == pytest.approx(measured)
+
+
+def test_an_estimated_drift_above_the_threshold_is_measured_before_it_decides() -> None:
+    edges = edge_frame(noisy_groups("N"))
+    previous = hierarchical_leiden(edges)
+    request = ClusteringRequest(stable(), previous=previous, last_fresh=FreshModularity(0.99, drift_age=0))
+    outcome = cluster_for_update(edges, request)  # the estimate is far above 2%; the measured drift is not
+    assert outcome.strategy == "warm" and outcome.drift_age == 0 and outcome.fresh_modularity < 0.9
+    assert outcome.drift <= 0.02
+
+
+def test_the_last_fresh_modularity_is_read_from_what_the_last_run_recorded() -> None:
+    assert last_fresh_modularity({"fresh_modularity": 0.41, "drift_age": 3}) == FreshModularity(0.41, 3)
+    assert last_fresh_modularity({"fresh_modularity": 0.41, "warm_starts": 3}) is None  # older code's row
+    assert last_fresh_modularity({}) is None
 
 
 def test_modularity_drift() -> None:

@@ -137,6 +137,7 @@ def test_stable_mode_keeps_warm_starting_then_recluster_equals_a_rebuild(graphra
     assert index_project(load_settings(root)).success
     last = run_cli("status", "--root", str(root))["communities"]["last_run"]
     assert last["clustering"] == "warm" and last["warm_starts"] == 1 and "drift" in last
+    assert last["drift_age"] == 1  # against the first run's fresh clustering (drift_every: 10)
 
     output = run_cli("index", "--root", str(root), "--recluster")
     assert [run["job"] for run in output["runs"]] == ["corpus_job"]  # nothing changed: --recluster alone runs it
@@ -234,6 +235,10 @@ def test_index_and_status_output_lines() -> None:
     }
     assert render_clustering(warm) == (
         "communities: stable updates; last run warm start (2 since a fresh clustering), drift 0.41% (re-cluster above 2.00%)"
+    )
+    warm["last_run"]["drift_age"] = 2
+    assert render_clustering(warm).endswith(
+        "drift 0.41% (re-cluster above 2.00%), against the fresh clustering of 2 updates before"
     )
     fresh = {
         "update": "exact",

@@ -164,6 +164,9 @@ def render_clustering(communities: dict[str, Any]) -> str:
         line += f"; last run clustered from scratch ({last.get('clustering_reason')})"
     if communities["update"] == "stable":
         line += f", drift {float(last.get('drift') or 0.0):.2%} (re-cluster above {communities['drift_threshold']:.2%})"
+        age = last.get("drift_age") or 0
+        if age:
+            line += f", against the fresh clustering of {age} update{'s' if age != 1 else ''} before"
     return line
 
 

@@ -246,6 +246,9 @@ class CommunitySettings(_Section):
     update: Literal["exact", "stable"] = "exact"
     drift_threshold: float = Field(0.02, ge=0)  # stable: re-cluster when modularity drifts further
     recluster_every: int = Field(0, ge=0)  # stable: re-cluster after this many warm starts (0: never)
+    # stable: measure drift against a fresh clustering every this many warm starts; in between,
+    # against the last measured one (see stable_communities)
+    drift_every: int = Field(10, ge=1)
 
 
 class ReportSettings(_Section):

@@ -23,7 +23,7 @@ from graphrag_assets.prompts.templates import load_prompt
 DOCUMENT_PIPELINE_VERSION = 4
 
 # ``communities`` settings that choose how an update clusters, not what a rebuild produces.
-UPDATE_POLICY_SETTINGS = ("update", "drift_threshold", "recluster_every")
+UPDATE_POLICY_SETTINGS = ("update", "drift_threshold", "recluster_every", "drift_every")
 
 
 def _prompt_version(name: str, override: str | None, settings: Settings) -> str:

@@ -5,6 +5,7 @@ the stored table (see :mod:`graphrag_assets.index.stable_communities`). How each
 recorded in its materialization metadata, which the next run and ``status`` read back.
 """
 
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -32,6 +33,7 @@ from graphrag_assets.index.stable_communities import (
     ClusteringRequest,
     cluster_for_update,
     entity_titles,
+    last_fresh_modularity,
     previous_assignments,
 )
 from graphrag_assets.pipeline.assets.metadata import largest_communities, preview
@@ -158,14 +160,18 @@ def _cluster(context: AssetExecutionContext, settings, entities: pl.DataFrame, p
     algorithm itself is pure.
     """
     section = settings.communities
-    previous = None
-    warm_starts = 0
+    request = ClusteringRequest(section)
     if section.update == "stable":
         published = read_published_columns(settings.database_path, "communities", PREVIOUS_COLUMNS)
-        previous = previous_assignments(published, entities)
-        warm_starts = int(last_clustering(settings.database_path).get("warm_starts") or 0)
-    recluster = (context.run.tags.get(RECLUSTER_TAG) == "true") if context.run else False
-    request = ClusteringRequest(section, previous=previous, warm_starts=warm_starts, recluster=recluster)
+        last = last_clustering(settings.database_path)
+        request = replace(
+            request,
+            previous=previous_assignments(published, entities),
+            warm_starts=int(last.get("warm_starts") or 0),
+            last_fresh=last_fresh_modularity(last),
+        )
+    if context.run and context.run.tags.get(RECLUSTER_TAG) == "true":
+        request = replace(request, recluster=True)
     table, outcome = stage_communities(settings.database_path, entities, request, period)
     metadata = {
         "update_mode": section.update,
@@ -175,6 +181,7 @@ def _cluster(context: AssetExecutionContext, settings, entities: pl.DataFrame, p
         "fresh_modularity": round(outcome.fresh_modularity, 6),
         "drift": round(outcome.drift, 6),
         "warm_starts": outcome.warm_starts,
+        "drift_age": outcome.drift_age,
     }
     context.log.info(f"communities: {outcome.strategy} clustering ({outcome.reason}); drift {outcome.drift:.2%}")
     # Published with the build, so status and the next run read how these communities were made.
