@@ -52,6 +52,7 @@ def main() -> None:
     print(f"load average at start: {os.getloadavg()}")
     print("| phase | peak RSS MB | RSS after MB | seconds |\n|---|---|---|---|")
     phases = Phases()
+    from graphrag_assets.core.made_ahead import made_ahead
     from graphrag_assets.core.settings import load_settings
     from graphrag_assets.index import nlp_graph
     from graphrag_assets.index.corpus_graph import noun_graph
@@ -76,9 +77,11 @@ def main() -> None:
     del extractions
     phases.done("descriptions and entities")
     entities = built.entities
+    batches = made_ahead(built.relationships.batches())  # as the step does
     written = corpus.write_staged_batches(
-        args.scratch, "relationships", built.relationships.batches(), corpus.BATCHES_MEMORY_LIMIT, checkpoint=True
+        args.scratch, "relationships", batches, corpus.BATCHES_MEMORY_LIMIT, checkpoint=True
     )
+    del batches
     del built
     phases.done(f"write {written:,} relationships")
     corpus.staged_graph_problems(args.scratch, entities)

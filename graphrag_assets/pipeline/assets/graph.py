@@ -23,6 +23,7 @@ from dagster import (
 )
 
 from graphrag_assets.core.buckets import is_bucket_key
+from graphrag_assets.core.made_ahead import made_ahead
 from graphrag_assets.index.corpus_graph import CorpusGraph, noun_graph, noun_graph_needs_models, summarized_graph
 from graphrag_assets.index.graph_checks import GraphReport, check_graph
 from graphrag_assets.index.methods import method_steps
@@ -145,9 +146,11 @@ def graph(
     else:
         # the nlp graph's relationships: written batch by batch, never held whole; the checks and
         # the preview read the written table in DuckDB
+        batches = made_ahead(relationships.batches())  # the next batch is made while DuckDB writes one
         written = write_staged_batches(
-            settings.database_path, "relationships", relationships.batches(), BATCHES_MEMORY_LIMIT, checkpoint=True
+            settings.database_path, "relationships", batches, BATCHES_MEMORY_LIMIT, checkpoint=True
         )
+        del batches
         del relationships, built
         relationship_count = written
         report = _written_graph_report(settings.database_path, entities)
