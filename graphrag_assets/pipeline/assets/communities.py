@@ -5,7 +5,6 @@ the stored table (see :mod:`graphrag_assets.index.stable_communities`). How each
 recorded in its materialization metadata, which the next run and ``status`` read back.
 """
 
-from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -160,18 +159,19 @@ def _cluster(context: AssetExecutionContext, settings, entities: pl.DataFrame, p
     algorithm itself is pure.
     """
     section = settings.communities
-    request = ClusteringRequest(section)
+    previous, last = None, {}
     if section.update == "stable":
         published = read_published_columns(settings.database_path, "communities", PREVIOUS_COLUMNS)
+        previous = previous_assignments(published, entities)
         last = last_clustering(settings.database_path)
-        request = replace(
-            request,
-            previous=previous_assignments(published, entities),
-            warm_starts=int(last.get("warm_starts") or 0),
-            last_fresh=last_fresh_modularity(last),
-        )
-    if context.run and context.run.tags.get(RECLUSTER_TAG) == "true":
-        request = replace(request, recluster=True)
+    recluster = (context.run.tags.get(RECLUSTER_TAG) == "true") if context.run else False
+    request = ClusteringRequest(
+        section,
+        previous=previous,
+        warm_starts=int(last.get("warm_starts") or 0),
+        recluster=recluster,
+        last_fresh=last_fresh_modularity(last),
+    )
     table, outcome = stage_communities(settings.database_path, entities, request, period)
     metadata = {
         "update_mode": section.update,
