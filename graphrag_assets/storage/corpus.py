@@ -150,31 +150,27 @@ def write_staged_batches(
     return rows
 
 
-GRAPH_PROBLEMS_SQL = {
-    # relationships with an end that is no entity
-    "orphan_relationships": """
-        select id from {relationships} r anti join _entities e on r.source = e.title
-        union select id from {relationships} r anti join _entities e on r.target = e.title
-        order by id""",
-    "duplicate_titles": "select title from _entities group by title having count(*) > 1 order by title",
-    # entities whose degree is not their number of distinct neighbours, then relationships whose
-    # combined degree is not the sum of those numbers (an end that is no entity counts 0)
-    "entity_degree_mismatches": """
-        with expected as ({expected})
-        select title from expected where degree != expected order by title""",
-    "relationship_degree_mismatches": """
-        with expected as ({expected})
-        select r.id from {relationships} r
-        left join expected s on r.source = s.title left join expected t on r.target = t.title
-        where r.combined_degree != coalesce(s.expected, 0) + coalesce(t.expected, 0) order by r.id""",
-}
-EXPECTED_DEGREES_SQL = """
+# Each entity's degree as written and as its distinct neighbours in the relationships give it (an
+# entity in no relationship: 0), made once into a temporary table that both degree checks read.
+_EXPECTED_DEGREES = """
+    create or replace temp table _expected as
+    with pairs as (select distinct least(source, target) as a, greatest(source, target) as b from {relationships})
     select e.title, e.degree, coalesce(x.expected, 0) as expected from _entities e left join (
-        select title, count(*) as expected from (
-            select a as title from pairs union all select b as title from pairs
-        ) group by title
+        select title, count(*) as expected from (select a as title from pairs union all select b from pairs)
+        group by title
     ) x on e.title = x.title"""
-DISTINCT_PAIRS_SQL = "select distinct least(source, target) as a, greatest(source, target) as b from {relationships}"
+# The relationships with an end that is no entity (orphan) or whose combined degree is not the sum
+# of its ends' expected degrees (an end that is no entity counts 0): one pass over the table for
+# both, where a query each read it three times (at 100,000 documents, 15 M rows).
+_RELATIONSHIP_PROBLEMS = """
+    select r.id, s.title is null or t.title is null as orphan,
+        r.combined_degree != coalesce(s.expected, 0) + coalesce(t.expected, 0) as mismatch
+    from {relationships} r left join _expected s on r.source = s.title left join _expected t on r.target = t.title
+    where orphan or mismatch"""
+_ENTITY_PROBLEMS = {
+    "duplicate_titles": "select title from _entities group by title having count(*) > 1 order by title",
+    "entity_degree_mismatches": "select title from _expected where degree != expected order by title",
+}
 
 
 def staged_graph_problems(path: str | Path, entities: pl.DataFrame) -> dict[str, list[str]]:
@@ -189,19 +185,21 @@ def staged_graph_problems(path: str | Path, entities: pl.DataFrame) -> dict[str,
     ``relationship_degree_mismatches`` (sorted ids or titles).
     """
     relationships = _staged("relationships")
-    pairs = DISTINCT_PAIRS_SQL.format(relationships=relationships)
-    expected = f"with pairs as ({pairs}) {EXPECTED_DEGREES_SQL}"
-    problems: dict[str, list[str]] = {}
     with connect(path) as conn:
         conn.register("_entities", FrameStream(entities.select("title", "degree")))
         conn.execute(f"set memory_limit = '{STAGE_MEMORY_LIMIT}'")
         try:
-            for name, sql in GRAPH_PROBLEMS_SQL.items():
-                query = sql.format(relationships=relationships, expected=expected)
-                problems[name] = [row[0] for row in conn.execute(query).fetchall()]
+            conn.execute(_EXPECTED_DEGREES.format(relationships=relationships))
+            problems = {
+                name: [row[0] for row in conn.execute(sql).fetchall()] for name, sql in _ENTITY_PROBLEMS.items()
+            }
+            rows = conn.execute(_RELATIONSHIP_PROBLEMS.format(relationships=relationships)).fetchall()
         finally:
+            conn.execute("drop table if exists _expected")
             conn.execute("reset memory_limit")
             conn.unregister("_entities")
+    problems["orphan_relationships"] = sorted({row[0] for row in rows if row[1]})
+    problems["relationship_degree_mismatches"] = sorted({row[0] for row in rows if row[2]})
     return problems
 
 
