@@ -84,15 +84,19 @@ def staged_edge_list(path: str | Path, titles: pl.Series) -> tuple[pl.Series, pl
     return codes.cast(pl.Int64), edges.cast(empty.schema) if edges.height else empty
 
 
-# The relationships inside a community of one level (``_level``: node, community): both ends in it.
-# Joined in the order written (see SETTINGS): DuckDB's join order, estimating one row for a
-# registered frame, joined the level with itself on the community first (size² rows a community).
+# The relationships inside a community of any level, with the community of each level that holds
+# both ends (null where the ends part at that level): ``_levels`` holds a node and its community at
+# each level (columns c0, c1, ...). One join for every level: a join per level read the 15 M rows
+# of the 100,000-document index seven times. Joined in the order written (see SETTINGS): DuckDB's
+# join order, estimating one row for a registered frame, joined the levels with themselves first.
 _INSIDE = """
     create or replace temp table _inside as
-    select s.community, r.id, r.text_unit_ids
-    from {relationships} r join _level s on r.source = s.node join _level t on r.target = t.node
-    where s.community = t.community"""
-_SIZES = "select community, count(*) as rows from _inside group by community order by community"
+    select r.id, r.text_unit_ids, {shared}
+    from {relationships} r join _levels s on r.source = s.node join _levels t on r.target = t.node
+    where {any_shared}"""
+_SIZES = """
+    select {level} as community, count(*) as rows from _inside where {level} is not null
+    group by community order by community"""
 # Rows, not lists: a list aggregate holds its whole group in memory and does not spill, and at
 # 100,000 documents one coarse community holds millions of relationships (``list(distinct id
 # order by id)`` ran out of DuckDB's memory there). A sort spills; the lists are made in polars
@@ -100,12 +104,13 @@ _SIZES = "select community, count(*) as rows from _inside group by community ord
 # sorted: a DISTINCT before the sort needed twice the memory of either. Nulls first, as polars
 # sorts them.
 _IDS = """
-    select community, id from _inside where community between {first} and {last} order by community, id nulls first"""
+    select {level} as community, id from _inside where {level} between {first} and {last}
+    order by community, id nulls first"""
 # A community's units repeat across its relationships (a few entries each), so DuckDB keeps them
 # distinct (a hash aggregate, spilling) before they leave: the rows are at most the text units.
 _UNITS = """
     select distinct community, unit
-    from (select community, unnest(text_unit_ids) as unit from _inside where community between {first} and {last})
+    from (select {level} as community, unnest(text_unit_ids) as unit from _inside where {level} between {first} and {last})
     where unit is not null order by community, unit"""
 # DuckDB settings of this module's statements, applied to the connection and reset after (they are
 # the instance's): the stage's memory limit, and joins in the order written (see _INSIDE). Read
@@ -120,31 +125,43 @@ def staged_internal_lists(path: str | Path, assignments: pl.DataFrame, membershi
     :func:`~graphrag_assets.index.coded_graph.internal_relationship_chunks` yields them: level by
     level, in runs of consecutive communities holding about ``memberships`` relationships.
 
-    DuckDB selects each level's inside relationships into a temporary table (spilled beyond the
-    memory limit) and sorts one run of communities at a time; polars makes that run's lists, so
+    DuckDB selects the relationships inside a community of any level, with their community at
+    each level, into one temporary table (spilled beyond the memory limit) and sorts one run of
+    communities at a time; polars makes that run's lists, so
     the caller holds one chunk's strings (one community's, when it alone is larger) and DuckDB no
     more than its limit, however large a community. Ids and units are distinct and sorted;
     communities without a unit get none (null).
     """
     if assignments.is_empty():
         return
+    levels = assignments["level"].unique().sort().to_list()
+    columns = [f"c{int(level)}" for level in levels]
+    # a node's community at each level (null at a level it is not in); one row per node
+    by_level = assignments.pivot(on="level", index="node", values="community", sort_columns=True)
+    by_level = by_level.rename({str(level): column for level, column in zip(levels, columns)})
+    inside = _INSIDE.format(
+        shared=", ".join(f"case when s.{c} = t.{c} then s.{c} end as {c}" for c in columns),
+        any_shared=" or ".join(f"s.{c} = t.{c}" for c in columns),
+        relationships="{relationships}",
+    )
     with connect(path) as conn:
         relationships = readable_table(conn, "relationships")
         if relationships is None:
             return
         _set(conn)
         try:
-            for level in assignments["level"].unique().sort().to_list():
-                at_level = assignments.filter(pl.col("level") == level).select("node", "community")
-                conn.register("_level", FrameStream(at_level))
-                try:
-                    conn.execute(_INSIDE.format(relationships=relationships))
-                finally:
-                    conn.unregister("_level")
-                for first, last in _runs(frame_of(conn.sql(_SIZES)), memberships):
+            conn.register("_levels", FrameStream(by_level))
+            try:
+                conn.execute(inside.format(relationships=relationships))
+            finally:
+                conn.unregister("_levels")
+            del by_level
+            for level in columns:
+                for first, last in _runs(frame_of(conn.sql(_SIZES.format(level=level))), memberships):
                     # the rows as DuckDB gave them are dropped once grouped, before the caller writes
-                    ids = _grouped(frame_of(conn.sql(_IDS.format(first=first, last=last))), "id", "relationship_ids")
-                    units = _grouped(frame_of(conn.sql(_UNITS.format(first=first, last=last))), "unit", "text_unit_ids")
+                    bounds = {"level": level, "first": first, "last": last}
+                    ids = _grouped(frame_of(conn.sql(_IDS.format(**bounds))), "id", "relationship_ids")
+                    units = _grouped(frame_of(conn.sql(_UNITS.format(**bounds))), "unit", "text_unit_ids")
                     chunk = ids.join(units, on="community", how="left", maintain_order="left")
                     del ids, units
                     yield chunk.select(list(INTERNAL)).cast(INTERNAL)
