@@ -23,6 +23,7 @@ from graphrag_assets.index.stable_communities import (
     cluster_for_update,
     fresh_top_level,
     last_fresh_modularity,
+    merged_graph,
     modularity_drift,
     previous_assignments,
     warm_start_hierarchy,
@@ -104,6 +105,33 @@ def test_warm_start_places_a_new_node_and_keeps_communities_away_from_it() -> No
     assert len(kept) >= 0.9 * len(untouched_before)
     fresh_after = hierarchical_leiden(edge_frame(edited), LeidenOptions(backend="igraph"))
     assert len(untouched_before & member_sets(fresh_after)) < len(kept)  # what a fresh clustering would keep
+
+
+def test_the_merged_graph_values_every_move_of_a_movable_node_as_the_whole_graph_does() -> None:
+    """Warm starts move the affected nodes on a graph whose held nodes are merged per community:
+    each move's gain, and the partition's quality, must be those of the whole graph."""
+    import igraph
+    import leidenalg
+
+    rng = random.Random(3)
+    graph = igraph.Graph.Erdos_Renyi(120, 0.08, loops=False)
+    graph.es["weight"] = [rng.uniform(0.1, 3.0) for _ in range(graph.ecount())]
+    membership = [v % 6 for v in range(120)]
+    membership[7] = 6  # a community of movable nodes only (7 and 19)
+    membership[19] = 6
+    movable = [2, 7, 19, 40, 41, 99]
+    whole = leidenalg.RBConfigurationVertexPartition(
+        graph, initial_membership=membership, weights="weight", resolution_parameter=0.8
+    )
+    merged, initial = merged_graph(graph, membership, movable)
+    assert merged.vcount() == 7 + len(movable) and initial[:7] == list(range(7))
+    part = leidenalg.RBConfigurationVertexPartition(
+        merged, initial_membership=initial, weights="weight", resolution_parameter=0.8
+    )
+    assert part.quality() == pytest.approx(whole.quality(), rel=1e-12)
+    for i, vertex in enumerate(movable):
+        for community in range(7):
+            assert part.diff_move(7 + i, community) == pytest.approx(whole.diff_move(vertex, community), abs=1e-9)
 
 
 def test_a_community_cut_in_two_by_a_deletion_is_split() -> None:

@@ -277,17 +277,54 @@ def warm_leiden(
     unlabelled = {v for v, label in enumerate(initial) if label is None}
     movable = unlabelled | _improvable(graph, partition)
     if movable:
-        optimiser = leidenalg.Optimiser()
-        optimiser.set_rng_seed(seed)
-        fixed = [v not in movable for v in range(graph.vcount())]
-        optimiser.optimise_partition(
-            partition, n_iterations=-1, is_membership_fixed=fixed
-        )  # few nodes move: until stable
-        membership = _connected_labels(graph, list(partition.membership))
+        moved = _optimise_movable(graph, membership, sorted(movable), seed=seed, resolution=resolution)
+        membership = _connected_labels(graph, moved)
     clusters: dict[int, list[int]] = {}
     for vertex, label in enumerate(membership):
         clusters.setdefault(label, []).append(vertex)
     return list(clusters.values())
+
+
+def _optimise_movable(
+    graph: igraph.Graph, membership: list[int], movable: list[int], *, seed: int, resolution: float
+) -> list[int]:
+    """``membership`` (consecutive labels) after leidenalg has moved the ``movable`` vertices until
+    no move gains, every other vertex held in its community.
+
+    leidenalg runs on ``graph`` with each community's held vertices merged into one held vertex
+    (their edges summed, those inside it a self-loop). A move's gain depends only on the vertex's
+    weight to each community and the communities' total strengths, which the merged graph keeps,
+    so every move is valued as on the whole graph (tested); but each of leidenalg's passes, which
+    visit every vertex and edge, now costs the communities and the movable vertices. On the whole
+    graph they took 35 s of a one-document update at 100,000 documents (50,000 vertices, 7.5 M
+    edges).
+    """
+    import leidenalg
+
+    merged, initial = merged_graph(graph, membership, movable)
+    partition = leidenalg.RBConfigurationVertexPartition(
+        merged, initial_membership=initial, weights="weight", resolution_parameter=resolution
+    )
+    optimiser = leidenalg.Optimiser()
+    optimiser.set_rng_seed(seed)
+    communities = merged.vcount() - len(movable)
+    held = [True] * communities + [False] * len(movable)
+    optimiser.optimise_partition(partition, n_iterations=-1, is_membership_fixed=held)  # few move: until stable
+    moved = partition.membership
+    position = {vertex: communities + i for i, vertex in enumerate(movable)}
+    return [moved[position[v]] if v in position else moved[label] for v, label in enumerate(membership)]
+
+
+def merged_graph(graph: igraph.Graph, membership: list[int], movable: list[int]) -> tuple[igraph.Graph, list[int]]:
+    """``graph`` with the vertices of community ``c`` that are not ``movable`` merged into vertex
+    ``c`` (a community of movable vertices only: an isolated vertex), the ``movable`` ones after
+    them in order; and the merged graph's initial membership (``c``, then each movable vertex's)."""
+    communities = max(membership) + 1
+    position = {vertex: communities + i for i, vertex in enumerate(movable)}
+    merged = graph.copy()
+    merged.contract_vertices([position.get(v, label) for v, label in enumerate(membership)], combine_attrs=None)
+    merged.simplify(multiple=True, loops=False, combine_edges={"weight": "sum"})
+    return merged, list(range(communities)) + [membership[v] for v in movable]
 
 
 def _improvable(graph: igraph.Graph, partition) -> set[int]:
