@@ -41,6 +41,8 @@ class Corpus:
             self.add_unit()
         self.degree_change: dict[str, int] = {}
         self.grouping_seed = 0
+        self.first_number = 0  # a stable-mode update that adds a community renumbers those after it
+        self.period = "2026-12-06"
 
     def add_unit(self) -> str:
         text = " ".join(sentence(self.rng) for _ in range(self.rng.randint(1, 4)))
@@ -60,7 +62,7 @@ class Corpus:
             }
         )
         grouping = random.Random(self.grouping_seed)
-        rows, number = [], 0
+        rows, number = [], self.first_number
         for top in range(2):
             members = [t for i, t in enumerate(titles) if i % 2 == top]
             children = []
@@ -68,8 +70,8 @@ class Corpus:
                 if half:
                     number += 1
                     children.append(number)
-                    rows.append(self.community(number, 1, top * 100, half, entities, grouping))
-            rows.append(self.community(top * 100, 0, -1, members, entities, grouping, children))
+                    rows.append(self.community(number, 1, self.first_number + top * 100, half, entities, grouping))
+            rows.append(self.community(self.first_number + top * 100, 0, -1, members, entities, grouping, children))
         units = pl.DataFrame({"id": list(self.texts), "text": list(self.texts.values())})
         links = {row["community"]: len(row["entity_ids"]) - 1 for row in rows}
         return pl.DataFrame(rows), entities, units, links
@@ -85,7 +87,7 @@ class Corpus:
             "children": list(children),
             "entity_ids": [entity_id(t) for t in titles],
             "text_unit_ids": keep,
-            "period": "2026-12-06",
+            "period": self.period,
             "size": len(titles),
         }
 
@@ -110,7 +112,7 @@ def test_updates_equal_writing_every_report(seed: int) -> None:
     assert update.kept == 0 and update.units_read == len(corpus.texts)
     kept = 0
     for _step in range(12):
-        change = rng.choice(["add", "edit", "delete", "degree", "regroup", "reorder", "none"])
+        change = rng.choice(["add", "edit", "delete", "degree", "regroup", "reorder", "renumber", "none"])
         if change == "add":
             corpus.add_unit()
         elif change == "edit":  # an edited text is a new unit id
@@ -125,11 +127,25 @@ def test_updates_equal_writing_every_report(seed: int) -> None:
             corpus.grouping_seed += 1
         elif change == "reorder":  # the same units read in another order (documents renamed): ties change
             corpus.texts = dict(reversed(corpus.texts.items()))
+        elif change == "renumber":  # another day's update, its communities numbered from elsewhere
+            corpus.first_number += 1
+            corpus.period = f"2026-12-{7 + corpus.first_number:02d}"
         update, previous = check(corpus, previous)
-        if change == "none":
+        if change in ("none", "renumber"):
             assert update.kept == update.frame.height and update.units_read == 0
         kept += update.kept
     assert kept > 0
+
+
+def test_renumbered_communities_and_a_new_day_keep_every_report() -> None:
+    """Only a community's row changes (numbers, parent, children, period): its report says the same."""
+    corpus = Corpus(random.Random(5), units=16)
+    _, previous = check(corpus, PreviousReports())
+    corpus.first_number, corpus.period = 3, "2026-12-07"
+    update, _ = check(corpus, previous)  # equal to writing them all: the rows are the new ones
+    assert update.kept == update.frame.height and update.units_read == 0
+    assert update.frame["period"].unique().to_list() == ["2026-12-07"]
+    assert update.frame["community"].min() == 3
 
 
 def test_a_degree_change_rewrites_only_the_communities_of_that_entity() -> None:
