@@ -11,7 +11,8 @@ communities and lets only the *affected region* move:
   communities instead of 21, 6 changed without holding a touched entity instead of 4, and the
   same modularity, so they stay fixed;
 - the affected nodes are optimised with leidenalg (whatever ``backend`` says: only leidenalg can
-  hold the other nodes fixed), seeded from the hash of the clustered members; a sub-level is
+  hold the other nodes fixed), seeded from the hash of the clustered members, on the graph with
+  each community's held nodes merged into one held vertex (see ``_optimise_movable``); a sub-level is
   warm-started from the previous sub-communities of its members the same way, and clustered
   from scratch when none of them had one;
 - a kept community that an edit disconnected is split into its connected pieces, so every
