@@ -47,6 +47,16 @@ def test_with_content_tokens_counts_the_trimmed_text_and_keeps_nulls() -> None:
     ]
 
 
+def test_with_content_tokens_keeps_the_count_of_a_kept_report_and_counts_the_new_ones() -> None:
+    frame = pl.DataFrame(
+        {"full_content": ["kept report", "new report"], TOKENS_COLUMN: [999, None]},
+        schema_overrides={TOKENS_COLUMN: pl.Int64},
+    )
+    encoding = CountingEncoding()
+    assert with_content_tokens(frame, encoding.count)[TOKENS_COLUMN].to_list() == [999, encoding.count("new report")]
+    assert encoding.texts == ["new report", "new report"]  # the kept report was not counted
+
+
 @pytest.mark.parametrize("stored", [True, False], ids=["stored-counts", "index-without-counts"])
 def test_global_map_batches_tokenize_report_text_only_without_stored_counts(stored: bool) -> None:
     data = make_data(content_words=150)

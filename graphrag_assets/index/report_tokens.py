@@ -18,6 +18,15 @@ TOKENS_COLUMN = "full_content_tokens"
 
 
 def with_content_tokens(reports: pl.DataFrame, count: Callable[[str], int]) -> pl.DataFrame:
-    """``reports`` with ``full_content_tokens`` counted from ``full_content`` (null where it is null)."""
-    counted = [None if text is None else count(text.strip()) for text in reports["full_content"].to_list()]
+    """``reports`` with ``full_content_tokens`` counted from ``full_content`` (null where it is null).
+
+    A row that holds a count already keeps it: it is a report kept from the previous build, whose
+    text is the one counted (an update keeps nearly all 11,000 reports at 100,000 documents, and
+    counting them again took 2 s of it).
+    """
+    texts = reports["full_content"].to_list()
+    known = reports[TOKENS_COLUMN].to_list() if TOKENS_COLUMN in reports.columns else [None] * len(texts)
+    counted = [
+        tokens if tokens is not None or text is None else count(text.strip()) for text, tokens in zip(texts, known)
+    ]
     return reports.with_columns(pl.Series(TOKENS_COLUMN, counted, dtype=pl.Int64))
