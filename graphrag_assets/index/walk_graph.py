@@ -30,6 +30,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from graphrag_assets.core.stable_order import stable_order
+
 if TYPE_CHECKING:
     from scipy import sparse
 
@@ -100,7 +102,7 @@ def walk_matrix(
     directed = np.concatenate([weights, np.ones(mention_count), weights, np.ones(mention_count)])
     strength = np.bincount(source, weights=directed, minlength=vertex_count)
     directed /= np.where(strength > 0, strength, 1.0)[source]  # now the step probability
-    order = np.argsort(target, kind="stable")  # within a row, the edges keep the order they were given in
+    order = stable_order(target)  # within a row, the edges keep the order they were given in
     indptr = np.zeros(vertex_count + 1, dtype=index_dtype)
     np.cumsum(np.bincount(target, minlength=vertex_count), out=indptr[1:])
     del target

@@ -1,0 +1,27 @@
+"""The stable sorting permutation of an array of non-negative integers, made fast.
+
+``np.argsort(values, kind="stable")`` of 32-bit integers is a merge sort: 4.8 s for the 37.7 M
+directed edges of the walk graph at 100,000 documents. Each value packed above its position in one
+int64 sorts with numpy's vectorised sort of plain integers, and the positions read back in that
+order are the same permutation (ties keep their order, as the positions break them): 1.6 s.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def stable_order(values: np.ndarray) -> np.ndarray:
+    """What ``np.argsort(values, kind="stable")`` returns (int64), for non-negative integers; values
+    too large to pack with their positions (or negative ones) take that argsort."""
+    count = len(values)
+    if count == 0:
+        return np.zeros(0, dtype=np.int64)
+    position_bits = max((count - 1).bit_length(), 1)
+    if int(values.min()) < 0 or int(values.max()).bit_length() + position_bits > 63:
+        return np.argsort(values, kind="stable")
+    packed = values.astype(np.int64) << position_bits
+    packed |= np.arange(count, dtype=np.int64)
+    packed.sort()
+    np.bitwise_and(packed, (1 << position_bits) - 1, out=packed)
+    return packed
