@@ -1,9 +1,10 @@
 """The stable sorting permutation of an array of non-negative integers, made fast.
 
-``np.argsort(values, kind="stable")`` of 32-bit integers is a merge sort: 4.8 s for the 37.7 M
-directed edges of the walk graph at 100,000 documents. Each value packed above its position in one
-int64 sorts with numpy's vectorised sort of plain integers, and the positions read back in that
-order are the same permutation (ties keep their order, as the positions break them): 1.6 s.
+``np.argsort(values, kind="stable")`` of 32-bit integers is a merge sort. Each value packed above
+its position in one int64 sorts with numpy's vectorised sort of plain integers, and the positions
+read back in that order are the same permutation (ties keep their order, as the positions break
+them). The walk graph's 37.7 M directed edges at 100,000 documents, ordered by target: 2.6–2.8 s
+by the argsort, 1.1–1.6 s packed (4.8 s against 1.6 s on random targets, which have no runs).
 """
 
 from __future__ import annotations
