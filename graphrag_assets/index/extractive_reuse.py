@@ -1,9 +1,9 @@
 """Extractive reports of an update: unchanged communities keep their report, read from no text.
 
 An extractive report (:mod:`graphrag_assets.index.extractive_reports`) is a function of its
-community's level and size, its members' titles, degrees and text units, the reading order of its units,
-its internal link count, and which of its members are proper names. The last is corpus-wide: a
-title is a name when the sentences of every community's units spell it capitalised more often
+community's level and size, its members' titles, degrees and text units, the reading order of its
+units, its internal link count, and which of its members are proper names. The last is corpus-wide:
+a title is a name when the sentences of every community's units spell it capitalised more often
 than in lower case. Writing every report again meant splitting and tokenising every text unit of
 the corpus on every corpus run (156 s of the 501 s that one added document took at 100,000
 documents), though one document changes a handful of communities.
@@ -11,19 +11,19 @@ documents), though one document changes a handful of communities.
 So each report row carries in ``prompt_hash`` a fingerprint of those inputs (for a model's report
 it is the prompt's: equal means the same report either way), and the spellings are kept per text
 unit in ``report_name_votes``: one row per unit and title with its votes (capitalised minus lower
-case; zero left out, and a row without title for a unit that has none), under a hash of the
-unit's titles. A unit's votes depend only on its text (its id hashes it) and those titles, so a
-unit whose titles did not change keeps its rows; only new units and units whose titles changed
-are read. A community whose fingerprint is one a previous report was written with keeps that
-report, whatever its number: only the row's numbers, parent, children, period and id change, and
-they do not change what the report says (a stable-mode update that adds one community renumbers
-those after it, and the first update of a day has a new period: either rewrote nearly every
-report, 8,000 of 11,337 at 100,000 documents). The others are written as a full build would, from their units' sentences. Those
-are kept too, under the same key, in ``report_sentences``: per unit, each sentence that mentions
-one of its entities, with the ones it mentions, a hash of its text and whether it is long, which
-is all that ranks it. So a changed community reads the text of only the units its chosen
-sentences come from, where it read all of its units before (a level-0 community's are most of
-the corpus: 100 s of an added document at 100,000 documents). Equal to writing them all
+case; zero left out, and a row without title for a unit that has none), under a hash of the unit's
+titles. A unit's votes depend only on its text (its id hashes it) and those titles, so a unit whose
+titles did not change keeps its rows; only new units and units whose titles changed are read. A
+community whose fingerprint is one a previous report was written with keeps that report, whatever
+its number: only the row's numbers, parent, children, period and id change, and they do not change
+what the report says (a stable-mode update that adds one community renumbers those after it, and
+the first update of a day has a new period: either rewrote most reports, 8,204 of 11,336 in one
+update at 100,000 documents). The others are written as a full build would, from their units'
+sentences. Those are kept too, under the same key, in ``report_sentences``: per unit, each sentence
+that mentions one of its entities, with the ones it mentions, a hash of its text and whether it is
+long, which is all that ranks it. So a changed community reads the text of only the units its
+chosen sentences come from, where it read all of its units before (a level-0 community's are most
+of the corpus: 100 s of an added document at 100,000 documents). Equal to writing them all
 (``test_extractive_reuse.py``, and every rebuild test of the offline method).
 """
 
