@@ -127,9 +127,9 @@ def staged_internal_lists(path: str | Path, assignments: pl.DataFrame, membershi
 
     DuckDB selects the relationships inside a community of any level, with their community at
     each level, into one temporary table (spilled beyond the memory limit) and sorts one run of
-    communities at a time; polars makes that run's lists, so
-    the caller holds one chunk's strings (one community's, when it alone is larger) and DuckDB no
-    more than its limit, however large a community. Ids and units are distinct and sorted;
+    communities at a time; polars makes that run's lists, so the caller holds one chunk's strings
+    (one community's, when it alone is larger) and DuckDB no more than its limit, however large a
+    community. Ids and units are distinct and sorted;
     communities without a unit get none (null).
     """
     if assignments.is_empty():
@@ -139,11 +139,8 @@ def staged_internal_lists(path: str | Path, assignments: pl.DataFrame, membershi
     # a node's community at each level (null at a level it is not in); one row per node
     by_level = assignments.pivot(on="level", index="node", values="community", sort_columns=True)
     by_level = by_level.rename({str(level): column for level, column in zip(levels, columns)})
-    inside = _INSIDE.format(
-        shared=", ".join(f"case when s.{c} = t.{c} then s.{c} end as {c}" for c in columns),
-        any_shared=" or ".join(f"s.{c} = t.{c}" for c in columns),
-        relationships="{relationships}",
-    )
+    shared = ", ".join(f"case when s.{c} = t.{c} then s.{c} end as {c}" for c in columns)
+    any_shared = " or ".join(f"s.{c} = t.{c}" for c in columns)
     with connect(path) as conn:
         relationships = readable_table(conn, "relationships")
         if relationships is None:
@@ -152,7 +149,7 @@ def staged_internal_lists(path: str | Path, assignments: pl.DataFrame, membershi
         try:
             conn.register("_levels", FrameStream(by_level))
             try:
-                conn.execute(inside.format(relationships=relationships))
+                conn.execute(_INSIDE.format(relationships=relationships, shared=shared, any_shared=any_shared))
             finally:
                 conn.unregister("_levels")
             del by_level
