@@ -191,7 +191,9 @@ def test_a_dask_worker_killed_mid_shard_loses_nothing_and_only_its_shard_is_redo
         cluster.stop()
 
     starts = _step_starts(root)
-    assert starts["plan_shards_op"] == 1 and starts["collect_shards_op"] == 1, starts
+    # dask recomputes a finished task whose result lived on the killed worker when a task still to
+    # run needs it: the planning step (no model call, no document) when the killed worker ran it.
+    assert starts["plan_shards_op"] in (1, 2) and starts["collect_shards_op"] == 1, starts
     killed_shard = int(found[1].rsplit("_", 1)[1])
     assert starts[f"index_shard_{killed_shard}"] == 2, starts  # the killed shard ran again
     assert starts[f"index_shard_{1 - killed_shard}"] == 1, starts  # the other did not
