@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import uuid
+from collections.abc import Iterable
 
 
 def stable_hash(*parts: str | int) -> str:
@@ -42,7 +43,41 @@ def entity_id(title: str) -> str:
 
 
 def relationship_id(source: str, target: str) -> str:
-    return stable_uuid("relationship", source, target)
+    """Id of the relationship from ``source`` to ``target``: a digest of each end, hashed with its
+    role, xor-ed, in uuid form.
+
+    Made of one digest per entity rather than one per pair, so that a graph of millions of
+    relationships hashes only its entities (``index/edge_ids.py`` computes the same ids for a
+    coded graph with numpy; at 100,000 documents, 15 M pairs hashed one by one took 16-20 s of
+    the graph step). The ids stay unique: the xor of two independent 128-bit digests repeats
+    only by chance.
+    """
+    return _xored_uuid(relationship_end_digest("source", source), relationship_end_digest("target", target))
+
+
+def relationship_ids(pairs: Iterable[tuple[str, str]]) -> list[str]:
+    """:func:`relationship_id` of each (source, target) pair, each title hashed once."""
+    sources: dict[str, int] = {}
+    targets: dict[str, int] = {}
+    ids = []
+    for source, target in pairs:
+        a = sources.get(source)
+        if a is None:
+            a = sources[source] = relationship_end_digest("source", source)
+        b = targets.get(target)
+        if b is None:
+            b = targets[target] = relationship_end_digest("target", target)
+        ids.append(_xored_uuid(a, b))
+    return ids
+
+
+def relationship_end_digest(end: str, title: str) -> int:
+    """The 128-bit digest of a relationship's ``end`` ("source" or "target") that is ``title``."""
+    return int(stable_hash("relationship", end, title)[:32], 16)
+
+
+def _xored_uuid(a: int, b: int) -> str:
+    return str(uuid.UUID(int=a ^ b))
 
 
 def short_id(full_id: str, length: int = 8) -> str:

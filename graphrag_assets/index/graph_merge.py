@@ -211,7 +211,7 @@ def finalize_graph(
             (pl.col("source_degree").fill_null(0) + pl.col("target_degree").fill_null(0)).alias("combined_degree"),
             pl.Series(
                 "id",
-                [ids.relationship_id(s, t) for s, t in relationships.select("source", "target").iter_rows()],
+                ids.relationship_ids(relationships.select("source", "target").iter_rows()),
                 dtype=pl.String,
             ),
             pl.int_range(pl.len(), dtype=pl.Int64).alias("human_readable_id"),

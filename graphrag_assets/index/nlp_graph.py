@@ -28,7 +28,6 @@ Where we differ, on purpose:
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, replace
 
@@ -37,10 +36,11 @@ import numpy as np
 import polars as pl
 
 from graphrag_assets.core.errors import UserError
-from graphrag_assets.core.ids import entity_id, relationship_id
+from graphrag_assets.core.ids import entity_id, relationship_ids
 from graphrag_assets.core.schemas import ENTITIES, RELATIONSHIPS, conform, empty_frame
 from graphrag_assets.core.settings import PruneSettings
 from graphrag_assets.core.stable_order import stable_order
+from graphrag_assets.index.edge_ids import NodeDigests
 from graphrag_assets.index.noun_phrases import NOUN_PHRASE_TYPE, PROPER_NAME_TYPE
 from graphrag_assets.index.phrase_descriptions import phrase_descriptions
 
@@ -296,8 +296,10 @@ class RelationshipBatches:
             yield empty_frame(RELATIONSHIPS)
             return
         offsets = np.concatenate(([0], np.cumsum(self.graph.raw_weight))).astype(np.int64)
+        digests = NodeDigests.of(self.graph.nodes["title"].to_list())
         for start in range(0, self.count, self.batch_rows):
-            yield _relationships(self.graph, self.edges[start : start + self.batch_rows], self.degree, offsets, start)
+            edges = self.edges[start : start + self.batch_rows]
+            yield _relationships(self.graph, edges, self.degree, offsets, start, digests)
 
 
 def materialize_batches(
@@ -331,7 +333,7 @@ def materialize_batches(
             human_readable_id=pl.int_range(pl.len(), dtype=pl.Int64),
         )
     )
-    entities = entities.with_columns(id=_batch_ids(entity_id, "entity", entities["title"]))
+    entities = entities.with_columns(id=_entity_ids(entities["title"]))
     # the batches need neither the mentions (descriptions are made) nor the pruned edges
     batches_graph = replace(graph, mentions=graph.mentions.clear())
     return conform(entities, ENTITIES), RelationshipBatches(batches_graph, np.flatnonzero(edge_mask), degree)
@@ -358,10 +360,16 @@ def kept_part(graph: CodedGraph, kept: Kept) -> tuple[CodedGraph, Kept]:
 
 
 def _relationships(
-    graph: CodedGraph, edges: np.ndarray, degree: np.ndarray, offsets: np.ndarray, first_row: int
+    graph: CodedGraph,
+    edges: np.ndarray,
+    degree: np.ndarray,
+    offsets: np.ndarray,
+    first_row: int,
+    digests: NodeDigests,
 ) -> pl.DataFrame:
     """``RELATIONSHIPS`` rows of the ascending edge codes ``edges``, numbered from ``first_row``;
-    unit lists are cut out of ``pair_units`` (``offsets``: where each edge's units start)."""
+    unit lists are cut out of ``pair_units`` (``offsets``: where each edge's units start), ids
+    made from the nodes' ``digests``."""
     source, target = graph.source[edges], graph.target[edges]
     raw_weight = graph.raw_weight[edges]
     list_offsets = np.concatenate(([0], np.cumsum(raw_weight))).astype(np.int64)
@@ -401,9 +409,7 @@ def _relationships(
             pl.when(pl.col("raw_weight") == 1).then(pl.lit("")).otherwise(pl.lit("s")),
         ),
     )
-    relationships = relationships.with_columns(
-        id=_batch_ids(relationship_id, "relationship", relationships["source"], relationships["target"])
-    )
+    relationships = relationships.with_columns(id=digests.ids(source, target))
     return conform(relationships, RELATIONSHIPS)
 
 
@@ -413,11 +419,10 @@ def finalize_graph(entities: pl.DataFrame, relationships: pl.DataFrame) -> tuple
     ``relationships`` must hold each unordered pair once (as :func:`build_noun_graph` makes them).
     """
     entities = entities.sort("title")
-    entities = entities.with_columns(id=_batch_ids(entity_id, "entity", entities["title"]))
+    entities = entities.with_columns(id=_entity_ids(entities["title"]))
     relationships = relationships.sort("source", "target")
-    relationships = relationships.with_columns(
-        id=_batch_ids(relationship_id, "relationship", relationships["source"], relationships["target"])
-    )
+    pairs = relationships.select("source", "target").iter_rows()
+    relationships = relationships.with_columns(id=pl.Series(relationship_ids(pairs), dtype=pl.String))
     degree = _degrees(relationships)
     entities = (
         entities.drop("degree", strict=False)
@@ -439,46 +444,14 @@ def finalize_graph(entities: pl.DataFrame, relationships: pl.DataFrame) -> tuple
     return conform(entities, ENTITIES), conform(relationships, RELATIONSHIPS)
 
 
+def _entity_ids(titles: pl.Series) -> pl.Series:
+    return pl.Series([entity_id(title) for title in titles.to_list()], dtype=pl.String)
+
+
 def _degrees(relationships: pl.DataFrame) -> pl.DataFrame:
     """``title``, ``degree``: undirected neighbour count (each pair is stored once, no self-loops)."""
     ends = pl.concat([relationships.select(title="source"), relationships.select(title="target")])
     return ends.group_by("title").agg(degree=pl.len().cast(pl.Int64))
-
-
-def _batch_ids(reference: Callable[..., str], prefix: str, *columns: pl.Series) -> pl.Series:
-    """``reference(*row)`` for every row, hashed inline (4x faster than calling it per row).
-
-    The inline form reproduces ``stable_uuid(prefix, *row)`` of :mod:`graphrag_assets.core.ids`; the
-    first row is checked against ``reference`` and a mismatch (ids.py changed) falls back to
-    calling ``reference`` per row. Millions of edges make the difference worth it; rows are turned
-    into Python strings ``ID_CHUNK_ROWS`` at a time, so memory does not hold them all at once.
-    """
-    if not columns or columns[0].is_empty():
-        return pl.Series([], dtype=pl.String)
-    sha256 = hashlib.sha256
-    inline = _uuid_text(
-        sha256("\x1f".join((prefix, *(c[0] for c in columns))).encode("utf-8", "surrogatepass")).hexdigest()
-    )
-    exact = inline == reference(*(c[0] for c in columns))
-    chunks: list[pl.Series] = []
-    for start in range(0, len(columns[0]), ID_CHUNK_ROWS):
-        rows = zip(*(c.slice(start, ID_CHUNK_ROWS).to_list() for c in columns), strict=True)
-        if exact:
-            ids = [
-                _uuid_text(sha256("\x1f".join((prefix, *row)).encode("utf-8", "surrogatepass")).hexdigest())
-                for row in rows
-            ]
-        else:
-            ids = [reference(*row) for row in rows]
-        chunks.append(pl.Series(ids, dtype=pl.String))
-    return pl.concat(chunks)
-
-
-ID_CHUNK_ROWS = 200_000
-
-
-def _uuid_text(h: str) -> str:
-    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:32]}"
 
 
 # ---------------------------------------------------------------------------------------------
