@@ -101,11 +101,11 @@ def citation(unit_id: str) -> str:
 
 def titles_by_unit(entities: pl.DataFrame, unit_ids: Collection[str]) -> dict[str, list[str]]:
     """The titles of the entities that cite each of ``unit_ids`` (those a unit's sentences can mention), sorted."""
-    titles: dict[str, list[str]] = {}
     exploded = entities.select("title", unit="text_unit_ids").explode("unit").drop_nulls("unit")
-    for title, unit in exploded.filter(pl.col("unit").is_in(sorted(unit_ids))).sort("unit", "title").iter_rows():
-        titles.setdefault(unit, []).append(title)
-    return titles
+    grouped = exploded.filter(pl.col("unit").is_in(sorted(unit_ids))).group_by("unit").agg(pl.col("title").sort())
+    # lists made by polars in one call: a Python loop over the 4 M (unit, title) pairs of 100,000
+    # documents took 10 s of an update
+    return dict(zip(grouped.get_column("unit").to_list(), grouped.get_column("title").to_list(), strict=True))
 
 
 def unit_sentences(

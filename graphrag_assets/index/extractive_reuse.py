@@ -49,6 +49,7 @@ from graphrag_assets.index.extractive_reports import (
     titles_by_unit,
     units_in_order,
 )
+from graphrag_assets.index.kept_sentences import offer_kept_sentences
 
 # Bump when what a report says for the same inputs changes, so no older report is kept.
 REPORT_VERSION = f"extractive-1/sentences-{SENTENCE_RULES_VERSION}"
@@ -168,7 +169,7 @@ def update_extractive_reports(
     fresh = _read_units(_Reading(to_read, to_count, titles, hashes), _by_unit(plans, findings), text_units)
     sentences = pl.concat([kept_sentences.filter(~pl.col("unit").is_in(sorted(to_read))), fresh.sentences])
     position = fingerprints.position
-    _offer_kept_sentences(_by_unit(plans, findings, skip=fresh.units), sentences, titles, position)
+    offer_kept_sentences(_by_unit(plans, findings, skip=fresh.units), sentences, titles, position)
     names = _names(kept_votes, fresh.votes)
     # a member that became a name or stopped being one: the same sentences, another title
     retitled = {
@@ -176,7 +177,7 @@ def update_extractive_reports(
         for n, plan in enumerate(plans)
         if n not in findings and changed(n, plan, names)
     }
-    _offer_kept_sentences(_by_unit(plans, retitled), sentences, titles, position)
+    offer_kept_sentences(_by_unit(plans, retitled), sentences, titles, position)
     findings.update(retitled)
     texts_read = _read_chosen_texts(findings.values(), titles, text_units)
 
@@ -338,25 +339,6 @@ class _SentenceColumns:
             .select(list(SENTENCES))
             .cast(SENTENCES)
         )
-
-
-def _offer_kept_sentences(
-    offer_to: Mapping[str, list[Findings]],
-    sentences: pl.DataFrame,
-    titles: Mapping[str, list[str]],
-    position: Mapping[str, int],
-) -> None:
-    """Offer the findings of ``offer_to`` the sentences of their units, from their kept rows: their
-    text is read only for those chosen (:func:`_read_chosen_texts`)."""
-    if not offer_to:
-        return
-    needed = sentences.filter(pl.col("unit").is_in(sorted(offer_to)))
-    for unit, _, indices, keys, longs, mentions in needed.iter_rows():
-        unit_titles, at, findings = titles.get(unit, []), position[unit], offer_to[unit]
-        for index, key, long, mentioned in zip(indices, keys, longs, mentions):
-            sentence = _Sentence(unit, at, index, None, key, long, frozenset(unit_titles[i] for i in mentioned))
-            for chosen in findings:
-                chosen.offer(sentence)
 
 
 def _read_chosen_texts(
