@@ -1,11 +1,15 @@
 """Peak RSS of the nlp graph step's phases, in this process, on an index's extraction rows.
 
-    python bench/profile_graph_step.py PROJECT_ROOT [--scratch /tmp/graph_step.duckdb]
+    python bench/profile_graph_step.py PROJECT_ROOT [--scratch /tmp/graph_step.duckdb] [--update]
+        [--memory-limit 512MB]
 
 Reads ``graph_extractions`` and ``text_units`` of the project's index (built by ``index``, e.g. a
 project kept by ``bench/bench_scale.py --keep``), builds the graph as the ``graph`` step does and
 writes its relationships to a scratch DuckDB file, then runs the step's checks on them; prints each
-phase's peak resident memory (sampled every 20 ms) and the load average. Cheaper than a whole
+phase's peak resident memory (sampled every 20 ms) and the load average. ``--update``: with the
+phrase descriptions the index stored, as an update's graph step has them (the descriptions phase
+then reads only new units); ``--memory-limit``: DuckDB's limit for the relationships' write (the
+step's own by default). Cheaper than a whole
 ``bench_scale`` run for finding what holds the graph step's memory (issue 35).
 """
 
@@ -48,6 +52,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("root", type=Path)
     parser.add_argument("--scratch", type=Path, default=Path("/tmp/graph_step.duckdb"))
+    parser.add_argument("--update", action="store_true", help="use the index's stored phrase descriptions")
+    parser.add_argument("--memory-limit", default=None, help="DuckDB's limit for the write (default: the step's)")
     args = parser.parse_args()
     print(f"load average at start: {os.getloadavg()}")
     print("| phase | peak RSS MB | RSS after MB | seconds |\n|---|---|---|---|")
@@ -73,17 +79,25 @@ def main() -> None:
             return result
 
         setattr(nlp_graph, name, timed)
-    built = noun_graph(load_settings(args.root), extractions, text_units, None, None)
+    stored = None
+    if args.update:
+        from graphrag_assets.index.phrase_descriptions import DESCRIPTIONS, UNITS, Stored
+        from graphrag_assets.storage.table_names import PHRASE_DESCRIPTIONS, PHRASE_UNITS
+
+        stored = Stored(
+            corpus.read_kept_rows(database, PHRASE_DESCRIPTIONS, list(DESCRIPTIONS)),
+            corpus.read_kept_rows(database, PHRASE_UNITS, list(UNITS)),
+        )
+    built = noun_graph(load_settings(args.root), extractions, text_units, None, None, stored)
     del extractions
     phases.done("descriptions and entities")
     entities = built.entities
     batches = made_ahead(built.relationships.batches())  # as the step does
-    written = corpus.write_staged_batches(
-        args.scratch, "relationships", batches, corpus.BATCHES_MEMORY_LIMIT, checkpoint=True
-    )
+    limit = args.memory_limit or corpus.batches_memory_limit(built.relationships.count)
+    written = corpus.write_staged_batches(args.scratch, "relationships", batches, limit, checkpoint=True)
     del batches
     del built
-    phases.done(f"write {written:,} relationships")
+    phases.done(f"write {written:,} relationships (DuckDB limit {limit})")
     corpus.staged_graph_problems(args.scratch, entities)
     phases.done("checks in DuckDB")
     let_go(args.scratch)

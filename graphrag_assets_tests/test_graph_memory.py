@@ -20,7 +20,10 @@ from graphrag_assets.core.settings import PruneSettings
 from graphrag_assets.index import nlp_graph
 from graphrag_assets.index.graph_checks import check_graph
 from graphrag_assets.storage.corpus import (
+    BATCHES_LIMIT_ROWS,
     BATCHES_MEMORY_LIMIT,
+    STAGE_MEMORY_LIMIT,
+    batches_memory_limit,
     staged_graph_problems,
     staged_top_rows,
     write_staged_batches,
@@ -141,3 +144,11 @@ def test_relationship_batches_leave_the_file_checkpointed_under_the_low_limit(tm
         assert written == rows.height
         assert not wal.exists() or wal.stat().st_size == 0, "the written rows are still only in the WAL"
         assert held.execute("select count(*) from _staged_relationships").fetchone()[0] == rows.height
+
+
+def test_only_a_small_graph_writes_its_relationships_under_the_low_limit() -> None:
+    """The low limit keeps a 30 MB text file's index (1.7 M relationships) under its memory target;
+    past BATCHES_LIMIT_ROWS it would only slow the write, the step's peak being elsewhere."""
+    assert batches_memory_limit(1_700_000) == BATCHES_MEMORY_LIMIT
+    assert batches_memory_limit(BATCHES_LIMIT_ROWS) == BATCHES_MEMORY_LIMIT
+    assert batches_memory_limit(BATCHES_LIMIT_ROWS + 1) == STAGE_MEMORY_LIMIT != BATCHES_MEMORY_LIMIT

@@ -61,6 +61,10 @@ STAGE_MEMORY_LIMIT = "512MB"
 # DuckDB then keeps 128 MB of the table's blocks cached, not 512: ``bench/profile_graph_step.py``
 # on that file's extraction rows peaked at 625 MB instead of 764 (write phase 6.8 s vs 5.5 s, load 4-5).
 BATCHES_MEMORY_LIMIT = "128MB"
+# ... up to this many relationships; a larger graph's own arrays put the step's peak in pruning and
+# the descriptions, far above what the write adds, and there the lower limit only slows the write:
+# 3 M of the 15 M relationships of 100,000 documents took 11.1 s under 128 MB, 7.4 s under 512 MB.
+BATCHES_LIMIT_ROWS = 4_000_000
 WIDE_ROW_BYTES = 1024  # frames whose rows are this wide or wider (embedding vectors) ...
 WIDE_CHUNK_BYTES = 1 << 20  # ... are staged in chunks of about this size (see write_staged)
 # ... or of this size when they come in batches (write_staged_batches): the communities' lists of
@@ -99,6 +103,11 @@ def write_staged(path: str | Path, table: str, frame: pl.DataFrame) -> None:
                     conn.unregister("_incoming")
         finally:
             conn.execute("reset memory_limit")
+
+
+def batches_memory_limit(rows: int) -> str:
+    """DuckDB's memory limit for writing a table of ``rows`` made in batches (see :data:`BATCHES_LIMIT_ROWS`)."""
+    return BATCHES_MEMORY_LIMIT if rows <= BATCHES_LIMIT_ROWS else STAGE_MEMORY_LIMIT
 
 
 def write_staged_batches(

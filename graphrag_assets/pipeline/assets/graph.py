@@ -34,7 +34,7 @@ from graphrag_assets.pipeline.assets.model_session import ModelSession
 from graphrag_assets.pipeline.partitions import PARTITIONS_NAME, STAGED_METADATA
 from graphrag_assets.pipeline.resources import GraphRAGProject
 from graphrag_assets.storage.corpus import (
-    BATCHES_MEMORY_LIMIT,
+    batches_memory_limit,
     begin_corpus_run,
     read_kept_rows,
     staged_graph_problems,
@@ -147,9 +147,8 @@ def graph(
         # the nlp graph's relationships: written batch by batch, never held whole; the checks and
         # the preview read the written table in DuckDB
         batches = made_ahead(relationships.batches())  # the next batch is made while DuckDB writes one
-        written = write_staged_batches(
-            settings.database_path, "relationships", batches, BATCHES_MEMORY_LIMIT, checkpoint=True
-        )
+        limit = batches_memory_limit(relationships.count)
+        written = write_staged_batches(settings.database_path, "relationships", batches, limit, checkpoint=True)
         del batches
         del relationships, built
         relationship_count = written
