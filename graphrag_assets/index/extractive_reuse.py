@@ -49,7 +49,6 @@ from graphrag_assets.index.extractive_reports import (
     titles_by_unit,
     units_in_order,
 )
-from graphrag_assets.index.kept_sentences import offer_kept_sentences
 
 # Bump when what a report says for the same inputs changes, so no older report is kept.
 REPORT_VERSION = f"extractive-1/sentences-{SENTENCE_RULES_VERSION}"
@@ -144,6 +143,10 @@ def update_extractive_reports(
     """
     if communities.is_empty():
         return ExtractiveUpdate(empty_frame(COMMUNITY_REPORTS), empty_frame(NAME_VOTES), empty_frame(SENTENCES), 0, 0)
+    # numpy: only for the offline reports (the reports step imports this module for every method,
+    # and a small index with a model imports no numpy)
+    from graphrag_assets.index.kept_sentences import offer_kept_sentences
+
     plans = community_plans(communities, entities)
     links = [internal_links.get(plan.row["community"], 0) for plan in plans]
     fingerprints = _Fingerprints(plans, links, entities, text_units, max_findings)
