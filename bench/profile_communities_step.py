@@ -6,7 +6,8 @@ Copies the index's DuckDB file to ``--scratch`` (the original is never written),
 ``entities`` table as the step's input, then runs ``stage_communities`` as the ``communities``
 step does (fresh clustering; ``--stable``: warm-started from the index's published communities)
 and prints, per stage, the peak resident memory (VmHWM, reset between stages), the RSS after it
-and its wall time, with the load average. The stages are the functions the step's module calls
+and its wall time, with the load average. ``--stable`` asks as the step does, with the last
+build's clustering record: a warm start, and a fresh top level only when its measure is due. The stages are the functions the step's module calls
 (whichever of them it has), so the same script measures an older checkout for an A/B:
 ``PYTHONPATH=/path/to/other/checkout python bench/profile_communities_step.py ...``.
 ``--memory-limit`` lowers DuckDB's limit for the step's queries (``storage.community_graph``),
@@ -75,9 +76,13 @@ def main() -> None:
     print("| stage | peak RSS MB | RSS after MB | seconds |\n|---|---|---|---|")
     stages = Stages()
     from graphrag_assets.core.settings import CommunitySettings
-    from graphrag_assets.index.stable_communities import ClusteringRequest, previous_assignments
+    from graphrag_assets.index.stable_communities import (
+        ClusteringRequest,
+        last_fresh_modularity,
+        previous_assignments,
+    )
     from graphrag_assets.pipeline.assets import communities as step
-    from graphrag_assets.storage.corpus import read_published_columns
+    from graphrag_assets.storage.corpus import last_clustering, read_published_columns
     from graphrag_assets.storage.tables import read_table
 
     stages.done(f"imports ({step.__file__})")
@@ -90,16 +95,23 @@ def main() -> None:
         entities = read_table(database, "entities")
     stages.done(f"entities ({entities.height:,})")
     settings = CommunitySettings(update="stable" if args.stable else "exact")
-    previous = None
+    request = ClusteringRequest(settings)
     if args.stable:
         published = read_published_columns(database, "communities", step.PREVIOUS_COLUMNS)
-        previous = previous_assignments(published, entities)
+        # as the step asks: a fresh top level only when the last build's measure is due (drift_every)
+        last = last_clustering(database)
+        request = ClusteringRequest(
+            settings,
+            previous=previous_assignments(published, entities),
+            warm_starts=int(last.get("warm_starts") or 0),
+            last_fresh=last_fresh_modularity(last),
+        )
         stages.done("previous communities")
     for name in STAGES:
         if hasattr(step, name):
             setattr(step, name, _timed(getattr(step, name), name, stages))
     started = time.time()
-    rows, outcome = step.stage_communities(database, entities, ClusteringRequest(settings, previous=previous), "p")
+    rows, outcome = step.stage_communities(database, entities, request, "p")
     wall = time.time() - started
     print(
         f"\nstage_communities: {wall:.1f} s, {rows.height:,} communities, {outcome.strategy} ({outcome.reason}); "

@@ -105,16 +105,13 @@ def test_one_iteration_keeps_modularity_within_one_percent_of_until_stable(graph
 
 
 def improvable_nodes(graph: pl.DataFrame, assignments: pl.DataFrame) -> set[int]:
-    """Nodes of level 0 that a move to a neighbouring community would improve (warm start's test)."""
-    import leidenalg
-
+    """Nodes of level 0 that a move to a neighbouring community would improve (warm start's test,
+    by leidenalg's ``diff_move``)."""
     from graphrag_assets.index.stable_communities import _improvable
 
     whole = _keep_largest_component(_graph_from_edges(normalize_edges(graph)))
     label = dict(assignments.filter(pl.col("level") == 0).select("node", "community").iter_rows())
-    membership = [label[name] for name in whole.vs["name"]]
-    partition = leidenalg.RBConfigurationVertexPartition(whole, initial_membership=membership, weights="weight")
-    return _improvable(whole, partition)
+    return _improvable(whole, [label[name] for name in whole.vs["name"]], 1.0)
 
 
 def test_default_partition_is_node_optimal_as_the_warm_start_needs(graph, fast) -> None:

@@ -12,7 +12,9 @@ from graphrag_assets.core.settings import CommunitySettings
 from graphrag_assets.index.coded_graph import edges_of_frame
 from graphrag_assets.index.communities import (
     LeidenOptions,
+    _keep_largest_component,
     build_communities,
+    graph_from_codes,
     hierarchical_leiden,
     leiden_options,
     partition_modularity,
@@ -20,6 +22,9 @@ from graphrag_assets.index.communities import (
 from graphrag_assets.index.stable_communities import (
     ClusteringRequest,
     FreshModularity,
+    _connected_labels,
+    _improvable,
+    _largest_component,
     cluster_for_update,
     fresh_top_level,
     last_fresh_modularity,
@@ -132,6 +137,65 @@ def test_the_merged_graph_values_every_move_of_a_movable_node_as_the_whole_graph
     for i, vertex in enumerate(movable):
         for community in range(7):
             assert part.diff_move(7 + i, community) == pytest.approx(whole.diff_move(vertex, community), abs=1e-9)
+
+
+@pytest.mark.parametrize("resolution", [1.0, 0.6])
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_the_movable_nodes_found_in_arrays_are_those_leidenalg_finds(seed: int, resolution: float) -> None:
+    """A big graph's top level finds the nodes a move would improve in arrays; a small graph asks
+    leidenalg's ``diff_move`` node by node. Both on the same partitions: a random one (most nodes
+    improvable) and one close to a Leiden partition (a few)."""
+    import igraph
+    import leidenalg
+    import numpy as np
+
+    rng = random.Random(seed)
+    graph = igraph.Graph.Erdos_Renyi(300, 0.03, loops=False)
+    graph.es["weight"] = [rng.choice([1.0, 2.0, rng.uniform(0.1, 4.0)]) for _ in range(graph.ecount())]
+    edges = np.array(graph.get_edgelist(), dtype=np.int64).reshape(-1, 2)
+    arrays = (edges[:, 0], edges[:, 1], np.asarray(graph.es["weight"], dtype=np.float64))
+    good = leidenalg.find_partition(
+        graph, leidenalg.RBConfigurationVertexPartition, weights="weight", resolution_parameter=resolution, seed=seed
+    ).membership
+    nudged = list(good)
+    for v in rng.sample(range(300), 12):
+        nudged[v] = rng.choice(nudged)
+    for membership in ([rng.randrange(20) for _ in range(300)], nudged):
+        labels = _connected_labels(graph, membership)
+        leiden = _improvable(graph, labels, resolution)
+        assert _improvable(graph, labels, resolution, arrays) == leiden
+        assert leiden and len(leiden) < 300
+
+
+@pytest.mark.parametrize("tie", [False, True])
+def test_the_largest_component_cut_in_arrays_is_the_graph_cut(tie: bool) -> None:
+    """Big graphs are cut to their largest component before igraph builds them: the same
+    vertices, edges and weights, in the same order, as cutting the built graph (the smallest
+    title wins a tie)."""
+    small = [("M0", "M1", 2.0), ("M1", "M2", 1.0)] + ([("M2", "M3", 1.0)] if tie else [])
+    frame = edge_frame(noisy_groups("B", n_groups=1, size=4)[:3] + small + noisy_groups("Z", n_groups=2, size=10))
+    coded = edges_of_frame(frame)
+    cut = graph_from_codes(_largest_component(coded))
+    expected = _keep_largest_component(graph_from_codes(coded))
+    assert cut.vs["name"] == expected.vs["name"] and cut.vcount() < coded.names.len()
+    assert cut.get_edgelist() == expected.get_edgelist()
+    assert cut.es["weight"] == expected.es["weight"]
+
+
+@pytest.mark.parametrize("use_lcc", [True, False])
+def test_a_big_graphs_warm_start_in_arrays_equals_the_small_graphs(use_lcc: bool) -> None:
+    """The graspologic backend (a big graph's) warm-starts the top level on arrays, igraph's on
+    the graph: every node labelled before, the hierarchies are the same."""
+    base = noisy_groups("N", seed=4) + noisy_groups("S", n_groups=1, size=6)
+    previous = hierarchical_leiden(edge_frame(base), LeidenOptions(backend="igraph", use_lcc=use_lcc))
+    rng = random.Random(5)
+    edited = base + [(f"N{rng.randrange(160):03d}", f"N{rng.randrange(160):03d}", 3.0) for _ in range(25)]
+    runs = {
+        backend: warm_start_hierarchy(edge_frame(edited), previous, stable(backend=backend, use_lcc=use_lcc))
+        for backend in ("igraph", "graspologic")
+    }
+    assert runs["graspologic"].equals(runs["igraph"])
+    assert member_sets(runs["igraph"]) != member_sets(previous)  # the edit moved nodes
 
 
 def test_a_community_cut_in_two_by_a_deletion_is_split() -> None:

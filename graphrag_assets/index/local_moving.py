@@ -53,6 +53,16 @@ class LevelGraph:
     def size(self) -> int:
         return self.graph_of.size
 
+    @classmethod
+    def of_edges(cls, n: int, edges: tuple[np.ndarray, np.ndarray, np.ndarray]) -> LevelGraph:
+        """One graph of ``n`` nodes from its undirected edge list (source, target, weight; each pair once)."""
+        src, dst, weight = edges
+        rows = np.concatenate([src, dst]).astype(np.int32, copy=False)
+        cols = np.concatenate([dst, src]).astype(np.int32, copy=False)
+        matrix = csr_matrix((np.concatenate([weight, weight]), (rows, cols)), shape=(n, n))
+        del rows, cols
+        return cls(matrix.indptr.astype(np.int64), matrix.indices, matrix.data, np.zeros(n, dtype=np.int64))
+
 
 def _entries(graph: LevelGraph, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(row, column, weight) of every stored entry in the rows ``nodes`` (ascending)."""
@@ -71,9 +81,12 @@ class _State:
     edges by :meth:`refresh`, so the last check before the polish ends is exact.
     """
 
-    def __init__(self, graph: LevelGraph, label: np.ndarray, resolution: float) -> None:
+    def __init__(
+        self, graph: LevelGraph, label: np.ndarray, resolution: float, tolerance: float = GAIN_TOLERANCE
+    ) -> None:
         self.graph = graph
         self.resolution = resolution
+        self.tolerance = tolerance
         self.counts = np.diff(graph.indptr)
         self.rows = np.repeat(np.arange(graph.size, dtype=np.int32), self.counts)  # row of each stored entry
         self.degree = np.bincount(self.rows, weights=graph.data, minlength=graph.size)
@@ -117,7 +130,7 @@ class _State:
             - 2 * own[nodes]
             + self.resolution * k[nodes] * (self.total[label[nodes]] - k[nodes]) / two_m[nodes]
         )
-        rows, cols, weight = _entries(self.graph, nodes[bound > GAIN_TOLERANCE])
+        rows, cols, weight = _entries(self.graph, nodes[bound > self.tolerance])
         cluster = label[cols]
         outside = cluster != label[rows]
         rows, cluster, weight = rows[outside], cluster[outside], weight[outside]
@@ -133,7 +146,7 @@ class _State:
             - own[node]
             - self.resolution * k[node] * (self.total[cluster] - self.total[label[node]] + k[node]) / two_m[node]
         )
-        keep = gain > GAIN_TOLERANCE
+        keep = gain > self.tolerance
         node, cluster, gain = node[keep], cluster[keep], gain[keep]
         if node.size == 0:
             return node, cluster, gain
@@ -210,6 +223,14 @@ def _runs(counts: np.ndarray, nodes: np.ndarray) -> list[tuple[int, int]]:
     cuts = np.searchsorted(ends, np.arange(BATCH_ENTRIES, int(ends[-1]), BATCH_ENTRIES), side="right")
     bounds = np.unique(np.r_[0, cuts, nodes.size])
     return list(zip(bounds[:-1].tolist(), bounds[1:].tolist()))
+
+
+def improvable(graph: LevelGraph, label: np.ndarray, resolution: float, tolerance: float) -> np.ndarray:
+    """The nodes (ascending) that a move to a neighbouring cluster of ``label`` (consecutive
+    numbers) would raise modularity by more than ``tolerance``: the warm start's movable nodes,
+    found in arrays where a loop asking leidenalg for each node's moves took 6 s at 100,000
+    documents (50,000 nodes, 7.5 M edges)."""
+    return _State(graph, np.asarray(label, dtype=np.int64), resolution, tolerance).best_moves(None)[0]
 
 
 def node_optimal(graph: LevelGraph, label: np.ndarray, resolution: float = 1.0) -> np.ndarray:
