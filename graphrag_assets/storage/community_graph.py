@@ -89,11 +89,13 @@ def staged_edge_list(path: str | Path, titles: pl.Series) -> tuple[pl.Series, pl
 # each level (columns c0, c1, ...). One join for every level: a join per level read the 15 M rows
 # of the 100,000-document index seven times. Joined in the order written (see SETTINGS): DuckDB's
 # join order, estimating one row for a registered frame, joined the levels with themselves first.
+# Communities nest, so ends that share one at any level share their top-level one: comparing that
+# one only (``{top}``) selected the same 3.3 M of the 15 M rows in 3.3-3.7 s, every level 5.4-6.5 s.
 _INSIDE = """
     create or replace temp table _inside as
     select r.id, r.text_unit_ids, {shared}
     from {relationships} r join _levels s on r.source = s.node join _levels t on r.target = t.node
-    where {any_shared}"""
+    where s.{top} = t.{top}"""
 _SIZES = """
     select {level} as community, count(*) as rows from _inside where {level} is not null
     group by community order by community"""
@@ -149,7 +151,6 @@ def staged_internal_lists(path: str | Path, assignments: pl.DataFrame, membershi
     by_level = assignments.pivot(on="level", index="node", values="community", sort_columns=True)
     by_level = by_level.rename({str(level): column for level, column in zip(levels, columns)})
     shared = ", ".join(f"case when s.{c} = t.{c} then s.{c} end as {c}" for c in columns)
-    any_shared = " or ".join(f"s.{c} = t.{c}" for c in columns)
     with connect(path) as conn:
         relationships = readable_table(conn, "relationships")
         if relationships is None:
@@ -158,7 +159,7 @@ def staged_internal_lists(path: str | Path, assignments: pl.DataFrame, membershi
         try:
             conn.register("_levels", FrameStream(by_level))
             try:
-                conn.execute(_INSIDE.format(relationships=relationships, shared=shared, any_shared=any_shared))
+                conn.execute(_INSIDE.format(relationships=relationships, shared=shared, top=columns[0]))
             finally:
                 conn.unregister("_levels")
             del by_level
