@@ -7,7 +7,8 @@ Copies the index's DuckDB file to ``--scratch`` (the original is never written),
 step does (fresh clustering; ``--stable``: warm-started from the index's published communities)
 and prints, per stage, the peak resident memory (VmHWM, reset between stages), the RSS after it
 and its wall time, with the load average. ``--stable`` asks as the step does, with the last
-build's clustering record: a warm start, and a fresh top level only when its measure is due. The stages are the functions the step's module calls
+build's clustering record: a warm start, and a fresh top level only when its measure is due.
+The stages are the functions the step's module calls
 (whichever of them it has), so the same script measures an older checkout for an A/B:
 ``PYTHONPATH=/path/to/other/checkout python bench/profile_communities_step.py ...``.
 ``--memory-limit`` lowers DuckDB's limit for the step's queries (``storage.community_graph``),

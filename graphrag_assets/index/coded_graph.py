@@ -130,6 +130,12 @@ class CodedEdges:
     def is_empty(self) -> bool:
         return self.edges.is_empty()
 
+    def arrays(self) -> tuple[Any, Any, Any]:
+        """``source``, ``target`` and ``weight`` as numpy arrays (Int64, Int64, Float64), for the
+        code that clusters big graphs on arrays; numpy is loaded only by this call."""
+        edges = self.edges
+        return edges["source"].to_numpy(), edges["target"].to_numpy(), edges["weight"].cast(pl.Float64).to_numpy()
+
     def frame(self) -> pl.DataFrame:
         """The edge list with titles (``communities.EDGES``), for code that takes one."""
         return self.edges.select(

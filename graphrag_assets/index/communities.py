@@ -447,13 +447,10 @@ def resolve_backend(backend: str, nodes: int) -> str:
 
 def _native_hierarchical_leiden(coded: CodedEdges, options: LeidenOptions, iterations: int) -> pl.DataFrame:
     """:func:`hierarchical_leiden` with graspologic-native, on integer arrays (see :mod:`.native_leiden`)."""
-    import numpy as np
-
     from graphrag_assets.index.native_leiden import largest_component, native_hierarchy
 
     names = coded.names
-    src, dst = coded.edges["source"].to_numpy(), coded.edges["target"].to_numpy()
-    weight = coded.edges["weight"].to_numpy().astype(np.float64, copy=False)
+    src, dst, weight = coded.arrays()
     nodes = largest_component(names.len(), src, dst) if options.use_lcc else None
     return native_hierarchy(
         names,

@@ -249,7 +249,7 @@ def warm_start_hierarchy(
     if backend == "graspologic":  # a graph this big is clustered on arrays (numpy) anyway
         if settings.use_lcc:
             coded = _largest_component(coded)
-        top = _edge_arrays(coded)
+        top = coded.arrays()
     graph = graph_from_codes(coded)
     if settings.use_lcc and top is None:
         graph = _keep_largest_component(graph)
@@ -376,7 +376,7 @@ def _largest_component(coded: CodedEdges) -> CodedEdges:
     from graphrag_assets.index.native_leiden import largest_component
 
     n = coded.names.len()
-    src, dst = coded.edges["source"].to_numpy(), coded.edges["target"].to_numpy()
+    src, dst, _ = coded.arrays()
     keep = largest_component(n, src, dst)
     if keep.size == n:
         return coded
@@ -387,17 +387,6 @@ def _largest_component(coded: CodedEdges) -> CodedEdges:
         source=pl.Series(code[src[inside]]), target=pl.Series(code[dst[inside]])
     )
     return CodedEdges(coded.names.gather(pl.Series(keep)), edges)
-
-
-def _edge_arrays(coded: CodedEdges) -> EdgeArrays:
-    import numpy as np
-
-    edges = coded.edges
-    return (
-        edges["source"].to_numpy(),
-        edges["target"].to_numpy(),
-        edges["weight"].to_numpy().astype(np.float64, copy=False),
-    )
 
 
 def _connected_labels(graph: igraph.Graph, labels: list[int | None]) -> list[int]:
