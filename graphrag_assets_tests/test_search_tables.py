@@ -26,6 +26,7 @@ from graphrag_assets.storage.index_lookups import StoredVectors, StoredWords
 from graphrag_assets.storage.search_tables import (
     HEADER,
     LENGTHS,
+    TARGETS,
     TERMS,
     search_vectors,
     search_words,
@@ -153,7 +154,7 @@ def test_relationships_without_their_own_numbers_store_no_targets(tmp_path: Path
     (local search then ranks from the relationships alone, tested in test_query_reads.py)."""
     path = tmp_path / "targets.duckdb"
     _write_units(path, ["u1"], ["harbour"], "build-1")
-    for numbers, stored in (([0, 1, 2], True), ([0, 1, 1], False), ([0, None, 2], False)):
+    for numbers, stored in (([0, 1, 2], True), ([2, 0, 1], True), ([0, 1, 1], False), ([0, None, 2], False)):
         rows = pl.DataFrame({"source": ["A", "B", "C"], "target": ["B", "C", "A"], "human_readable_id": numbers})
         with connect(path) as conn:
             conn.register("_rows", FrameStream(rows))
@@ -162,6 +163,28 @@ def test_relationships_without_their_own_numbers_store_no_targets(tmp_path: Path
         sync_search_tables(path, STOPWORDS)
         with connect(path, read_only=True) as conn:
             assert stored_search_tables(conn).targets is stored, numbers
+
+
+def test_targets_are_the_ends_sorted_by_target_then_number(tmp_path: Path) -> None:
+    """Equal targets by number, a relationship without a target last; numbers that are not the rows' positions."""
+    path = tmp_path / "targets.duckdb"
+    _write_units(path, ["u1"], ["harbour"], "build-1")
+    rows = pl.DataFrame(
+        {
+            "source": ["A", "B", "C", "D", "E", "F"],
+            "target": ["Z", "B", None, "Z", "AB", "B"],
+            "human_readable_id": [4, 0, 5, 1, 3, 2],
+        }
+    )
+    with connect(path) as conn:
+        conn.register("_rows", FrameStream(rows))
+        conn.execute("create or replace table relationships as select * from _rows")
+        conn.unregister("_rows")
+    sync_search_tables(path, STOPWORDS)
+    with connect(path, read_only=True) as conn:
+        stored = frame_of(conn.sql(f"select * from {TARGETS}"))
+    expected = rows.sort("target", "human_readable_id", nulls_last=True).select("target", "source", "human_readable_id")
+    assert stored.equals(expected)
 
 
 def test_vectors_are_searched_by_sql_as_numpy_searches_them(tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ import pytest
 
 from graphrag_assets.storage import corpus
 from graphrag_assets.storage.corpus import read_staged, write_staged
-from graphrag_assets.storage.database import FrameStream
+from graphrag_assets.storage.database import FrameStream, connect
 from graphrag_assets.storage.tables import read_table
 
 FRAME = pl.DataFrame(
@@ -104,3 +104,48 @@ def test_a_new_run_drops_what_an_unfinished_one_staged_in_either_layout(tmp_path
     assert corpus.staged_tables(path) == [corpus.RUN_MARKER]
     with duckdb.connect(str(path)) as conn:
         assert conn.execute(STAGED_TABLES_LEFT).fetchall() == [(1,)]  # the new run's marker
+
+
+def _numbers(start: int, rows: int) -> pl.DataFrame:
+    return pl.DataFrame({"n": pl.int_range(start, start + rows, eager=True), "text": [f"t{start}"] * rows})
+
+
+def test_batches_are_written_in_whole_row_groups(tmp_path: Path) -> None:
+    """Batches of any size go in statements of whole DuckDB row groups, so the table has the fewest
+    row groups: three batches of 130,000 rows in 250,000-row statements made five."""
+    path = tmp_path / "index.duckdb"
+    batches = [_numbers(start, 130_000) for start in (0, 130_000, 260_000)]
+    assert corpus.write_staged_batches(path, "relationships", iter(batches), checkpoint=True) == 390_000
+    with connect(path, read_only=True) as conn:
+        groups = conn.execute(
+            f"select count(distinct row_group_id) from pragma_storage_info('{corpus.STAGED_PREFIX}relationships')"
+        ).fetchall()[0][0]
+    assert groups == -(-390_000 // corpus.DUCKDB_ROW_GROUP_ROWS) == 4
+    assert read_staged(path, "relationships").equals(pl.concat(batches))
+
+
+def test_batches_are_cut_into_statements_in_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rows left at a batch's end go with the next batch's first; an empty batch adds nothing; a
+    wide batch after narrow ones comes after the rows carried; only empty batches make an empty table."""
+    monkeypatch.setattr(corpus, "STAGE_CHUNK_ROWS", 4)
+    statements: list[int] = []
+
+    class Counted(FrameStream):
+        def __init__(self, frame: pl.DataFrame) -> None:
+            statements.append(frame.height)
+            super().__init__(frame)
+
+    monkeypatch.setattr(corpus, "FrameStream", Counted)
+    path = tmp_path / "index.duckdb"
+    batches = [_numbers(0, 3), _numbers(3, 0), _numbers(3, 6), _numbers(9, 1)]
+    assert corpus.write_staged_batches(path, "relationships", iter(batches)) == 10
+    assert statements == [4, 4, 2]
+    assert read_staged(path, "relationships").equals(pl.concat(batches))
+    statements.clear()
+    corpus.write_staged_batches(path, "relationships", iter([_numbers(0, 0), _numbers(0, 0)]))
+    assert statements == [0] and read_staged(path, "relationships").is_empty()
+    statements.clear()
+    wide = pl.DataFrame({"n": [7, 8], "text": ["w" * 2048] * 2})
+    corpus.write_staged_batches(path, "relationships", iter([_numbers(0, 5), wide]))
+    assert statements == [4, 1, 2]
+    assert read_staged(path, "relationships")["n"].to_list() == [0, 1, 2, 3, 4, 7, 8]

@@ -285,7 +285,7 @@ class RelationshipBatches:
     graph: CodedGraph
     edges: np.ndarray  # codes of the kept edges, ascending (= rows in table order)
     degree: np.ndarray  # degree of every node in the kept graph
-    batch_rows: int = 250_000
+    batch_rows: int = 245_760  # two of DuckDB's row groups, the statements the writer cuts (storage.corpus._statements)
 
     @property
     def count(self) -> int:

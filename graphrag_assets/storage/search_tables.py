@@ -86,10 +86,20 @@ select p.id, sum(
 from postings p join df using (term) join asked using (term), stats
 group by p.id order by round(score, 9) desc, p.id limit $3
 """
+# Every relationship's number is its row's (the corpus step writes them so): one scan, no grouping.
+_NUMBERED_AS_ROWS = f"select not exists (select 1 from {RELATIONSHIPS} where human_readable_id is distinct from rowid)"
 _NUMBERED = (  # a count(distinct) of 15 M ids does not fit the memory limit; a grouping spills
     f"select not exists (select 1 from {RELATIONSHIPS} where human_readable_id is null) and not exists "
     f"(select 1 from {RELATIONSHIPS} group by human_readable_id having count(*) > 1)"
 )
+# The ends by target, sorted by an integer key per target: sorting 15 M rows by the title took
+# 10.4 s, by its number among the distinct targets 7.2 s (the same order; 2026-12-07, load 1.1-1.6).
+_TARGETS = f"""
+create or replace table {TARGETS} as
+with numbered as (select target, row_number() over (order by target) as key from (select distinct target from {RELATIONSHIPS}))
+select r.target, r.source, r.human_readable_id from {RELATIONSHIPS} r left join numbered n on r.target = n.target
+order by n.key nulls last, r.human_readable_id
+"""
 
 
 def sync_search_tables(path: str | Path, stopwords: Sequence[str]) -> int:
@@ -165,14 +175,13 @@ def _sync_words(conn: Any, stopwords: Sequence[str], *, kept: bool) -> tuple[int
 
 def _write_targets(conn: Any) -> bool:
     """Store the relationships' ends by target when each has its own human-readable id; else none."""
-    numbered = table_exists(conn, RELATIONSHIPS) and bool(conn.execute(_NUMBERED).fetchall()[0][0])
+    numbered = table_exists(conn, RELATIONSHIPS) and any(
+        conn.execute(check).fetchall()[0][0] for check in (_NUMBERED_AS_ROWS, _NUMBERED)
+    )
     if not numbered:
         conn.execute(f"drop table if exists {TARGETS}")
         return False
-    conn.execute(
-        f"create or replace table {TARGETS} as select target, source, human_readable_id from {RELATIONSHIPS} "
-        "order by target, human_readable_id"
-    )
+    conn.execute(_TARGETS)
     return True
 
 
