@@ -113,14 +113,14 @@ def test_written_graph_checks_find_what_check_graph_finds(tmp_path: Path) -> Non
     )
     relationships = pl.DataFrame(
         {
-            "id": ["r1", "r2", "r3", "r4"],
-            "source": ["A", "A", "B", "A"],
-            "target": ["B", "C", "X", "B"],  # X is no entity; A-B twice
-            "combined_degree": [4, 3, 2, 9],
+            "id": ["r1", "r2", "r3", "r4", "r5"],
+            "source": ["A", "A", "B", "A", "B"],
+            "target": ["B", "C", "X", "B", "A"],  # X is no entity; A-B three times, once reversed
+            "combined_degree": [4, 3, 2, 9, 4],
         }
     )
     path = tmp_path / "index.duckdb"
-    write_staged_batches(path, "relationships", [relationships.head(2), relationships.tail(2)])
+    write_staged_batches(path, "relationships", [relationships.head(2), relationships.tail(3)])
     problems = staged_graph_problems(path, entities)
     report = check_graph(entities, relationships)
     assert problems["orphan_relationships"] == report.orphan_relationships == ["r3"]

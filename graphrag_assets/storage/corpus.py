@@ -71,7 +71,8 @@ BATCHES_MEMORY_LIMIT = "128MB"
 # 3 M of the 15 M relationships of 100,000 documents took 11.1 s under 128 MB, 7.4 s under 512 MB.
 BATCHES_LIMIT_ROWS = 4_000_000
 WIDE_ROW_BYTES = 1024  # frames whose rows are this wide or wider (embedding vectors) ...
-WIDE_CHUNK_BYTES = 1 << 20  # ... are staged in chunks of about this size (see write_staged)
+WIDE_CHUNK_BYTES = 1 << 20  # ... are staged in chunks of at least about this size ...
+WIDE_STATEMENTS = 2  # ... or in about this many statements, of at most BATCH_CHUNK_BYTES (see write_staged)
 # ... or of this size when they come in batches (write_staged_batches): the communities' lists of
 # 100,000 documents (7 M relationship ids) took 34 s in 1 MB statements, 8.9 s in 64 MB ones and
 # 6.5 s in one per batch, at the same peak (1.1 GB; the batches' producer bounds their size).
@@ -89,9 +90,14 @@ def write_staged(path: str | Path, table: str, frame: pl.DataFrame) -> None:
     Frames of wide rows (vectors) go in chunks of about ``WIDE_CHUNK_BYTES``: DuckDB takes about
     four times what it is given while it writes, +15 MB for the 3.5 MB of the Christmas Carol
     index's entity vectors in one statement, +12 MB in 1 MB chunks, and that write was the highest
-    point of that index's memory.
+    point of that index's memory. A larger frame of wide rows goes in :data:`WIDE_STATEMENTS`
+    chunks of up to ``BATCH_CHUNK_BYTES``: every statement commits on its own, and the 50,000
+    entities of 100,000 documents (150 MB, their text-unit lists) took 8.6 s in 1 MB statements,
+    4.5-7.1 s in 19-37 MB ones and 3.2-3.4 s in 64 MB ones, at +64, +200 and +84-101 MB
+    (2026-12-07, load 0.6-0.8).
     """
-    chunk_rows = _chunk_rows(frame)
+    statement_bytes = min(BATCH_CHUNK_BYTES, max(WIDE_CHUNK_BYTES, frame.estimated_size() // WIDE_STATEMENTS))
+    chunk_rows = _chunk_rows(frame, statement_bytes)
     with connect(path) as conn:
         # set, not passed as connect config: a config that differs from another open connection
         # of this process to the same file is refused; reset after, as the instance may be shared
@@ -163,13 +169,23 @@ def write_staged_batches(
 
 # Each entity's degree as written and as its distinct neighbours in the relationships give it (an
 # entity in no relationship: 0), made once into a temporary table that both degree checks read.
+# The distinct pairs are of the ends' numbers in title order, not of the titles: 5.3-6.0 -> 2.8-3.0 s
+# for the checks of 15 M relationships (2026-12-07, load 1.3-1.5).
 _EXPECTED_DEGREES = """
     create or replace temp table _expected as
-    with pairs as (select distinct least(source, target) as a, greatest(source, target) as b from {relationships})
-    select e.title, e.degree, coalesce(x.expected, 0) as expected from _entities e left join (
-        select title, count(*) as expected from (select a as title from pairs union all select b from pairs)
-        group by title
-    ) x on e.title = x.title"""
+    with ends as (
+        select title, (row_number() over (order by title))::integer as code
+        from (select source as title from {relationships} union select target from {relationships})
+    ),
+    pairs as (
+        select distinct least(s.code, t.code) as a, greatest(s.code, t.code) as b from {relationships} r
+        left join ends s on r.source = s.title left join ends t on r.target = t.title
+    ),
+    degrees as (
+        select code, count(*) as expected from (select a as code from pairs union all select b from pairs) group by code
+    )
+    select e.title, e.degree, coalesce(x.expected, 0) as expected
+    from _entities e left join ends n on e.title = n.title left join degrees x on n.code = x.code"""
 # The relationships with an end that is no entity (orphan) or whose combined degree is not the sum
 # of its ends' expected degrees (an end that is no entity counts 0): one pass over the table for
 # both, where a query each read it three times (at 100,000 documents, 15 M rows).
