@@ -93,7 +93,7 @@ def write_staged(path: str | Path, table: str, frame: pl.DataFrame) -> None:
     point of that index's memory. A larger frame of wide rows goes in :data:`WIDE_STATEMENTS`
     chunks of up to ``BATCH_CHUNK_BYTES``: every statement commits on its own, and the 50,000
     entities of 100,000 documents (150 MB, their text-unit lists) took 8.6 s in 1 MB statements,
-    4.5-7.1 s in 19-37 MB ones and 3.2-3.4 s in 64 MB ones, at +64, +200 and +84-101 MB
+    4.5-7.1 s in 19-37 MB ones and 2.7-3.4 s in 64 MB ones, at +64, +199-225 and +84-121 MB
     (2026-12-07, load 0.6-0.8).
     """
     statement_bytes = min(BATCH_CHUNK_BYTES, max(WIDE_CHUNK_BYTES, frame.estimated_size() // WIDE_STATEMENTS))
