@@ -149,6 +149,13 @@ def test_search_tables_of_another_format_are_not_read_and_are_written_anew(tmp_p
     assert _words(path, "harbour", 5)[0][0] == "u1"
 
 
+def _write_relationships(path: Path, rows: pl.DataFrame) -> None:
+    with connect(path) as conn:
+        conn.register("_rows", FrameStream(rows))
+        conn.execute("create or replace table relationships as select * from _rows")
+        conn.unregister("_rows")
+
+
 def test_relationships_without_their_own_numbers_store_no_targets(tmp_path: Path) -> None:
     """The targets are read back by human-readable id: a build whose ids repeat or miss stores none
     (local search then ranks from the relationships alone, tested in test_query_reads.py)."""
@@ -156,10 +163,7 @@ def test_relationships_without_their_own_numbers_store_no_targets(tmp_path: Path
     _write_units(path, ["u1"], ["harbour"], "build-1")
     for numbers, stored in (([0, 1, 2], True), ([2, 0, 1], True), ([0, 1, 1], False), ([0, None, 2], False)):
         rows = pl.DataFrame({"source": ["A", "B", "C"], "target": ["B", "C", "A"], "human_readable_id": numbers})
-        with connect(path) as conn:
-            conn.register("_rows", FrameStream(rows))
-            conn.execute("create or replace table relationships as select * from _rows")
-            conn.unregister("_rows")
+        _write_relationships(path, rows)
         sync_search_tables(path, STOPWORDS)
         with connect(path, read_only=True) as conn:
             assert stored_search_tables(conn).targets is stored, numbers
@@ -176,10 +180,7 @@ def test_targets_are_the_ends_sorted_by_target_then_number(tmp_path: Path) -> No
             "human_readable_id": [4, 0, 5, 1, 3, 2],
         }
     )
-    with connect(path) as conn:
-        conn.register("_rows", FrameStream(rows))
-        conn.execute("create or replace table relationships as select * from _rows")
-        conn.unregister("_rows")
+    _write_relationships(path, rows)
     sync_search_tables(path, STOPWORDS)
     with connect(path, read_only=True) as conn:
         stored = frame_of(conn.sql(f"select * from {TARGETS}"))

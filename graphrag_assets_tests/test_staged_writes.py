@@ -22,6 +22,20 @@ FRAME = pl.DataFrame(
 )
 
 
+@pytest.fixture
+def statements(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The rows of each statement the staged writes make, in order."""
+    heights: list[int] = []
+
+    class Counted(FrameStream):
+        def __init__(self, frame: pl.DataFrame) -> None:
+            heights.append(frame.height)
+            super().__init__(frame)
+
+    monkeypatch.setattr(corpus, "FrameStream", Counted)
+    return heights
+
+
 @pytest.mark.parametrize("chunk_rows", [1, 4, 11, 1000])
 def test_chunked_write_reads_back_equal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunk_rows: int) -> None:
     monkeypatch.setattr(corpus, "STAGE_CHUNK_ROWS", chunk_rows)
@@ -31,28 +45,22 @@ def test_chunked_write_reads_back_equal(tmp_path: Path, monkeypatch: pytest.Monk
     assert read_staged(path, "relationships").equals(FRAME)
 
 
-def test_vectors_go_in_chunks_of_about_a_megabyte_and_read_back_equal(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_vectors_go_in_chunks_of_about_a_megabyte_and_read_back_equal(tmp_path: Path, statements: list[int]) -> None:
     """Rows of 2 KB (512 float32) go in statements of about a megabyte or half the frame; narrow rows keep STAGE_CHUNK_ROWS."""
-    chunks: list[int] = []
-
-    class Counted(FrameStream):
-        def __init__(self, frame: pl.DataFrame) -> None:
-            chunks.append(frame.height)
-            super().__init__(frame)
-
-    monkeypatch.setattr(corpus, "FrameStream", Counted)
     vectors = pl.DataFrame({"id": [f"e{i}" for i in range(1100)]}).with_columns(
         pl.Series("vector", [[i / 7, -i / 3] * 256 for i in range(1100)], dtype=pl.Array(pl.Float32, 512))
     )
     path = tmp_path / "index.duckdb"
     write_staged(path, "entity_embeddings", vectors)
     assert read_staged(path, "entity_embeddings").equals(vectors)
-    assert len(chunks) == 3 and sum(chunks) == 1100 and max(chunks) * 2048 <= max(1 << 20, vectors.estimated_size() / 2)
-    chunks.clear()
+    assert (
+        len(statements) == 3
+        and sum(statements) == 1100
+        and max(statements) * 2048 <= max(1 << 20, vectors.estimated_size() / 2)
+    )
+    statements.clear()
     write_staged(path, "relationships", FRAME)
-    assert chunks == [FRAME.height]
+    assert statements == [FRAME.height]
 
 
 def test_empty_frame_makes_an_empty_table_with_its_columns(tmp_path: Path) -> None:
@@ -124,18 +132,12 @@ def test_batches_are_written_in_whole_row_groups(tmp_path: Path) -> None:
     assert read_staged(path, "relationships").equals(pl.concat(batches))
 
 
-def test_batches_are_cut_into_statements_in_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_batches_are_cut_into_statements_in_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, statements: list[int]
+) -> None:
     """Rows left at a batch's end go with the next batch's first; an empty batch adds nothing; a
     wide batch after narrow ones comes after the rows carried; only empty batches make an empty table."""
     monkeypatch.setattr(corpus, "STAGE_CHUNK_ROWS", 4)
-    statements: list[int] = []
-
-    class Counted(FrameStream):
-        def __init__(self, frame: pl.DataFrame) -> None:
-            statements.append(frame.height)
-            super().__init__(frame)
-
-    monkeypatch.setattr(corpus, "FrameStream", Counted)
     path = tmp_path / "index.duckdb"
     batches = [_numbers(0, 3), _numbers(3, 0), _numbers(3, 6), _numbers(9, 1)]
     assert corpus.write_staged_batches(path, "relationships", iter(batches)) == 10
@@ -151,16 +153,8 @@ def test_batches_are_cut_into_statements_in_order(tmp_path: Path, monkeypatch: p
     assert read_staged(path, "relationships")["n"].to_list() == [0, 1, 2, 3, 4, 7, 8]
 
 
-def test_a_large_frame_of_wide_rows_goes_in_few_statements(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_large_frame_of_wide_rows_goes_in_few_statements(tmp_path: Path, statements: list[int]) -> None:
     """Each statement commits on its own; 1 MB statements made writing 150 MB of entities 2.5x slower."""
-    statements: list[int] = []
-
-    class Counted(FrameStream):
-        def __init__(self, frame: pl.DataFrame) -> None:
-            statements.append(frame.height)
-            super().__init__(frame)
-
-    monkeypatch.setattr(corpus, "FrameStream", Counted)
     rows = pl.DataFrame({"id": [f"e{i}" for i in range(4000)], "text": ["x" * 2048] * 4000})  # ~8 MB
     path = tmp_path / "index.duckdb"
     write_staged(path, "entities", rows)
