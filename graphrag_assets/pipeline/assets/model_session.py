@@ -26,6 +26,22 @@ from graphrag_assets.llm.usage import UsageMeter
 T = TypeVar("T")
 
 
+class _InterruptTracebacks(logging.Filter):
+    """Drops asyncio's report of an interrupt raised inside a transport's write.
+
+    Dagster raises its interrupt (Ctrl-C) wherever the step is; when that is a socket write to the
+    model server, asyncio logs it as a fatal write error with a traceback, beside the one sentence
+    the interrupted run prints. Errors (``Exception``) are still logged.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        return error is None or isinstance(error, Exception)
+
+
+logging.getLogger("asyncio").addFilter(_InterruptTracebacks())
+
+
 @dataclass(frozen=True)
 class StepScope:
     """What a step needs to know about where it runs: settings, log, run and the name its usage is recorded under."""
