@@ -97,23 +97,7 @@ def write_staged(path: str | Path, table: str, frame: pl.DataFrame) -> None:
     (2026-12-07, load 0.6-0.8).
     """
     statement_bytes = min(BATCH_CHUNK_BYTES, max(WIDE_CHUNK_BYTES, frame.estimated_size() // WIDE_STATEMENTS))
-    chunk_rows = _chunk_rows(frame, statement_bytes)
-    with connect(path) as conn:
-        # set, not passed as connect config: a config that differs from another open connection
-        # of this process to the same file is refused; reset after, as the instance may be shared
-        conn.execute(f"set memory_limit = '{STAGE_MEMORY_LIMIT}'")
-        try:
-            for start in range(0, max(frame.height, 1), chunk_rows):
-                conn.register("_incoming", FrameStream(frame.slice(start, chunk_rows)))
-                try:
-                    if start == 0:
-                        conn.execute(f"create or replace table {_staged(table)} as select * from _incoming")
-                    else:
-                        conn.execute(f"insert into {_staged(table)} select * from _incoming")
-                finally:
-                    conn.unregister("_incoming")
-        finally:
-            conn.execute("reset memory_limit")
+    _write_statements(path, table, _statements([frame], statement_bytes), STAGE_MEMORY_LIMIT)
 
 
 def batches_memory_limit(rows: int) -> str:
@@ -143,27 +127,40 @@ def write_staged_batches(
     30 MB text file that close took +350 MB, under the limit it took nothing more than the writing
     (``bench/profile_graph_step.py``).
     """
-    first = True
-    rows = 0
+    rows = _write_statements(path, table, _statements(batches), memory_limit, checkpoint=checkpoint)
+    if rows is None:
+        raise ValueError(f"no batch to write for {table}")
+    return rows
+
+
+def _write_statements(
+    path: str | Path, table: str, statements: Iterable[pl.DataFrame], memory_limit: str, *, checkpoint: bool = False
+) -> int | None:
+    """Write ``statements`` as the staged ``table``, a commit each, under ``memory_limit``; the
+    rows written, or None when no statement came."""
+    rows = None
     with connect(path) as conn:
+        # set, not passed as connect config: a config that differs from another open connection
+        # of this process to the same file is refused; reset after, as the instance may be shared
         conn.execute(f"set memory_limit = '{memory_limit}'")
         try:
-            for statement in _statements(batches):
+            for statement in statements:
                 conn.register("_incoming", FrameStream(statement))
                 try:
-                    verb = f"create or replace table {_staged(table)} as" if first else f"insert into {_staged(table)}"
+                    verb = (
+                        f"insert into {_staged(table)}"
+                        if rows is not None
+                        else f"create or replace table {_staged(table)} as"
+                    )
                     conn.execute(f"{verb} select * from _incoming")
                 finally:
                     conn.unregister("_incoming")
-                first = False
-                rows += statement.height
+                rows = (rows or 0) + statement.height
                 del statement
             if checkpoint:
                 conn.execute("checkpoint")
         finally:
             conn.execute("reset memory_limit")
-    if first:
-        raise ValueError(f"no batch to write for {table}")
     return rows
 
 
@@ -238,19 +235,19 @@ def staged_top_rows(path: str | Path, table: str, columns: Sequence[str], order_
         return frame_of(conn.sql(f"select {selected} from {_staged(table)} order by {order_by} limit {int(rows)}"))
 
 
-def _statements(batches: Iterable[pl.DataFrame]) -> Iterator[pl.DataFrame]:
+def _statements(batches: Iterable[pl.DataFrame], wide_bytes: int = BATCH_CHUNK_BYTES) -> Iterator[pl.DataFrame]:
     """The rows of ``batches``, in order, cut into the frames written one statement each.
 
     Narrow rows go :data:`STAGE_CHUNK_ROWS` to a statement whatever the batches' sizes, the rows
     left over at the end of a batch carried into the next, so that every statement but the last
-    writes whole row groups; wide rows go about :data:`BATCH_CHUNK_BYTES` to a statement. At least
+    writes whole row groups; wide rows go about ``wide_bytes`` to a statement. At least
     one frame comes (an empty batch's), so that the table is made.
     """
     carried: pl.DataFrame | None = None
     empty: pl.DataFrame | None = None  # an empty batch, to make the table from when no rows come
     made = False
     for batch in batches:
-        chunk_rows = _chunk_rows(batch, BATCH_CHUNK_BYTES)
+        chunk_rows = _chunk_rows(batch, wide_bytes)
         narrow = chunk_rows == STAGE_CHUNK_ROWS
         if carried is not None and narrow:
             batch = pl.concat([carried, batch], rechunk=False)  # no copy: the frame holds both parts
