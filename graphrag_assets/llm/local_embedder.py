@@ -80,6 +80,8 @@ def words_of(text: str) -> list[str]:
 class LocalEmbedder:
     """The :class:`~graphrag_assets.llm.types.EmbeddingModel` used offline (see the module doc)."""
 
+    reproducible = True  # the vector is a function of the model name and the text (EmbeddingModel)
+
     def __init__(self, dimension: int = DEFAULT_DIMENSION) -> None:
         if dimension < 2:
             raise ValueError("dimension must be at least 2")

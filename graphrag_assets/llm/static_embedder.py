@@ -145,6 +145,7 @@ class StaticEmbedder:
     """The :class:`~graphrag_assets.llm.types.EmbeddingModel` used offline by default (module doc)."""
 
     dimension = DIMENSION
+    reproducible = True  # the vector is a function of the model name and the text (EmbeddingModel)
 
     def __init__(self) -> None:
         self.model = model_name()
@@ -228,6 +229,7 @@ class CombinedEmbedder:
     """
 
     STATIC_SHARE = 0.5
+    reproducible = True  # the vector is a function of the model name and the text (EmbeddingModel)
 
     def __init__(self, hashing_dimension: int) -> None:
         from graphrag_assets.llm.local_embedder import LocalEmbedder

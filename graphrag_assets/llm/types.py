@@ -104,7 +104,12 @@ class EmbeddingModel(Protocol):
     """An async text-embedding model returning one vector per input text, in order, as float32:
     from an endpoint a view of the response's bytes (an ``array('f')`` when the server sent
     numbers), from the local embedder a numpy array; a list of floats is accepted too.
-    ``np.asarray`` and :func:`graphrag_assets.core.float32.to_le_bytes` take any of them."""
+    ``np.asarray`` and :func:`graphrag_assets.core.float32.to_le_bytes` take any of them.
+
+    A model may say it is ``reproducible`` (a class attribute, True) and give its ``dimension``:
+    its vector is then a function of ``model`` and the text alone, so a stored vector of the same
+    text and size stands in for a call (the local embedders; see
+    :func:`graphrag_assets.index.embedding_texts.reusable_vectors`)."""
 
     model: str
 

@@ -77,6 +77,11 @@ WIDE_STATEMENTS = 2  # ... or in about this many statements, of at most BATCH_CH
 # 100,000 documents (7 M relationship ids) took 34 s in 1 MB statements, 8.9 s in 64 MB ones and
 # 6.5 s in one per batch, at the same peak (1.1 GB; the batches' producer bounds their size).
 BATCH_CHUNK_BYTES = 64 << 20
+# Tables whose strings are stored without DuckDB's FSST compression: the communities' lists of ids
+# (random hex, 8.6 M of them at 100,000 documents). DuckDB trying FSST on them was most of their
+# write: the step's lists and write took 34.3-35.9 s with it, 21.7-25.6 s without, and the table
+# takes 356 MB instead of 183 (2026-12-07, load 1.0-1.4).
+PLAIN_STRING_TABLES = frozenset({"communities"})
 
 
 def write_staged(path: str | Path, table: str, frame: pl.DataFrame) -> None:
@@ -137,12 +142,16 @@ def _write_statements(
     path: str | Path, table: str, statements: Iterable[pl.DataFrame], memory_limit: str, *, checkpoint: bool = False
 ) -> int | None:
     """Write ``statements`` as the staged ``table``, a commit each, under ``memory_limit``; the
-    rows written, or None when no statement came."""
+    rows written, or None when no statement came. A table of :data:`PLAIN_STRING_TABLES` is
+    checkpointed before the settings are reset: DuckDB compresses when it checkpoints."""
     rows = None
+    plain = table in PLAIN_STRING_TABLES
     with connect(path) as conn:
         # set, not passed as connect config: a config that differs from another open connection
         # of this process to the same file is refused; reset after, as the instance may be shared
         conn.execute(f"set memory_limit = '{memory_limit}'")
+        if plain:
+            conn.execute("set disabled_compression_methods = 'fsst,dict_fsst'")
         try:
             for statement in statements:
                 conn.register("_incoming", FrameStream(statement))
@@ -157,10 +166,12 @@ def _write_statements(
                     conn.unregister("_incoming")
                 rows = (rows or 0) + statement.height
                 del statement
-            if checkpoint:
+            if checkpoint or plain:
                 conn.execute("checkpoint")
         finally:
             conn.execute("reset memory_limit")
+            if plain:
+                conn.execute("reset disabled_compression_methods")
     return rows
 
 

@@ -17,7 +17,14 @@ from dagster import AssetExecutionContext, AssetIn, AssetKey, MetadataValue, ass
 from graphrag_assets.core import schemas
 from graphrag_assets.core.progress import Counter
 from graphrag_assets.core.settings import Settings
-from graphrag_assets.index.embedding_texts import embed_frame, entity_texts, report_texts, text_unit_texts, with_text
+from graphrag_assets.index.embedding_texts import (
+    embed_frame,
+    entity_texts,
+    report_texts,
+    reusable_vectors,
+    text_unit_texts,
+    with_text,
+)
 from graphrag_assets.llm.cache import own_embedded_texts
 from graphrag_assets.pipeline.assets.metadata import describe_partitions
 from graphrag_assets.pipeline.assets.model_session import ModelSession, StepScope, step_scope
@@ -27,14 +34,22 @@ from graphrag_assets.pipeline.resources import GraphRAGProject
 from graphrag_assets.project.document_work import step_work
 from graphrag_assets.project.lancedb_tables import text_units_kept
 from graphrag_assets.storage import vectors
+from graphrag_assets.storage.corpus import read_kept_rows
 from graphrag_assets.storage.tables import read_table
 
 
-def _embed(scope: StepScope, texts: pl.DataFrame, purpose: str):
+def _embed(scope: StepScope, texts: pl.DataFrame, purpose: str, table: str | None = None):
+    """Embed ``texts``; the published ``table``'s vectors of unchanged texts are reused when the
+    model allows it (:func:`~graphrag_assets.index.embedding_texts.reusable_vectors`)."""
     progress = Counter(purpose.replace("_", " "), texts.height, scope.log).start()
     with ModelSession(scope) as session:
-        frame = session.run(embed_frame(session.embedder, texts, purpose=purpose)) if texts.height else None
-        model_name = session.embedder.model
+        embedder = session.embedder
+        kept = None
+        if table and texts.height and getattr(embedder, "reproducible", False):
+            stored = read_kept_rows(scope.settings.database_path, table, ("text_hash", "vector"))
+            kept = reusable_vectors(embedder, stored)
+        frame = session.run(embed_frame(embedder, texts, purpose=purpose, kept=kept)) if texts.height else None
+        model_name = embedder.model
     progress.step(texts.height)
     if frame is None:  # nothing to embed: the placeholder vector type never retypes a stored table
         frame = pl.DataFrame(
@@ -45,7 +60,10 @@ def _embed(scope: StepScope, texts: pl.DataFrame, purpose: str):
             }
         )
     frame = frame.with_columns(pl.lit(model_name, dtype=pl.String).alias("model"))
-    return frame, session.metadata()
+    usage = session.metadata()
+    if table:
+        usage["vectors_reused"] = 0 if kept is None else frame.join(kept, on="text_hash", how="semi").height
+    return frame, usage
 
 
 def _dimension(frame: pl.DataFrame) -> int:
@@ -133,7 +151,7 @@ def publish_text_unit_vectors(settings: Settings, made: TextUnitVectors, keys: l
     description=f"Embedding of each entity's 'title: description'; published to LanceDB table '{vectors.ENTITY_TABLE}'.",
 )
 def entity_embeddings(context: AssetExecutionContext, project: GraphRAGProject, entities: pl.DataFrame) -> pl.DataFrame:
-    return _corpus_embeddings(context, project.settings, entity_texts(entities), "embed_entities")
+    return _corpus_embeddings(context, project.settings, entity_texts(entities), "embed_entities", "entity_embeddings")
 
 
 @asset(
@@ -145,12 +163,17 @@ def entity_embeddings(context: AssetExecutionContext, project: GraphRAGProject, 
 def community_report_embeddings(
     context: AssetExecutionContext, project: GraphRAGProject, community_reports: pl.DataFrame
 ) -> pl.DataFrame:
-    return _corpus_embeddings(context, project.settings, report_texts(community_reports), "embed_reports")
+    return _corpus_embeddings(
+        context, project.settings, report_texts(community_reports), "embed_reports", "community_report_embeddings"
+    )
 
 
-def _corpus_embeddings(context: AssetExecutionContext, settings, texts: pl.DataFrame, purpose: str) -> pl.DataFrame:
-    """Embed a corpus-wide table's texts (merged into LanceDB when the build is published)."""
-    frame, usage = _embed(step_scope(context, settings), texts, purpose)
+def _corpus_embeddings(
+    context: AssetExecutionContext, settings, texts: pl.DataFrame, purpose: str, table: str
+) -> pl.DataFrame:
+    """Embed a corpus-wide table's texts (merged into LanceDB when the build is published); the
+    last build's ``table`` gives the vectors of texts that did not change."""
+    frame, usage = _embed(step_scope(context, settings), texts, purpose, table)
     model = MetadataValue.text(frame["model"][0] if frame.height else "")
     context.add_output_metadata({**usage, "rows": frame.height, "dimension": _dimension(frame), "model": model})
     return frame
