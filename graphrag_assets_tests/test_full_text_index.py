@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import polars as pl
+import pytest
 
 from graphrag_assets.storage.vectors import TEXT_UNIT_TABLE, lexical_index, publish
 
@@ -70,3 +71,30 @@ def test_a_table_published_without_text_is_recreated_with_it(tmp_path: Path) -> 
     result = publish(tmp_path, TEXT_UNIT_TABLE, frame(TEXTS))
     assert result.inserted == 3 and result.rows == 3
     assert [i for i, _ in lexical_index(tmp_path, TEXT_UNIT_TABLE).search("weights", 5)] == ["u2"]
+
+
+def test_a_few_new_rows_wait_for_the_index_and_are_found_until_enough_of_them_make_it_catch_up(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Folding rows into the index compacts the table (its whole data file rewritten for one added
+    document at 100,000), so it waits for a tenth of the rows or SMALL_FRAGMENTS merges."""
+    import lancedb
+
+    from graphrag_assets.storage import vectors
+
+    monkeypatch.setattr(vectors, "SMALL_FRAGMENTS", 4)  # the first 40 rows' file is small too
+    many = {f"m{i}": f"Harbour note {i} about nets, tides and the ferry timetable." for i in range(40)}
+    publish(tmp_path, TEXT_UNIT_TABLE, frame(many))
+    table = lancedb.connect(str(tmp_path)).open_table(TEXT_UNIT_TABLE)
+    versions = len(table.list_versions())
+    for key, text in (("n1", "The sourdough bakery opens at dawn."), ("n2", "A storm closed the sourdough bakery.")):
+        publish(tmp_path, TEXT_UNIT_TABLE, frame({key: text}), scope_column="document_key", scope_keys=[])
+    table.checkout_latest()
+    assert table.index_stats("text_idx").num_unindexed_rows == 2  # two merges of one row in 42: not folded in
+    assert len(table.list_versions()) == versions + 2  # the merges only: no compaction
+    assert {i for i, _ in lexical_index(tmp_path, TEXT_UNIT_TABLE).search("sourdough bakery", 5)} == {"n1", "n2"}
+    publish(tmp_path, TEXT_UNIT_TABLE, frame({"n3": "Nets mended."}), scope_column="document_key", scope_keys=[])
+    table.checkout_latest()
+    assert table.index_stats("text_idx").num_unindexed_rows == 0  # the fourth small file: folded in and compacted
+    assert table.stats()["fragment_stats"]["num_fragments"] < 4  # compacted
+    assert {i for i, _ in lexical_index(tmp_path, TEXT_UNIT_TABLE).search("sourdough bakery", 5)} == {"n1", "n2"}

@@ -7,7 +7,8 @@ inserted and rows whose source is gone (within the published scope) are deleted;
 rewritten wholesale. ``lancedb`` is imported lazily because importing it takes ~2 s.
 
 A table published with a ``text`` column (the text units') also keeps LanceDB's native full-text
-index (BM25, English stemming and stop words) on it, brought up to date after every merge: the
+index (BM25, English stemming and stop words) on it, brought up to date by merges (see
+:func:`_index_text`): the
 full-text search of a big build without search tables (``storage/search_tables.py``), whose hits
 hybrid search fuses with the vector hits (:mod:`graphrag_assets.query.hybrid_search`).
 """
@@ -238,20 +239,34 @@ def compact(path: Path, tables: Sequence[str]) -> dict[str, int]:
     return versions
 
 
+# A merge folds its rows into the full-text index (LanceDB's ``optimize``) only once the rows the
+# index lacks reach 1/UNINDEXED_SHARE of the table, or its small files SMALL_FRAGMENTS: ``optimize``
+# also compacts the table, which rewrote the text units' whole data file (218 MB at 100,000
+# documents) for each added document. LanceDB advises it after about 20 modifications.
+UNINDEXED_SHARE = 10
+SMALL_FRAGMENTS = 20
+
+
 def _index_text(table) -> None:
-    """Create the full-text index of a table's ``text`` column, or fold new rows into it.
+    """Create the full-text index of a table's ``text`` column, or fold new rows into it when
+    enough of them wait (see :data:`UNINDEXED_SHARE`).
 
     Rows the index does not cover yet are still found (LanceDB scans them), so this is about
     speed, not correctness; ``optimize`` adds new rows to the index without rebuilding it.
     """
     if TEXT_COLUMN not in table.schema.names:
         return
-    if any(TEXT_COLUMN in index.columns for index in table.list_indices()):
-        table.optimize()
-        return
-    from lancedb.index import FTS
+    indexes = [index for index in table.list_indices() if TEXT_COLUMN in index.columns]
+    if not indexes:
+        from lancedb.index import FTS
 
-    table.create_index(TEXT_COLUMN, config=FTS(with_position=False))
+        table.create_index(TEXT_COLUMN, config=FTS(with_position=False))
+        return
+    stats = table.stats()
+    waiting = table.index_stats(indexes[0].name).num_unindexed_rows
+    small = stats["fragment_stats"]["num_small_fragments"]
+    if waiting * UNINDEXED_SHARE >= stats["num_rows"] or small >= SMALL_FRAGMENTS:
+        table.optimize()
 
 
 @_writes
