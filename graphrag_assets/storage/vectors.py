@@ -7,10 +7,10 @@ inserted and rows whose source is gone (within the published scope) are deleted;
 rewritten wholesale. ``lancedb`` is imported lazily because importing it takes ~2 s.
 
 A table published with a ``text`` column (the text units') also keeps LanceDB's native full-text
-index (BM25, English stemming and stop words) on it, brought up to date by merges (see
-:func:`_index_text`): the
-full-text search of a big build without search tables (``storage/search_tables.py``), whose hits
-hybrid search fuses with the vector hits (:mod:`graphrag_assets.query.hybrid_search`).
+index (BM25, English stemming and stop words) on it, caught up by merges in batches
+(:func:`_index_text`): the full-text search of a big build without search tables
+(``storage/search_tables.py``), whose hits hybrid search fuses with the vector hits
+(:mod:`graphrag_assets.query.hybrid_search`).
 """
 
 from __future__ import annotations
