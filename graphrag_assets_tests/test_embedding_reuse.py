@@ -43,7 +43,7 @@ def test_reusing_a_build_s_vectors_gives_what_embedding_every_text_gives() -> No
     before = embed(model, TEXTS)
     edited = TEXTS.with_columns(pl.when(pl.col("id") == "b").then(pl.lit("calm harbour at dawn")).otherwise("text"))
     assert embed(model, edited, reusable_vectors(model, before)).equals(embed(model, edited))
-    # every text unchanged: no call at all, the same frame
+    # every text unchanged: the same frame as the build it came from
     assert embed(model, TEXTS, reusable_vectors(model, before)).equals(before)
 
 

@@ -45,7 +45,7 @@ def _embed(scope: StepScope, texts: pl.DataFrame, purpose: str, table: str | Non
     with ModelSession(scope) as session:
         embedder = session.embedder
         kept = None
-        if table and texts.height and getattr(embedder, "reproducible", False):
+        if table and texts.height and getattr(embedder, "reproducible", False):  # else nothing to read
             stored = read_kept_rows(scope.settings.database_path, table, ("text_hash", "vector"))
             kept = reusable_vectors(embedder, stored)
         frame = session.run(embed_frame(embedder, texts, purpose=purpose, kept=kept)) if texts.height else None
