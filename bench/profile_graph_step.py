@@ -61,14 +61,18 @@ def main() -> None:
     from graphrag_assets.core.made_ahead import made_ahead
     from graphrag_assets.core.settings import load_settings
     from graphrag_assets.index import nlp_graph
-    from graphrag_assets.index.corpus_graph import noun_graph
+    from graphrag_assets.index.corpus_graph import extraction_columns, noun_graph
     from graphrag_assets.storage import corpus
     from graphrag_assets.storage.database import let_go
     from graphrag_assets.storage.tables import read_table
 
     database = args.root / "data" / "graphrag.duckdb"
     args.scratch.unlink(missing_ok=True)
-    extractions, text_units = read_table(database, "graph_extractions"), read_table(database, "text_units")
+    settings = load_settings(args.root)
+    extractions = read_table(
+        database, "graph_extractions", columns=extraction_columns(settings)
+    )  # as the step reads them
+    text_units = read_table(database, "text_units")
     phases.done(f"read inputs ({extractions.height:,} extraction rows)")
     for name in ("code_noun_graph", "prune_codes", "kept_part"):
         measured = getattr(nlp_graph, name)
@@ -88,7 +92,7 @@ def main() -> None:
             corpus.read_kept_rows(database, PHRASE_DESCRIPTIONS, list(DESCRIPTIONS)),
             corpus.read_kept_rows(database, PHRASE_UNITS, list(UNITS)),
         )
-    built = noun_graph(load_settings(args.root), extractions, text_units, None, None, stored)
+    built = noun_graph(settings, extractions, text_units, None, None, stored)
     del extractions
     phases.done("descriptions and entities")
     entities = built.entities

@@ -510,3 +510,37 @@ def test_descriptions_report_progress_per_text_unit(monkeypatch: pytest.MonkeyPa
     graph = nlp_graph.code_noun_graph(rows)
     nlp_graph.materialize(graph, None, text_units, calls.append)
     assert calls == [2, 2, 1]
+
+
+def test_the_graph_step_reads_every_column_the_noun_graph_uses(tmp_path: Path) -> None:
+    """The graph step reads only ``NOUN_GRAPH_COLUMNS`` of the extraction rows (for its memory at
+    100,000 documents); the graph, with entity resolution on, must be the one all columns give."""
+    from graphrag_assets.core.settings import load_settings
+    from graphrag_assets.index.corpus_graph import extraction_columns, noun_graph
+    from graphrag_assets.index.noun_phrases import noun_phrase_records
+
+    texts = [
+        "Mr. Scrooge met Bob Cratchit in the counting-house on Christmas Eve.",
+        "Scrooge and Marley shared the counting-house. Bob Cratchit sat at the small desk.",
+        "Later Tiny Tim met Bob Cratchit and Scrooge at the door of the counting-house.",
+        "Ebenezer Scrooge heard the bells of the old church, and Scrooge counted them on Christmas Eve.",
+        "Marley's ghost came to Scrooge at the old door on Christmas Eve.",
+    ]
+    units = pl.DataFrame(
+        {
+            "id": [f"u{i}" for i in range(len(texts))],
+            "document_key": [f"d{i % 2}" for i in range(len(texts))],
+            "text": texts,
+        }
+    ).with_columns(chunk_index=pl.int_range(pl.len()))
+    records = noun_phrase_records(units)
+    settings = load_settings(
+        tmp_path, overrides={"method": "nlp", "resolution": {"enabled": True}, "nlp": {"prune": {"min_node_freq": 1}}}
+    )
+    columns = extraction_columns(settings)
+    assert columns is not None and len(columns) < records.width
+    whole = noun_graph(settings, records, units, None, None)
+    read = noun_graph(settings, records.select(columns), units, None, None)
+    assert not whole.aliases.is_empty()  # resolution merged names, so its columns were used
+    assert read.entities.equals(whole.entities) and read.aliases.equals(whole.aliases)
+    assert pl.concat(list(read.relationships.batches())).equals(pl.concat(list(whole.relationships.batches())))

@@ -18,13 +18,21 @@ from dagster import (
     AssetIn,
     AssetOut,
     MetadataValue,
+    Nothing,
     Output,
     multi_asset,
 )
 
 from graphrag_assets.core.buckets import is_bucket_key
+from graphrag_assets.core.errors import UserError
 from graphrag_assets.core.made_ahead import made_ahead
-from graphrag_assets.index.corpus_graph import CorpusGraph, noun_graph, noun_graph_needs_models, summarized_graph
+from graphrag_assets.index.corpus_graph import (
+    CorpusGraph,
+    extraction_columns,
+    noun_graph,
+    noun_graph_needs_models,
+    summarized_graph,
+)
 from graphrag_assets.index.graph_checks import GraphReport, check_graph
 from graphrag_assets.index.methods import method_steps
 from graphrag_assets.index.phrase_descriptions import DESCRIPTIONS, UNITS, Stored
@@ -44,7 +52,8 @@ from graphrag_assets.storage.corpus import (
 )
 from graphrag_assets.storage.database import let_go
 from graphrag_assets.storage.documents import indexed_documents, keep_only_documents
-from graphrag_assets.storage.table_names import PHRASE_DESCRIPTIONS, PHRASE_UNITS
+from graphrag_assets.storage.table_names import GRAPH_EXTRACTIONS, PHRASE_DESCRIPTIONS, PHRASE_UNITS
+from graphrag_assets.storage.tables import read_table
 
 PREVIEW_COLUMNS = ("source", "target", "weight", "description")
 LET_GO_RELATIONSHIPS = 100_000  # from this many, the step closes the database when it ends (see the end of graph)
@@ -84,7 +93,8 @@ CHECKS = [
         ),
     },
     ins={
-        "graph_extractions": AssetIn(),
+        # read by the step itself, only the columns its method uses (extraction_columns)
+        "graph_extractions": AssetIn(dagster_type=Nothing),
         "extraction_status": AssetIn(),
         "text_units": AssetIn(),
     },
@@ -95,23 +105,33 @@ CHECKS = [
 def graph(
     context: AssetExecutionContext,
     project: GraphRAGProject,
-    graph_extractions: pl.DataFrame,
     extraction_status: pl.DataFrame,
     text_units: pl.DataFrame,
 ):
     settings = project.settings
     method = settings.resolved_method
     begin_corpus_run(settings.database_path, context.run.run_id if context.run else "")
-    purged = _purge_removed_documents(context, settings)
+    kept_documents = _kept_documents(context, settings)
+    purged = keep_only_documents(settings.database_path, settings.lancedb_path, kept_documents)
     left_out = sorted(extraction_status.filter(pl.col("status") == "failed")["document_key"].to_list())
-    extractions = graph_extractions.filter(~pl.col("document_key").is_in(left_out))
+    extractions = read_table(
+        settings.database_path,
+        GRAPH_EXTRACTIONS,
+        partition_column="document_key",
+        partition_keys=sorted(set(kept_documents) - set(left_out)),
+        columns=extraction_columns(settings),
+    )
+    if extractions is None:  # written with extraction_status, which Dagster has just loaded
+        raise UserError(
+            f"The index {settings.database_path} has no graph_extractions table; run `graphrag-assets index` again."
+        )
     metadata: dict = {
         "method": method,
         "left_out_documents": MetadataValue.json(left_out),
         "purged_rows": MetadataValue.json(purged),
     }
     built = _build(context, settings, extractions, text_units)
-    del extractions, graph_extractions
+    del extractions
     if built.descriptions is not None:
         write_staged(settings.database_path, PHRASE_DESCRIPTIONS, built.descriptions.descriptions)
         write_staged(settings.database_path, PHRASE_UNITS, built.descriptions.units)
@@ -241,15 +261,14 @@ def _alias_metadata(settings, aliases: pl.DataFrame) -> dict:
     }
 
 
-def _purge_removed_documents(context: AssetExecutionContext, settings) -> dict[str, int]:
-    """Rows of documents whose partition was deleted (by the sensor or schedule) are removed here.
-
-    The inputs of this step were already loaded for the current partitions only, so the graph
-    never sees those rows; this keeps the per-document tables and LanceDB in step with it. In
-    bucket mode a bucket's run removes its deleted documents itself, and the partitions name no
-    documents: the documents kept are those that still have a ``source_files`` row.
+def _kept_documents(context: AssetExecutionContext, settings) -> list[str]:
+    """The documents of the current partitions: the graph reads their rows only, and the rows of
+    documents whose partition was deleted (by the sensor or schedule) are removed first, which
+    keeps the per-document tables and LanceDB in step with the graph. In bucket mode a bucket's
+    run removes its deleted documents itself, and the partitions name no documents: the documents
+    kept are those that still have a ``source_files`` row.
     """
     keep = list(context.instance.get_dynamic_partitions(PARTITIONS_NAME))
     if any(is_bucket_key(key) for key in keep):
         keep = indexed_documents(settings.database_path)
-    return keep_only_documents(settings.database_path, settings.lancedb_path, keep)
+    return keep
