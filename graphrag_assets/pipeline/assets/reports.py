@@ -29,11 +29,8 @@ from graphrag_assets.storage.corpus import (
     read_staged_without,
     write_staged,
 )
-from graphrag_assets.storage.database import let_go
 from graphrag_assets.storage.table_names import REPORT_NAME_VOTES, REPORT_SENTENCES
 from graphrag_assets.storage.tables import read_table
-
-LET_GO_UNITS = 10_000  # from this many text units, the step closes the database before the reports (see below)
 
 
 @asset(
@@ -75,17 +72,12 @@ def community_reports(
     reuse: dict = {}
     failed: list[tuple[int, str]] = []
     if extractive:
-        links = internal_link_counts(database)
         previous = PreviousReports(
             read_table(database, "community_reports"),
             read_kept_rows(database, REPORT_NAME_VOTES, list(NAME_VOTES)),
             read_kept_rows(database, REPORT_SENTENCES, list(SENTENCES)),
         )
-        if units.height >= LET_GO_UNITS:
-            # DuckDB keeps the blocks of those reads and the link count's hash table (~690 MB at
-            # 100,000 documents) while the reports are made in Python; the writes below reopen it
-            let_go(database)
-        update = update_extractive_reports(communities, entities, units, links, previous)
+        update = update_extractive_reports(communities, entities, units, internal_link_counts(database), previous)
         write_staged(database, REPORT_NAME_VOTES, update.name_votes)
         write_staged(database, REPORT_SENTENCES, update.sentences)
         frame = update.frame
