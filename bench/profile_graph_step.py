@@ -69,9 +69,8 @@ def main() -> None:
     database = args.root / "data" / "graphrag.duckdb"
     args.scratch.unlink(missing_ok=True)
     settings = load_settings(args.root)
-    extractions = read_table(
-        database, "graph_extractions", columns=extraction_columns(settings)
-    )  # as the step reads them
+    # the extraction rows as the step reads them: only the columns its method's graph uses
+    extractions = read_table(database, "graph_extractions", columns=extraction_columns(settings))
     text_units = read_table(database, "text_units")
     phases.done(f"read inputs ({extractions.height:,} extraction rows)")
     for name in ("code_noun_graph", "prune_codes", "kept_part"):
