@@ -70,9 +70,10 @@ class CorpusGraph:
     descriptions: Described | None = None  # the nlp method's phrase descriptions, to store for the next build
 
 
-NOUN_GRAPH_COLUMNS = ("document_key", "text_unit_id", "record_type", "title", "type")
-"""The ``graph_extractions`` columns :func:`noun_graph` reads. Its rows leave the other eight null,
-and at 100,000 documents (3.9 M rows) reading those too cost the graph step ~600 MB of its peak."""
+NOUN_GRAPH_COLUMNS = ("text_unit_id", "record_type", "title", "type")
+"""The ``graph_extractions`` columns :func:`noun_graph` reads (the step selects documents by
+``document_key`` without reading it). At 100,000 documents (3.9 M rows, most of the others null)
+reading every column cost the graph step ~600 MB of its peak."""
 
 
 def extraction_columns(settings: Settings) -> tuple[str, ...] | None:
