@@ -1,8 +1,8 @@
 """Building the corpus-wide graph from every document's extraction records (the ``graph`` step's work).
 
-Two ways, by method: the standard and fast methods merge the model's entity and relationship
-records and summarize descriptions with the model; the nlp method builds a noun-phrase
-co-occurrence graph. Entity resolution (``resolution.enabled``) runs in between, by the model's
+Two ways, by method (:mod:`.methods`): the standard method merges the model's entity and
+relationship records and summarizes descriptions with the model; the fast and nlp methods build a
+noun-phrase co-occurrence graph. Entity resolution (``resolution.enabled``) runs in between, by the model's
 verdicts or the offline rules.
 
 Pure: no Dagster, no storage. Model calls go through ``models`` (anything with ``chat``,
@@ -89,7 +89,7 @@ def noun_graph_needs_models(settings: Settings) -> bool:
 def summarized_graph(
     settings: Settings, extractions: pl.DataFrame, models: GraphModels, log: logging.Logger | None
 ) -> CorpusGraph:
-    """The standard and fast methods' graph: merged records, resolved, descriptions summarized."""
+    """The standard method's graph: merged records, resolved, descriptions summarized."""
     merged = merge_graph(extractions)
     aliases = schemas.empty_frame(schemas.ENTITY_ALIASES)
     metadata: dict[str, Any] = {}
@@ -142,7 +142,7 @@ def noun_graph(
     log: logging.Logger | None,
     stored_descriptions: Stored | None = None,
 ) -> CorpusGraph:
-    """The nlp method's graph: noun phrases that occur together, pruned (``models``: see
+    """The fast and nlp methods' graph: noun phrases that occur together, pruned (``models``: see
     :func:`noun_graph_needs_models`). ``stored_descriptions`` are the previous build's (see
     :mod:`.phrase_descriptions`): phrases whose units did not change keep theirs."""
     from graphrag_assets.index.nlp_graph import code_noun_graph, kept_part, materialize_batches, prune_codes
