@@ -2,8 +2,8 @@
 
 Two ways, by method (:mod:`.methods`): the standard method merges the model's entity and
 relationship records and summarizes descriptions with the model; the fast and nlp methods build a
-noun-phrase co-occurrence graph. Entity resolution (``resolution.enabled``) runs in between, by the model's
-verdicts or the offline rules.
+noun-phrase co-occurrence graph. Entity resolution (``resolution.enabled``) runs in between, by the
+model's verdicts or the offline rules.
 
 Pure: no Dagster, no storage. Model calls go through ``models`` (anything with ``chat``,
 ``embedder`` and ``run``: the pipeline passes a step's model session, which accounts for them),

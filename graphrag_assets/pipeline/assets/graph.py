@@ -264,9 +264,9 @@ def _alias_metadata(settings, aliases: pl.DataFrame) -> dict:
 def _kept_documents(context: AssetExecutionContext, settings) -> list[str]:
     """The documents of the current partitions: the graph reads their rows only, and the step
     removes the rows of the others (documents whose partition the sensor or schedule deleted)
-    first, which keeps the per-document tables and LanceDB in step with the graph. In bucket mode a bucket's
-    run removes its deleted documents itself, and the partitions name no documents: the documents
-    kept are those that still have a ``source_files`` row.
+    first, which keeps the per-document tables and LanceDB in step with the graph. In bucket mode
+    a bucket's run removes its deleted documents itself, and the partitions name no documents: the
+    documents kept are those that still have a ``source_files`` row.
     """
     keep = list(context.instance.get_dynamic_partitions(PARTITIONS_NAME))
     if any(is_bucket_key(key) for key in keep):
