@@ -33,7 +33,14 @@ def main() -> None:
     import polars as pl
 
     from graphrag_assets.core.settings import load_settings
-    from graphrag_assets.index.extractive_reuse import NAME_VOTES, SENTENCES, PreviousReports, update_extractive_reports
+    from graphrag_assets.index.extractive_reuse import (
+        NAME_VOTES,
+        NO_VOTES,
+        SENTENCES,
+        PreviousReports,
+        VotesFrame,
+        update_extractive_reports,
+    )
     from graphrag_assets.storage.corpus import internal_link_counts, read_kept_rows, read_staged_without
     from graphrag_assets.storage.table_names import REPORT_NAME_VOTES, REPORT_SENTENCES
     from graphrag_assets.storage.tables import read_table
@@ -55,7 +62,7 @@ def main() -> None:
     # inputs match (an index written before the sentences were kept reads every unit once here)
     previous = PreviousReports(
         read_table(database, "community_reports"),
-        read_kept_rows(database, REPORT_NAME_VOTES, list(NAME_VOTES)),
+        VotesFrame(read_kept_rows(database, REPORT_NAME_VOTES, list(NAME_VOTES))),
         read_kept_rows(database, REPORT_SENTENCES, list(SENTENCES)),
     )
     update = update_extractive_reports(communities, entities, units, links, previous)
@@ -66,7 +73,7 @@ def main() -> None:
     bumped = entities.with_columns(
         pl.when(pl.int_range(pl.len()) == top).then(pl.col("degree") + 1).otherwise("degree")
     )
-    kept = PreviousReports(whole.frame, whole.name_votes, whole.sentences)
+    kept = PreviousReports(whole.frame, NO_VOTES.updated(whole), whole.sentences)
     moved = update_extractive_reports(communities, bumped, units, links, kept)
     phases.done(
         f"extractive reports, top entity's degree +1 ({moved.frame.height - moved.kept} written, {moved.units_read} units read)"

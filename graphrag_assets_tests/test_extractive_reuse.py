@@ -9,7 +9,13 @@ import pytest
 
 from graphrag_assets.core.ids import entity_id, stable_uuid
 from graphrag_assets.index.extractive_reports import extractive_reports
-from graphrag_assets.index.extractive_reuse import PreviousReports, update_extractive_reports
+from graphrag_assets.index.extractive_reuse import (
+    NAME_VOTES,
+    NO_VOTES,
+    PreviousReports,
+    VotesFrame,
+    update_extractive_reports,
+)
 
 PHRASES = [
     "Ilse Marrow",
@@ -99,9 +105,15 @@ def check(corpus: Corpus, previous: PreviousReports):
     assert update.frame.drop("prompt_hash").equals(full.drop("prompt_hash"))
     afresh = update_extractive_reports(communities, entities, units, links, PreviousReports())
     assert update.frame.equals(afresh.frame)
-    assert update.name_votes.sort("unit", "title").equals(afresh.name_votes.sort("unit", "title"))
+    votes = stored_votes(previous, update)
+    assert votes.frame.sort("unit", "title").equals(stored_votes(PreviousReports(), afresh).frame.sort("unit", "title"))
     assert update.sentences.sort("unit").equals(afresh.sentences.sort("unit"))
-    return update, PreviousReports(update.frame, update.name_votes, update.sentences)
+    return update, PreviousReports(update.frame, votes, update.sentences)
+
+
+def stored_votes(previous: PreviousReports, update) -> VotesFrame:
+    """The name votes the reports step stores with ``update`` (its DuckDB version: test_storage_io)."""
+    return (previous.name_votes or NO_VOTES).updated(update)
 
 
 @pytest.mark.parametrize("seed", range(8))
@@ -206,35 +218,80 @@ def test_a_member_that_becomes_a_name_retitles_a_community_whose_own_inputs_did_
 
     before = reports([u2, u3], PreviousReports())
     assert before.frame["title"][0] == "WREN and STORM"  # -1 vote: not a name
-    after = reports([u3], PreviousReports(before.frame, before.name_votes, before.sentences))
+    after = reports([u3], PreviousReports(before.frame, NO_VOTES.updated(before), before.sentences))
     assert after.frame["title"][0] == "STORM and WREN"
     assert after.kept == 0 and after.units_read == 2  # u1 for the new title, u3 for community 2
 
 
 def test_votes_stored_by_another_build_still_give_exact_reports() -> None:
     """The stored votes are keyed by unit and titles: rows of another build are never wrongly reused."""
-    other, _ = check(Corpus(random.Random(21)), PreviousReports())
+    _, other = check(Corpus(random.Random(21)), PreviousReports())
     corpus = Corpus(random.Random(22))
-    mine, _ = check(corpus, PreviousReports())
+    _, mine = check(corpus, PreviousReports())
     check(
         corpus,
         PreviousReports(
-            mine.frame,
-            pl.concat([other.name_votes, mine.name_votes]).unique(),
+            mine.reports,
+            VotesFrame(pl.concat([other.name_votes.frame, mine.name_votes.frame]).unique()),
             pl.concat([other.sentences, mine.sentences]).unique(),
         ),
     )
-    check(corpus, PreviousReports(other.frame, mine.name_votes, mine.sentences))
-    check(corpus, PreviousReports(mine.frame, mine.name_votes, other.sentences))
+    check(corpus, PreviousReports(other.reports, mine.name_votes, mine.sentences))
+    check(corpus, PreviousReports(mine.reports, mine.name_votes, other.sentences))
 
 
 def test_a_build_without_kept_sentences_reads_every_unit_once_then_none() -> None:
     """An index written before the sentences were kept has name votes only: its first update reads
     every unit (and keeps their sentences), the next one none."""
     corpus = Corpus(random.Random(31))
-    first, _ = check(corpus, PreviousReports())
-    older = PreviousReports(first.frame, first.name_votes)
+    first, stored = check(corpus, PreviousReports())
+    older = PreviousReports(first.frame, stored.name_votes)
     upgraded, previous = check(corpus, older)
     assert upgraded.kept == first.frame.height and upgraded.units_read == len(corpus.texts)
     again, _ = check(corpus, previous)
     assert again.kept == first.frame.height and again.units_read == 0
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_votes_kept_in_duckdb_equal_those_kept_in_memory(tmp_path, seed: int) -> None:
+    """The reports step keeps the votes in DuckDB (storage/name_votes.py): the units, totals and
+    stored table equal the frame's, update after update, from no table and from an older one."""
+    from graphrag_assets.storage.corpus import append_staged, read_staged
+    from graphrag_assets.storage.database import connect
+    from graphrag_assets.storage.name_votes import COLUMNS, stage_kept_votes
+    from graphrag_assets.storage.table_names import REPORT_NAME_VOTES
+    from graphrag_assets.storage.tables import write_table
+
+    assert list(COLUMNS) == list(NAME_VOTES)  # new rows are appended by position
+    rng = random.Random(seed)
+    corpus, path = Corpus(rng), tmp_path / "index.duckdb"
+    with connect(path) as conn:  # written by code before the votes were kept: none are
+        conn.execute(f"create table {REPORT_NAME_VOTES} (unit varchar)")
+    in_memory, kept_units = NO_VOTES, 0
+
+    class Both:
+        """Asks DuckDB, and answers with the frame's votes."""
+
+        def __init__(self, frame: VotesFrame) -> None:
+            self.frame, self.asked = frame, []
+
+        def kept(self, keys: pl.DataFrame):
+            self.asked.append((keys, stage_kept_votes(path, keys)))
+            return self.frame.kept(keys)
+
+    for _step in range(6):
+        communities, entities, units, links = corpus.tables()
+        both = Both(in_memory)
+        update = update_extractive_reports(communities, entities, units, links, PreviousReports(None, both))
+        [(keys, in_sql)] = both.asked
+        expected = in_memory.kept(keys)
+        assert keys.equals(update.vote_keys) and in_sql == (expected.units, expected.totals)
+        kept_units += len(expected.units)
+        append_staged(path, REPORT_NAME_VOTES, update.new_votes)
+        in_memory = in_memory.updated(update)
+        stored = read_staged(path, REPORT_NAME_VOTES)
+        assert stored.sort("unit", "title").equals(in_memory.frame.sort("unit", "title"))
+        write_table(path, REPORT_NAME_VOTES, stored)  # published, as the build's commit would
+        corpus.add_unit()
+        del corpus.texts[rng.choice(list(corpus.texts))]
+    assert kept_units > 0

@@ -180,7 +180,7 @@ def test_the_communities_lists_are_stored_without_fsst_and_other_tables_keep_it(
 
     def compressions(table: str) -> set[str]:
         with connect(path) as conn:
-            query = f"select distinct compression from pragma_storage_info('{corpus._staged(table)}')"  # noqa: SLF001
+            query = f"select distinct compression from pragma_storage_info('{corpus.staged_name(table)}')"
             return {row[0] for row in conn.sql(query).fetchall()}
 
     assert not any("FSST" in c for c in compressions("communities"))

@@ -32,6 +32,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
+from typing import Protocol
 
 import polars as pl
 
@@ -68,24 +69,69 @@ SENTENCES = {
 
 
 @dataclass(frozen=True)
+class KeptVotes:
+    """What of the stored name votes still holds: the units whose votes were counted under the
+    titles they have now, and each title's votes summed over those units."""
+
+    units: set[str]
+    totals: dict[str, int]
+
+
+class StoredVotes(Protocol):
+    """The last build's name votes (``NAME_VOTES`` rows), asked exactly once by every update for
+    those that still hold.
+
+    The reports step keeps them in DuckDB (at 100,000 documents 3.5 M rows, ~1.3 GB of the step's
+    memory as a frame): asking stages the kept ones as the run's table, which the step then
+    completes with ``new_votes``. :class:`VotesFrame` is the same in memory."""
+
+    def kept(self, keys: pl.DataFrame) -> KeptVotes:
+        """The votes of the units of ``keys`` (``KEY``: each unit under the hash of its titles now)."""
+        ...
+
+
+@dataclass(frozen=True)
 class PreviousReports:
     """What the published build holds: its reports, its units' name votes and sentences (None: none yet)."""
 
     reports: pl.DataFrame | None = None
-    name_votes: pl.DataFrame | None = None
+    name_votes: StoredVotes | None = None
     sentences: pl.DataFrame | None = None
 
 
 @dataclass(frozen=True)
 class ExtractiveUpdate:
     """The reports of every community, the name votes and sentences to store with them, how many
-    reports were kept and how many text units were read."""
+    reports were kept and how many text units were read.
+
+    The name votes to store are the stored ones of the units in ``vote_keys`` (as
+    :meth:`StoredVotes.kept` chose them) and ``new_votes``, those of the units counted now."""
 
     frame: pl.DataFrame
-    name_votes: pl.DataFrame
+    vote_keys: pl.DataFrame
+    new_votes: pl.DataFrame
     sentences: pl.DataFrame
     kept: int
     units_read: int
+
+
+@dataclass(frozen=True)
+class VotesFrame:
+    """Stored name votes held as a frame (tests, benchmarks): :class:`StoredVotes` in polars."""
+
+    frame: pl.DataFrame
+
+    def kept(self, keys: pl.DataFrame) -> KeptVotes:
+        rows = _kept(self.frame, NAME_VOTES, keys)
+        totals = rows.drop_nulls("title").group_by("title").agg(pl.col("votes").sum())
+        return KeptVotes(set(rows.get_column("unit").to_list()), dict(totals.iter_rows()))
+
+    def updated(self, update: ExtractiveUpdate) -> VotesFrame:
+        """The votes stored with ``update``: those kept and those counted now."""
+        return VotesFrame(pl.concat([_kept(self.frame, NAME_VOTES, update.vote_keys), update.new_votes]))
+
+
+NO_VOTES = VotesFrame(pl.DataFrame(schema=NAME_VOTES))
 
 
 def _digest(*parts: str) -> str:
@@ -142,7 +188,9 @@ def update_extractive_reports(
     :func:`~graphrag_assets.index.extractive_reports.extractive_reports`'s, with ``prompt_hash`` set.
     """
     if communities.is_empty():
-        return ExtractiveUpdate(empty_frame(COMMUNITY_REPORTS), empty_frame(NAME_VOTES), empty_frame(SENTENCES), 0, 0)
+        (previous.name_votes or NO_VOTES).kept(empty_frame(KEY))  # none kept (StoredVotes: asked once)
+        empty = empty_frame(COMMUNITY_REPORTS), empty_frame(KEY), empty_frame(NAME_VOTES)
+        return ExtractiveUpdate(*empty, empty_frame(SENTENCES), 0, 0)
     # numpy: only for the offline reports (the reports step imports this module for every method,
     # and a small index with a model imports no numpy)
     from graphrag_assets.index.kept_sentences import offer_kept_sentences
@@ -155,13 +203,13 @@ def update_extractive_reports(
     rules = f"sentences-{SENTENCE_RULES_VERSION}"
     hashes = {unit: _digest(rules, _joined(titles.get(unit, []))) for unit in all_units}
     keys = pl.DataFrame(list(hashes.items()), schema=KEY, orient="row")
-    kept_votes = _kept(previous.name_votes, NAME_VOTES, keys)
+    kept_votes = (previous.name_votes or NO_VOTES).kept(keys)
     kept_sentences = _kept(previous.sentences, SENTENCES, keys)
-    to_count = set(all_units) - set(kept_votes.get_column("unit").to_list())
+    to_count = set(all_units) - kept_votes.units
     to_read = to_count | (set(all_units) - set(kept_sentences.get_column("unit").to_list()))
 
     earlier = _earlier_fingerprints(previous.reports)
-    old_names = _names(kept_votes)
+    old_names = _names(kept_votes.totals)
 
     def changed(number: int, plan: Plan, names: set[str]) -> bool:
         return fingerprints.of(number, plan, names) not in earlier
@@ -173,7 +221,7 @@ def update_extractive_reports(
     sentences = pl.concat([kept_sentences.filter(~pl.col("unit").is_in(sorted(to_read))), fresh.sentences])
     position = fingerprints.position
     offer_kept_sentences(_by_unit(plans, findings, skip=fresh.units), sentences, titles, position)
-    names = _names(kept_votes, fresh.votes)
+    names = _names(kept_votes.totals, fresh.votes)
     # a member that became a name or stopped being one: the same sentences, another title
     retitled = {
         n: new_findings(plan, max_findings)
@@ -201,8 +249,8 @@ def update_extractive_reports(
     }
     kept = _renumbered(previous.reports, was, communities) if was else empty_frame(COMMUNITY_REPORTS)
     frame = pl.concat([written, kept]).sort("level", "community")
-    name_votes = pl.concat([kept_votes, _vote_rows(fresh.votes, hashes)])
-    return ExtractiveUpdate(frame, name_votes, sentences, len(was), len(fresh.units | texts_read))
+    new_votes = _vote_rows(fresh.votes, hashes)
+    return ExtractiveUpdate(frame, keys, new_votes, sentences, len(was), len(fresh.units | texts_read))
 
 
 # The columns of a report that are its community's row's, not what the report says: report column
@@ -369,9 +417,9 @@ def _earlier_fingerprints(reports: pl.DataFrame | None) -> dict[str, int]:
     return dict(reports.select("prompt_hash", "community").drop_nulls().iter_rows())
 
 
-def _names(votes: pl.DataFrame, more: Mapping[str, Mapping[str, int]] | None = None) -> set[str]:
-    """Titles spelled capitalised more often than in lower case: stored votes, plus units just read."""
-    totals = dict(votes.drop_nulls("title").group_by("title").agg(pl.col("votes").sum()).iter_rows())
+def _names(stored: Mapping[str, int], more: Mapping[str, Mapping[str, int]] | None = None) -> set[str]:
+    """Titles spelled capitalised more often than in lower case: stored votes' totals, plus units just read."""
+    totals = dict(stored)
     for unit_votes in (more or {}).values():
         for title, vote in unit_votes.items():
             totals[title] = totals.get(title, 0) + vote

@@ -47,7 +47,8 @@ CLUSTERING_TABLE = "community_clustering"  # one row: how the build's communitie
 RUN_MARKER = "corpus_run"  # staged first by every corpus run, so even a run stopped before its first table shows
 
 
-def _staged(table: str) -> str:
+def staged_name(table: str) -> str:
+    """The quoted name of ``table``'s staged version."""
     return quote(STAGED_PREFIX + table)
 
 
@@ -138,13 +139,26 @@ def write_staged_batches(
     return rows
 
 
+def append_staged(path: str | Path, table: str, frame: pl.DataFrame) -> None:
+    """Add ``frame``'s rows to the staged ``table``, which this run has written (its columns in
+    the same order), in statements as :func:`write_staged` writes them."""
+    _write_statements(path, table, _statements([frame]), STAGE_MEMORY_LIMIT, append=True)
+
+
 def _write_statements(
-    path: str | Path, table: str, statements: Iterable[pl.DataFrame], memory_limit: str, *, checkpoint: bool = False
+    path: str | Path,
+    table: str,
+    statements: Iterable[pl.DataFrame],
+    memory_limit: str,
+    *,
+    checkpoint: bool = False,
+    append: bool = False,
 ) -> int | None:
-    """Write ``statements`` as the staged ``table``, a commit each, under ``memory_limit``; the
-    rows written, or None when no statement came. A table of :data:`PLAIN_STRING_TABLES` is
-    checkpointed before the settings are reset: DuckDB compresses when it checkpoints."""
-    rows = None
+    """Write ``statements`` as the staged ``table`` (``append``: into it), a commit each, under
+    ``memory_limit``; the rows written, or None when no statement came. A table of
+    :data:`PLAIN_STRING_TABLES` is checkpointed before the settings are reset: DuckDB compresses
+    when it checkpoints."""
+    rows = 0 if append else None
     plain = table in PLAIN_STRING_TABLES
     with connect(path) as conn:
         # set, not passed as connect config: a config that differs from another open connection
@@ -157,9 +171,9 @@ def _write_statements(
                 conn.register("_incoming", FrameStream(statement))
                 try:
                     verb = (
-                        f"insert into {_staged(table)}"
+                        f"insert into {staged_name(table)}"
                         if rows is not None
-                        else f"create or replace table {_staged(table)} as"
+                        else f"create or replace table {staged_name(table)} as"
                     )
                     conn.execute(f"{verb} select * from _incoming")
                 finally:
@@ -219,7 +233,7 @@ def staged_graph_problems(path: str | Path, entities: pl.DataFrame) -> dict[str,
     Keys: ``orphan_relationships``, ``duplicate_titles``, ``entity_degree_mismatches`` and
     ``relationship_degree_mismatches`` (sorted ids or titles).
     """
-    relationships = _staged("relationships")
+    relationships = staged_name("relationships")
     with connect(path) as conn:
         conn.register("_entities", FrameStream(entities.select("title", "degree")))
         conn.execute(f"set memory_limit = '{STAGE_MEMORY_LIMIT}'")
@@ -243,7 +257,7 @@ def staged_top_rows(path: str | Path, table: str, columns: Sequence[str], order_
     preview that does not need the table in memory."""
     selected = ", ".join(quote(column) for column in columns)
     with connect(path) as conn:
-        return frame_of(conn.sql(f"select {selected} from {_staged(table)} order by {order_by} limit {int(rows)}"))
+        return frame_of(conn.sql(f"select {selected} from {staged_name(table)} order by {order_by} limit {int(rows)}"))
 
 
 def _statements(batches: Iterable[pl.DataFrame], wide_bytes: int = BATCH_CHUNK_BYTES) -> Iterator[pl.DataFrame]:
@@ -289,7 +303,7 @@ def read_staged(path: str | Path, table: str) -> pl.DataFrame | None:
     """The staged version of ``table`` when this run wrote one, else the published one (None: neither)."""
     with connect(path) as conn:
         if staged_table_exists(conn, table):
-            return frame_of(conn.sql(f"select * from {_staged(table)}"))
+            return frame_of(conn.sql(f"select * from {staged_name(table)}"))
         if table_exists(conn, table):
             return frame_of(conn.sql(f"select * from {quote(table)}"))
     return None
@@ -326,16 +340,21 @@ def read_kept_rows(path: str | Path, table: str, columns: Sequence[str]) -> pl.D
     descriptions, name votes); None when it does not exist or lacks one of them (older code
     wrote it): the run then makes every row afresh."""
     with connect(path) as conn:
-        present = {
-            row[0]
-            for row in conn.execute(
-                "select column_name from information_schema.columns where table_schema = 'main' and table_name = ?",
-                [table],
-            ).fetchall()
-        }
-        if not present.issuperset(columns):
+        if not has_columns(conn, table, columns):
             return None
         return frame_of(conn.sql(f"select {', '.join(quote(c) for c in columns)} from {quote(table)}"))
+
+
+def has_columns(conn: Any, table: str, columns: Sequence[str]) -> bool:
+    """Whether the published ``table`` exists with every one of ``columns``."""
+    present = {
+        row[0]
+        for row in conn.execute(
+            "select column_name from information_schema.columns where table_schema = 'main' and table_name = ?",
+            [table],
+        ).fetchall()
+    }
+    return present.issuperset(columns)
 
 
 def internal_link_counts(path: str | Path) -> dict[int, int]:
@@ -364,7 +383,7 @@ def internal_link_counts(path: str | Path) -> dict[int, int]:
 def readable_table(conn, table: str) -> str | None:
     """The staged version of ``table`` when this run wrote one, else the published one (None: neither)."""
     if staged_table_exists(conn, table):
-        return _staged(table)
+        return staged_name(table)
     return quote(table) if table_exists(conn, table) else None
 
 
@@ -386,7 +405,7 @@ def begin_corpus_run(path: str | Path, run_id: str) -> None:
     tables = staged_tables(path)
     with connect(path) as conn:
         for table in tables:
-            conn.execute(f"drop table if exists {_staged(table)}")
+            conn.execute(f"drop table if exists {staged_name(table)}")
         conn.execute(f"drop schema if exists {LEGACY_STAGING_SCHEMA} cascade")
     marker = pl.DataFrame({"run_id": [run_id], "started_at": [dt.datetime.now(dt.UTC).replace(tzinfo=None)]})
     write_staged(path, RUN_MARKER, marker)
@@ -411,8 +430,8 @@ def publish_corpus(
     with connect(path) as conn, transaction(conn, _manifest=manifest, _build=build_frame):
         for table in tables:
             conn.execute(f"drop table if exists {quote(table)}")
-            conn.execute(f"alter table {_staged(table)} rename to {quote(table)}")
-        conn.execute(f"drop table if exists {_staged(RUN_MARKER)}")
+            conn.execute(f"alter table {staged_name(table)} rename to {quote(table)}")
+        conn.execute(f"drop table if exists {staged_name(RUN_MARKER)}")
         merge_pending(conn, replaced=tables)  # the documents, text units and vectors the new graph cites
         conn.execute(f"create or replace table {quote(MANIFEST_TABLE)} as select * from _manifest")
         conn.execute(f"create or replace table {quote(BUILD_TABLE)} as select * from _build")

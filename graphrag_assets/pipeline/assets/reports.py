@@ -12,7 +12,12 @@ from dagster import AssetExecutionContext, AssetIn, MetadataValue, Nothing, asse
 from graphrag_assets.core.progress import Counter, warn
 from graphrag_assets.core.tokens import token_counter
 from graphrag_assets.index.community_reports import generate_reports, report_options
-from graphrag_assets.index.extractive_reuse import NAME_VOTES, SENTENCES, PreviousReports, update_extractive_reports
+from graphrag_assets.index.extractive_reuse import (
+    SENTENCES,
+    KeptVotes,
+    PreviousReports,
+    update_extractive_reports,
+)
 from graphrag_assets.index.methods import method_steps
 from graphrag_assets.index.report_context import ReportTables
 from graphrag_assets.index.report_reuse import REUSE_PURPOSE, ReuseSummary, summarize_reuse
@@ -23,12 +28,14 @@ from graphrag_assets.pipeline.assets.model_session import ModelSession
 from graphrag_assets.pipeline.partitions import STAGED_METADATA
 from graphrag_assets.pipeline.resources import GraphRAGProject
 from graphrag_assets.storage.corpus import (
+    append_staged,
     internal_link_counts,
     read_kept_rows,
     read_staged,
     read_staged_without,
     write_staged,
 )
+from graphrag_assets.storage.name_votes import stage_kept_votes
 from graphrag_assets.storage.table_names import REPORT_NAME_VOTES, REPORT_SENTENCES
 from graphrag_assets.storage.tables import read_table
 
@@ -74,11 +81,11 @@ def community_reports(
     if extractive:
         previous = PreviousReports(
             read_table(database, "community_reports"),
-            read_kept_rows(database, REPORT_NAME_VOTES, list(NAME_VOTES)),
+            _StagedVotes(database),
             read_kept_rows(database, REPORT_SENTENCES, list(SENTENCES)),
         )
         update = update_extractive_reports(communities, entities, units, internal_link_counts(database), previous)
-        write_staged(database, REPORT_NAME_VOTES, update.name_votes)
+        append_staged(database, REPORT_NAME_VOTES, update.new_votes)  # to the kept ones _StagedVotes staged
         write_staged(database, REPORT_SENTENCES, update.sentences)
         frame = update.frame
         reuse = {"reports_kept": update.kept, "text_units_read": update.units_read}
@@ -120,6 +127,18 @@ def community_reports(
         }
     )
     return frame
+
+
+class _StagedVotes:
+    """The published name votes, kept in DuckDB: those that still hold are staged there as this
+    run's table, and only their units and totals are read (:mod:`graphrag_assets.storage.name_votes`)."""
+
+    def __init__(self, database) -> None:
+        self.database = database
+
+    def kept(self, keys: pl.DataFrame) -> KeptVotes:
+        units, totals = stage_kept_votes(self.database, keys)
+        return KeptVotes(units, totals)
 
 
 def _record_reuse(context: AssetExecutionContext, settings, summary: ReuseSummary) -> dict:
