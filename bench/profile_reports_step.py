@@ -43,11 +43,11 @@ def main() -> None:
     from graphrag_assets.index.extractive_reuse import (
         NAME_VOTES,
         SENTENCES,
-        KeptVotes,
         PreviousReports,
         VotesFrame,
         update_extractive_reports,
     )
+    from graphrag_assets.pipeline.assets.reports import StagedVotes
     from graphrag_assets.storage.corpus import (
         append_staged,
         internal_link_counts,
@@ -55,7 +55,6 @@ def main() -> None:
         read_staged_without,
         write_staged,
     )
-    from graphrag_assets.storage.name_votes import stage_kept_votes
     from graphrag_assets.storage.table_names import REPORT_NAME_VOTES, REPORT_SENTENCES
     from graphrag_assets.storage.tables import read_table
 
@@ -75,12 +74,8 @@ def main() -> None:
     links = internal_link_counts(database)
     phases.done("internal link counts")
 
-    class StagedVotes:  # as the step keeps them
-        def kept(self, keys: pl.DataFrame) -> KeptVotes:
-            return KeptVotes(*stage_kept_votes(database, keys))
-
     def previous_build() -> PreviousReports:
-        votes = StagedVotes()
+        votes = StagedVotes(database)  # as the step keeps them
         if args.votes_in_memory:
             votes = VotesFrame(read_kept_rows(database, REPORT_NAME_VOTES, list(NAME_VOTES)))
         return PreviousReports(

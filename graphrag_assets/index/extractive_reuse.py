@@ -81,9 +81,10 @@ class StoredVotes(Protocol):
     """The last build's name votes (``NAME_VOTES`` rows), asked exactly once by every update for
     those that still hold.
 
-    The reports step keeps them in DuckDB (at 100,000 documents 3.5 M rows, ~1.3 GB of the step's
-    memory as a frame): asking stages the kept ones as the run's table, which the step then
-    completes with ``new_votes``. :class:`VotesFrame` is the same in memory."""
+    The reports step keeps them in DuckDB (at 100,000 documents 3.5 M rows; as a frame they took
+    ~820 MB of an update in ``bench/profile_reports_step.py``): asking stages the kept ones as the
+    run's table, which the step then completes with ``new_votes``. :class:`VotesFrame` is the same
+    in memory."""
 
     def kept(self, keys: pl.DataFrame) -> KeptVotes:
         """The votes of the units of ``keys`` (``KEY``: each unit under the hash of its titles now)."""

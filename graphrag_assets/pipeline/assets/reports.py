@@ -81,11 +81,11 @@ def community_reports(
     if extractive:
         previous = PreviousReports(
             read_table(database, "community_reports"),
-            _StagedVotes(database),
+            StagedVotes(database),
             read_kept_rows(database, REPORT_SENTENCES, list(SENTENCES)),
         )
         update = update_extractive_reports(communities, entities, units, internal_link_counts(database), previous)
-        append_staged(database, REPORT_NAME_VOTES, update.new_votes)  # to the kept ones _StagedVotes staged
+        append_staged(database, REPORT_NAME_VOTES, update.new_votes)  # to the kept ones StagedVotes staged
         write_staged(database, REPORT_SENTENCES, update.sentences)
         frame = update.frame
         reuse = {"reports_kept": update.kept, "text_units_read": update.units_read}
@@ -129,7 +129,7 @@ def community_reports(
     return frame
 
 
-class _StagedVotes:
+class StagedVotes:
     """The published name votes, kept in DuckDB: those that still hold are staged there as this
     run's table, and only their units and totals are read (:mod:`graphrag_assets.storage.name_votes`)."""
 
@@ -137,8 +137,7 @@ class _StagedVotes:
         self.database = database
 
     def kept(self, keys: pl.DataFrame) -> KeptVotes:
-        units, totals = stage_kept_votes(self.database, keys)
-        return KeptVotes(units, totals)
+        return KeptVotes(*stage_kept_votes(self.database, keys))
 
 
 def _record_reuse(context: AssetExecutionContext, settings, summary: ReuseSummary) -> dict:
