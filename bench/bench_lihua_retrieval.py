@@ -1,6 +1,7 @@
 """Retrieval quality of local and basic search on LiHua-World (nlp index, no LLM).
 
     python bench/bench_lihua_retrieval.py [--embedder wordllama|hashing] [--project DIR] [--variants ...]
+        [--context-only] [--results NAME.json]
 
 Variants (``--variants``, all by default): ``basic-vector`` and ``basic-hybrid`` (``query.basic.mode``),
 ``local-msgraphrag`` and ``local-graph`` (``query.local.ranking``), ``local-graph-text50`` and
@@ -35,7 +36,8 @@ extractive answer included). The first question, which opens LanceDB and builds 
 graph, is reported apart.
 
 Results: printed as markdown and written to ``bench/results/lihua_retrieval.json`` (hashing:
-``lihua_retrieval_hashing.json``).
+``lihua_retrieval_hashing.json``; ``--results``: another name, e.g. for a project indexed with other
+settings, whose pruning and relationship count the file records).
 """
 
 from __future__ import annotations
@@ -405,6 +407,7 @@ def main() -> None:
     parser.add_argument(
         "--context-only", action="store_true", help="build the contexts only (same hits; no answer, no query times)"
     )
+    parser.add_argument("--results", default=None, help="result file name in bench/results (default: by embedder)")
     args = parser.parse_args()
 
     if not (LIHUA_ZIP.exists() and LIHUA_QA.exists()):
@@ -452,6 +455,8 @@ def main() -> None:
             "text_units": data.text_units.height,
             "full_text_index": data.text_unit_lexical is not None,
             "entities": data.entities.height,
+            "relationships": data.row_count("relationships"),
+            "prune": settings.nlp.prune.model_dump(),
             "load_seconds": round(load_seconds, 2),
         },
         "questions": {
@@ -475,7 +480,7 @@ def main() -> None:
     }
     print_report(results)
     suffix = "" if args.embedder == EMBEDDERS[0] else f"_{args.embedder}"
-    path = write_results(f"lihua_retrieval{suffix}.json", results)
+    path = write_results(args.results or f"lihua_retrieval{suffix}.json", results)
     print(f"\nwritten to {path.relative_to(REPO_ROOT)}")
 
 

@@ -310,6 +310,26 @@ def test_min_edge_weight_percentile_keeps_nodes() -> None:
     assert dict(zip(e["title"], e["degree"])) == {"A": 1, "B": 1, "C": 1, "D": 2, "H": 1}
 
 
+def test_max_mean_degree_keeps_the_strongest_edges_of_a_dense_graph() -> None:
+    # 5 nodes, 6 edges (mean degree 2.4): a bound of 1.2 keeps 3 edges, the percentile 50 rule's
+    entities, relationships = graph(HUB)
+    e, r = prune_graph(entities, relationships, NO_PRUNING.model_copy(update={"max_mean_degree": 1.2}))
+    assert pairs(r) == [("A", "B"), ("C", "D"), ("D", "H")]
+    assert titles(e) == ["A", "B", "C", "D", "H"]
+    _, r = prune_graph(entities, relationships, NO_PRUNING.model_copy(update={"max_mean_degree": 2.4}))
+    assert r.height == 6  # at the bound: nothing goes
+
+
+def test_max_mean_degree_is_a_bound_and_a_tie_across_it_goes_whole() -> None:
+    tied = [("H", "A", 1.0), ("H", "B", 2.0), ("H", "C", 2.0), ("H", "D", 2.0), ("A", "B", 3.0)]
+    entities, relationships = graph(tied)
+    bound = NO_PRUNING.model_copy(update={"max_mean_degree": 1.6})  # 5 nodes: at most 4 edges
+    _, r = prune_graph(entities, relationships, bound)
+    assert pairs(r) == [("A", "B"), ("B", "H"), ("C", "H"), ("D", "H")]
+    _, r = prune_graph(entities, relationships, bound.model_copy(update={"max_mean_degree": 1.2}))  # at most 3
+    assert pairs(r) == [("A", "B")]  # the three of weight 2 would make 4
+
+
 def test_lcc_only() -> None:
     entities, relationships = graph([("A", "B", 1.0), ("B", "C", 1.0), ("X", "Y", 1.0)])
     e, r = prune_graph(entities, relationships, NO_PRUNING.model_copy(update={"lcc_only": True}))
@@ -405,13 +425,22 @@ def _reference_prune(
     if settings.max_node_freq_std is not None and nodes:
         limit = bound([float(frequency[n]) for n in nodes], settings.max_node_freq_std)
         keep({n for n in nodes if frequency[n] <= limit})
-    if settings.min_edge_weight_pct > 0 and edges:
-        ordered = sorted(edges.values())
-        position = (len(ordered) - 1) * settings.min_edge_weight_pct / 100
+
+    def percentile(values: list[float], share: float) -> float:  # numpy's linear interpolation
+        ordered = sorted(values)
+        position = (len(ordered) - 1) * share
         low = int(position)
         high = min(low + 1, len(ordered) - 1)
-        threshold = ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+        return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+    if settings.min_edge_weight_pct > 0 and edges:
+        threshold = percentile(list(edges.values()), settings.min_edge_weight_pct / 100)
         edges = {pair: w for pair, w in edges.items() if w >= threshold}
+    budget = int(settings.max_mean_degree * len(nodes) / 2) if settings.max_mean_degree is not None else len(edges)
+    if len(edges) > budget:  # the heaviest edges, a weight's edges all or none, at most budget
+        by_weight = sorted(edges.items(), key=lambda item: -item[1])
+        kept = {pair: w for pair, w in by_weight[:budget] if w > by_weight[budget][1]}
+        edges = kept
     if settings.lcc_only:
         component: dict[str, set[str]] = {n: {n} for n in nodes}
         for a, b in edges:
@@ -436,6 +465,9 @@ PRUNE_CASES = [
     PruneSettings(min_node_freq=3, min_edge_weight_pct=25, remove_ego_nodes=False),
     PruneSettings(min_node_degree=4, max_node_degree_std=1.0, max_node_freq_std=1.5, min_edge_weight_pct=0),
     PruneSettings(min_node_freq=1, min_edge_weight_pct=95, lcc_only=True),  # 59 -> 37 nodes
+    PruneSettings(max_mean_degree=6.0),  # mean degree 21.8 after the percentile: 644 -> 177 edges
+    PruneSettings(min_node_freq=1, min_edge_weight_pct=0, max_mean_degree=3.0, lcc_only=True),
+    PruneSettings(max_mean_degree=100.0),  # above the mean degree: nothing more goes
 ]
 
 
@@ -519,6 +551,46 @@ def test_the_graph_step_reads_every_column_the_noun_graph_uses(tmp_path: Path) -
     from graphrag_assets.index.corpus_graph import extraction_columns, noun_graph
     from graphrag_assets.index.noun_phrases import noun_phrase_records
 
+    units = _scrooge_units()
+    records = noun_phrase_records(units)
+    settings = load_settings(
+        tmp_path, overrides={"method": "nlp", "resolution": {"enabled": True}, "nlp": {"prune": {"min_node_freq": 1}}}
+    )
+    columns = extraction_columns(settings)
+    assert columns is not None and len(columns) < records.width
+    whole = noun_graph(settings, records, units, None, None)
+    read = noun_graph(settings, records.select(columns), units, None, None)
+    assert not whole.aliases.is_empty()  # resolution merged names, so its columns were used
+    assert read.entities.equals(whole.entities) and read.aliases.equals(whole.aliases)
+    assert pl.concat(list(read.relationships.batches())).equals(pl.concat(list(whole.relationships.batches())))
+
+
+def test_the_graph_step_keeps_the_heaviest_relationships_within_the_mean_degree_bound(tmp_path: Path) -> None:
+    """``nlp.prune.max_mean_degree`` from graphrag.yaml reaches the step's graph (250 by default)."""
+    from graphrag_assets.core.settings import load_settings
+    from graphrag_assets.index.corpus_graph import noun_graph
+    from graphrag_assets.index.noun_phrases import noun_phrase_records
+
+    units = _scrooge_units()
+    records = noun_phrase_records(units)
+
+    def relationships(bound: float | None) -> tuple[int, pl.DataFrame]:
+        prune = {"min_node_freq": 1, "min_edge_weight_pct": 0, "max_mean_degree": bound}
+        settings = load_settings(tmp_path, overrides={"method": "nlp", "nlp": {"prune": prune}})
+        built = noun_graph(settings, records, units, None, None)
+        return built.entities.height, pl.concat(list(built.relationships.batches()))
+
+    assert load_settings(tmp_path, overrides={"method": "nlp"}).nlp.prune.max_mean_degree == 250
+    entities, everything = relationships(None)
+    assert relationships(250.0)[1].equals(everything)  # far sparser than the bound: untouched
+    bounded_entities, bounded = relationships(2.0)
+    assert bounded_entities == entities  # phrases stay, as with the percentile rule
+    assert 0 < bounded.height <= entities < everything.height
+    dropped = everything.join(bounded, on=["source", "target"], how="anti")
+    assert bounded["weight"].min() > dropped["weight"].max()
+
+
+def _scrooge_units() -> pl.DataFrame:
     texts = [
         "Mr. Scrooge met Bob Cratchit in the counting-house on Christmas Eve.",
         "Scrooge and Marley shared the counting-house. Bob Cratchit sat at the small desk.",
@@ -532,15 +604,5 @@ def test_the_graph_step_reads_every_column_the_noun_graph_uses(tmp_path: Path) -
             "document_key": [f"d{i % 2}" for i in range(len(texts))],
             "text": texts,
         }
-    ).with_columns(chunk_index=pl.int_range(pl.len()))
-    records = noun_phrase_records(units)
-    settings = load_settings(
-        tmp_path, overrides={"method": "nlp", "resolution": {"enabled": True}, "nlp": {"prune": {"min_node_freq": 1}}}
     )
-    columns = extraction_columns(settings)
-    assert columns is not None and len(columns) < records.width
-    whole = noun_graph(settings, records, units, None, None)
-    read = noun_graph(settings, records.select(columns), units, None, None)
-    assert not whole.aliases.is_empty()  # resolution merged names, so its columns were used
-    assert read.entities.equals(whole.entities) and read.aliases.equals(whole.aliases)
-    assert pl.concat(list(read.relationships.batches())).equals(pl.concat(list(whole.relationships.batches())))
+    return units.with_columns(chunk_index=pl.int_range(pl.len()))

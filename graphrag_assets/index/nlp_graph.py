@@ -503,7 +503,13 @@ def prune_graph(
     4. Keep edges whose two ends survive, then drop edges whose weight is below the
        ``min_edge_weight_pct`` percentile (numpy's linear interpolation) of those edges' weights.
        Nodes left without an edge are kept (as Microsoft does), unless:
-    5. ``lcc_only``: keep only the largest connected component (ties: the one holding the
+    5. ``max_mean_degree`` (ours; Microsoft has no such rule): when the edges left number more
+       than ``max_mean_degree`` times the nodes left, halved (a mean degree above it), keep the
+       heaviest that many at most (edges of one weight stay or go together). A noun-phrase
+       graph's phrases level off as a corpus grows while its edges keep growing with it (a mean
+       degree of 28 at 442 chat logs, 276 at 10,000 generated documents, 597 at 100,000), and
+       every pass of an index's corpus steps is over the edges.
+    6. ``lcc_only``: keep only the largest connected component (ties: the one holding the
        alphabetically first title).
 
     Where we differ from Microsoft: the upper bounds of steps 1-3 never drop a proper name. They
@@ -595,12 +601,31 @@ def _prune(data: _PruneInput, settings: PruneSettings) -> Kept:
         percent = settings.min_edge_weight_pct
         record(_Step("the edge weight percentile", f"lower nlp.prune.min_edge_weight_pct (now {percent})"))
 
+    if settings.max_mean_degree is not None and edge_alive.any():
+        edge_alive &= _strongest(data.weight, edge_alive, int(settings.max_mean_degree * int(node_alive.sum()) / 2))
+        mean = settings.max_mean_degree
+        record(_Step("the mean degree bound", f"raise nlp.prune.max_mean_degree (now {mean}) or set it to null"))
+
     if settings.lcc_only and node_alive.any():
         keep_nodes(_largest_component(node_alive, data.source[edge_alive], data.target[edge_alive]))
         record(_Step("keeping the largest connected component", "set nlp.prune.lcc_only to false"))
 
     _raise_if_empty(steps, data.nodes_before, data.edges_before)
     return Kept(node_alive, edge_alive)
+
+
+def _strongest(weight: np.ndarray, alive: np.ndarray, budget: int) -> np.ndarray:
+    """Mask of the at most ``budget`` heaviest ``alive`` edges: edges of equal weight stay or go
+    together (which of them to keep would be arbitrary), so a tie across the cut goes whole."""
+    if int(alive.sum()) <= budget:
+        return alive
+    if budget <= 0:
+        return np.zeros_like(alive)
+    weights = weight[alive]
+    cut = float(np.partition(weights, weights.size - budget)[weights.size - budget])  # the budget-th heaviest
+    if int((weights >= cut).sum()) <= budget:
+        return alive & (weight >= cut)
+    return alive & (weight > cut)
 
 
 def _upper_bound(values: np.ndarray, k: float) -> float:
