@@ -37,7 +37,8 @@ graph, is reported apart.
 
 Results: printed as markdown and written to ``bench/results/lihua_retrieval.json`` (hashing:
 ``lihua_retrieval_hashing.json``; ``--results``: another name, e.g. for a project indexed with other
-settings, whose pruning and relationship count the file records).
+settings). The file records the index's relationship count and the pruning settings the project
+has when the benchmark runs (this code's defaults for what its graphrag.yaml leaves out).
 """
 
 from __future__ import annotations

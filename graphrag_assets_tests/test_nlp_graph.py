@@ -311,7 +311,7 @@ def test_min_edge_weight_percentile_keeps_nodes() -> None:
 
 
 def test_max_mean_degree_keeps_the_strongest_edges_of_a_dense_graph() -> None:
-    # 5 nodes, 6 edges (mean degree 2.4): a bound of 1.2 keeps 3 edges, the percentile 50 rule's
+    # 5 nodes, 6 edges (mean degree 2.4): a bound of 1.2 keeps 3 edges, as the 50th percentile rule does
     entities, relationships = graph(HUB)
     e, r = prune_graph(entities, relationships, NO_PRUNING.model_copy(update={"max_mean_degree": 1.2}))
     assert pairs(r) == [("A", "B"), ("C", "D"), ("D", "H")]
@@ -328,6 +328,21 @@ def test_max_mean_degree_is_a_bound_and_a_tie_across_it_goes_whole() -> None:
     assert pairs(r) == [("A", "B"), ("B", "H"), ("C", "H"), ("D", "H")]
     _, r = prune_graph(entities, relationships, bound.model_copy(update={"max_mean_degree": 1.2}))  # at most 3
     assert pairs(r) == [("A", "B")]  # the three of weight 2 would make 4
+    _, r = prune_graph(entities, relationships, bound.model_copy(update={"max_mean_degree": 0.4}))  # at most 1
+    assert pairs(r) == [("A", "B")]
+    hub = [("H", "A", 2.0), ("H", "B", 2.0), ("H", "C", 2.0), ("A", "B", 1.0)]  # the heaviest tie stays
+    _, r = prune_graph(*graph(hub), NO_PRUNING.model_copy(update={"max_mean_degree": 0.5}))
+    assert pairs(r) == [("A", "H"), ("B", "H"), ("C", "H")]
+
+
+def test_max_mean_degree_counts_the_bound_exactly() -> None:
+    # 100 nodes in 50 pairs of weights 1..50, then 66 more edges: a bound of 2.3 keeps 115, not 114
+    chain = [(f"N{i:03d}", f"N{i + 1:03d}", float(i)) for i in range(0, 99, 2)]
+    more = [(f"N{i:03d}", f"N{i + 3:03d}", 100.0 + i) for i in range(0, 66)]
+    entities, relationships = graph(chain + more)
+    assert entities.height == 100
+    _, r = prune_graph(entities, relationships, NO_PRUNING.model_copy(update={"max_mean_degree": 2.3}))
+    assert r.height == 115
 
 
 def test_lcc_only() -> None:
@@ -436,11 +451,12 @@ def _reference_prune(
     if settings.min_edge_weight_pct > 0 and edges:
         threshold = percentile(list(edges.values()), settings.min_edge_weight_pct / 100)
         edges = {pair: w for pair, w in edges.items() if w >= threshold}
-    budget = int(settings.max_mean_degree * len(nodes) / 2) if settings.max_mean_degree is not None else len(edges)
+    bound = settings.max_mean_degree
+    budget = int(round(bound * len(nodes) / 2, 6)) if bound is not None else len(edges)
     if len(edges) > budget:  # the heaviest edges, a weight's edges all or none, at most budget
         by_weight = sorted(edges.items(), key=lambda item: -item[1])
-        kept = {pair: w for pair, w in by_weight[:budget] if w > by_weight[budget][1]}
-        edges = kept
+        heaviest = by_weight[0][1]
+        edges = {pair: w for pair, w in by_weight if w == heaviest or (w > by_weight[budget][1] and budget)}
     if settings.lcc_only:
         component: dict[str, set[str]] = {n: {n} for n in nodes}
         for a, b in edges:
@@ -467,7 +483,7 @@ PRUNE_CASES = [
     PruneSettings(min_node_freq=1, min_edge_weight_pct=95, lcc_only=True),  # 59 -> 37 nodes
     PruneSettings(max_mean_degree=6.0),  # mean degree 21.8 after the percentile: 644 -> 177 edges
     PruneSettings(min_node_freq=1, min_edge_weight_pct=0, max_mean_degree=3.0, lcc_only=True),
-    PruneSettings(max_mean_degree=100.0),  # above the mean degree: nothing more goes
+    PruneSettings(max_mean_degree=21.8),  # just under the mean degree (21.83): a tie of 9 at the cut, 644 -> 635
 ]
 
 

@@ -505,7 +505,9 @@ def prune_graph(
        Nodes left without an edge are kept (as Microsoft does), unless:
     5. ``max_mean_degree`` (ours; Microsoft has no such rule): when the edges left number more
        than ``max_mean_degree`` times the nodes left, halved (a mean degree above it), keep the
-       heaviest that many at most (edges of one weight stay or go together). A noun-phrase
+       heaviest that many at most (edges of one weight stay or go together; the heaviest weight's
+       edges always stay). With ``normalize_edge_weights`` off the weights are counts, whose
+       ties make it keep fewer. A noun-phrase
        graph's phrases level off as a corpus grows while its edges keep growing with it (a mean
        degree of 28 at 442 chat logs, 276 at 10,000 generated documents, 597 at 100,000), and
        every pass of an index's corpus steps is over the edges.
@@ -602,7 +604,9 @@ def _prune(data: _PruneInput, settings: PruneSettings) -> Kept:
         record(_Step("the edge weight percentile", f"lower nlp.prune.min_edge_weight_pct (now {percent})"))
 
     if settings.max_mean_degree is not None and edge_alive.any():
-        edge_alive &= _strongest(data.weight, edge_alive, int(settings.max_mean_degree * int(node_alive.sum()) / 2))
+        # the small term: 2.3 × 100 / 2 is 114.99999999999999 in floats
+        budget = int(settings.max_mean_degree * int(node_alive.sum()) / 2 + 1e-9)
+        edge_alive &= _strongest(data.weight, edge_alive, budget)
         mean = settings.max_mean_degree
         record(_Step("the mean degree bound", f"raise nlp.prune.max_mean_degree (now {mean}) or set it to null"))
 
@@ -616,16 +620,17 @@ def _prune(data: _PruneInput, settings: PruneSettings) -> Kept:
 
 def _strongest(weight: np.ndarray, alive: np.ndarray, budget: int) -> np.ndarray:
     """Mask of the at most ``budget`` heaviest ``alive`` edges: edges of equal weight stay or go
-    together (which of them to keep would be arbitrary), so a tie across the cut goes whole."""
+    together (which of them to keep would be arbitrary), so a tie across the cut goes whole,
+    unless it is the heaviest weight: then it stays, as a graph without edges is no index (the
+    step would fall back to the unpruned graph)."""
     if int(alive.sum()) <= budget:
         return alive
-    if budget <= 0:
-        return np.zeros_like(alive)
     weights = weight[alive]
-    cut = float(np.partition(weights, weights.size - budget)[weights.size - budget])  # the budget-th heaviest
-    if int((weights >= cut).sum()) <= budget:
+    cut = float(np.partition(weights, weights.size - max(budget, 1))[weights.size - max(budget, 1)])
+    above = alive & (weight > cut)
+    if int((weights >= cut).sum()) <= budget or not above.any():
         return alive & (weight >= cut)
-    return alive & (weight > cut)
+    return above
 
 
 def _upper_bound(values: np.ndarray, k: float) -> float:
