@@ -225,8 +225,8 @@ class PruneSettings(_Section):
     min_node_degree: int = Field(1, ge=0)
     max_node_degree_std: float | None = None
     min_edge_weight_pct: float = Field(40.0, ge=0, le=100)
-    # at most max_mean_degree × entities / 2 relationships are kept, the heaviest, a weight's all or
-    # none (the heaviest weight's always); null: no bound
+    # keeps at most max_mean_degree × entities / 2 relationships, the heaviest; edges of equal weight
+    # stay or go together, those of the heaviest weight always stay (null: no bound)
     max_mean_degree: float | None = Field(250.0, gt=0)
     remove_ego_nodes: bool = True
     lcc_only: bool = False

@@ -506,11 +506,10 @@ def prune_graph(
     5. ``max_mean_degree`` (ours; Microsoft has no such rule): when the edges left number more
        than ``max_mean_degree`` times the nodes left, halved (a mean degree above it), keep the
        heaviest that many at most (edges of one weight stay or go together; the heaviest weight's
-       edges always stay). With ``normalize_edge_weights`` off the weights are counts, whose
-       ties make it keep fewer. A noun-phrase
-       graph's phrases level off as a corpus grows while its edges keep growing with it (a mean
-       degree of 28 at 442 chat logs, 276 at 10,000 generated documents, 597 at 100,000), and
-       every pass of an index's corpus steps is over the edges.
+       edges always stay). With ``normalize_edge_weights`` off the weights are counts, whose ties
+       make it keep fewer. A noun-phrase graph's phrases level off as a corpus grows while its
+       edges keep growing with it (a mean degree of 28 at 442 chat logs, 276 at 10,000 generated
+       documents, 597 at 100,000), and every pass of an index's corpus steps is over the edges.
     6. ``lcc_only``: keep only the largest connected component (ties: the one holding the
        alphabetically first title).
 
