@@ -49,9 +49,8 @@ class Corpus:
         self.grouping_seed = 0
         self.first_number = 0  # a stable-mode update that adds a community renumbers those after it
         self.period = "2026-12-06"
-        self.hidden: set[str] = (
-            set()
-        )  # phrases no entity has: the units that mention them keep their ids, not their titles
+        # phrases no entity has: the units that mention them keep their ids, not their titles
+        self.hidden: set[str] = set()
 
     def add_unit(self) -> str:
         text = " ".join(sentence(self.rng) for _ in range(self.rng.randint(1, 4)))

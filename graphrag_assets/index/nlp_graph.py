@@ -606,8 +606,8 @@ def _prune(data: _PruneInput, settings: PruneSettings) -> Kept:
         # the small term: 2.3 × 100 / 2 is 114.99999999999999 in floats
         budget = int(settings.max_mean_degree * int(node_alive.sum()) / 2 + 1e-9)
         edge_alive &= _strongest(data.weight, edge_alive, budget)
-        mean = settings.max_mean_degree
-        record(_Step("the mean degree bound", f"raise nlp.prune.max_mean_degree (now {mean}) or set it to null"))
+        bound = settings.max_mean_degree
+        record(_Step("the mean degree bound", f"raise nlp.prune.max_mean_degree (now {bound}) or set it to null"))
 
     if settings.lcc_only and node_alive.any():
         keep_nodes(_largest_component(node_alive, data.source[edge_alive], data.target[edge_alive]))
@@ -625,7 +625,8 @@ def _strongest(weight: np.ndarray, alive: np.ndarray, budget: int) -> np.ndarray
     if int(alive.sum()) <= budget:
         return alive
     weights = weight[alive]
-    cut = float(np.partition(weights, weights.size - max(budget, 1))[weights.size - max(budget, 1)])
+    rank = weights.size - max(budget, 1)  # of the budget-th heaviest (the heaviest when the budget is 0)
+    cut = float(np.partition(weights, rank)[rank])
     above = alive & (weight > cut)
     if int((weights >= cut).sum()) <= budget or not above.any():
         return alive & (weight >= cut)
