@@ -187,3 +187,27 @@ def test_a_cold_index_over_the_limit_writes_the_text_units_once_in_the_corpus_ru
         r[0] for r in query_db(root, "select id from text_units")
     )
     assert isinstance(load_query_data(settings_of(root)).text_unit_text, StoredVectors)  # its search tables
+
+
+def test_keeping_some_scopes_deletes_the_rows_of_the_others_and_nothing_when_all_are_kept(tmp_path: Path) -> None:
+    import polars as pl
+
+    from graphrag_assets.storage.vectors import delete_scopes_except, lancedb_module, publish
+
+    rows = pl.DataFrame(
+        {
+            "id": ["u1", "u2", "u3", "u4"],
+            "vector": [[0.1, 0.2], [0.3, 0.4], [0.5, 0.6], [0.7, 0.8]],
+            "text_hash": ["h1", "h2", "h3", "h4"],
+            "document_key": ["a", "b", "b", "it's"],
+        },
+        schema_overrides={"vector": pl.Array(pl.Float32, 2)},
+    )
+    folder = tmp_path / "lancedb"
+    made = publish(folder, "units", rows)
+    assert delete_scopes_except(folder, "units", "document_key", ["a", "b", "it's", "c"]) == 0
+    assert lancedb_module().connect(str(folder)).open_table("units").version == made.version  # nor a new version
+    assert delete_scopes_except(folder, "units", "document_key", ["b"]) == 2
+    assert table_ids(folder, "units") == ["u2", "u3"]
+    assert delete_scopes_except(folder, "units", "document_key", []) == 2
+    assert table_ids(folder, "units") == []

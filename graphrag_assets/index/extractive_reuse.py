@@ -160,10 +160,15 @@ class _Fingerprints:
                 "title", pl.col("degree").fill_null(0), pl.col("text_unit_ids").fill_null([])
             ).iter_rows()
         }
+        # each unit's rank in (first row, id) order, so the lists below sort by a lookup: a key
+        # function making a tuple per entry took 3 s of the 100,000-document index's updates
+        planned = {unit for plan in plans for unit in plan.units}
+        ranked = sorted(planned, key=lambda unit: (position.get(unit, len(ids)), unit))
+        rank = {unit: i for i, unit in enumerate(ranked)}
         self.base = []
         for plan, link_count in zip(plans, links):
             row = plan.row
-            in_order = sorted(plan.units, key=lambda unit: (position.get(unit, len(ids)), unit))
+            in_order = sorted(plan.units, key=rank.__getitem__)
             members = sorted(member_hash[title] for title, _, _ in plan.members)
             fields = [row.get(key) for key in ("level", "size")]
             self.base.append(_digest(repr([*fields, link_count]), _joined(members), _joined(in_order)))
