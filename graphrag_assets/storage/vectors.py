@@ -291,16 +291,15 @@ def delete_scopes_except(path: Path, table: str, scope_column: str, keep: Sequen
     existing = _open(path, table)
     if existing is None:
         return 0
-    if not keep:
-        before = existing.count_rows()
-        existing.delete("true")
-        return before - existing.count_rows()
-    present = existing.search().select([scope_column]).limit(None).to_arrow().column(scope_column)
-    gone = sorted(set(present.unique().drop_null().to_pylist()) - set(keep))
-    if not gone:
-        return 0
+    where = "true"
+    if keep:
+        present = existing.search().select([scope_column]).limit(None).to_arrow().column(scope_column)
+        gone = sorted(set(present.unique().drop_null().to_pylist()) - set(keep))
+        if not gone:
+            return 0
+        where = f"{scope_column} IN ({_quote_list(gone)})"
     before = existing.count_rows()
-    existing.delete(f"{scope_column} IN ({_quote_list(gone)})")
+    existing.delete(where)
     return before - existing.count_rows()
 
 
